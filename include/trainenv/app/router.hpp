@@ -1,0 +1,46 @@
+// HTTP -> core -> HTTP: routes, methods, media types and status codes (SPEC §5, §6).
+#pragma once
+
+#include <atomic>
+#include <optional>
+
+#include <boost/beast/http.hpp>
+
+#include "trainenv/app/policy_store.hpp"
+
+namespace trainenv::app {
+
+namespace http = boost::beast::http;
+using http_request = http::request<http::string_body>;
+using http_response = http::response<http::string_body>;
+
+// What the listeners share: the policies in force and whether to report ready.
+struct server_state {
+  policy_store policies;
+  std::atomic<bool> ready{false};
+};
+
+class router {
+ public:
+  // `admission_routes`: /mutate and /preview (the TLS port); the plain-HTTP port has only health.
+  router(server_state& state, bool admission_routes) : state_(state), admission_routes_(admission_routes) {}
+
+  // Decided from the header alone, before any body is read: 404, 405 or 415.
+  [[nodiscard]] std::optional<http_response> check_header(const http_request& header) const;
+  // A request whose header passed check_header.
+  [[nodiscard]] http_response handle(const http_request& request) const;
+
+ private:
+  [[nodiscard]] http_response mutate(const http_request& request) const;
+  [[nodiscard]] http_response preview(const http_request& request) const;
+  [[nodiscard]] http_response health(const http_request& request, bool readiness) const;
+
+  server_state& state_;
+  bool admission_routes_;
+};
+
+// A JSON response {"error": message} with the given status.
+[[nodiscard]] http_response error_response(http::status status, std::string_view message, unsigned version,
+                                           bool keep_alive);
+
+}  // namespace trainenv::app

@@ -1,0 +1,53 @@
+// The listeners: HTTPS for admission (and health), plain HTTP for health. One coroutine per
+// connection on its own strand; every handshake, read and write is bounded by a timeout.
+#pragma once
+
+#include <memory>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "trainenv/app/config.hpp"
+#include "trainenv/app/router.hpp"
+#include "trainenv/app/tls.hpp"
+#include "trainenv/core/result.hpp"
+
+namespace trainenv::app {
+
+struct session_limits {
+  std::size_t max_body_bytes = 0;
+  std::size_t max_header_bytes = 0;
+  std::chrono::milliseconds handshake_timeout{};
+  std::chrono::milliseconds read_timeout{};
+  std::chrono::milliseconds idle_timeout{};
+  std::chrono::milliseconds write_timeout{};
+  // After refusing a body (413 and the like), how long to keep reading and discarding what the
+  // client still sends, so that it sees the answer instead of a connection reset.
+  std::chrono::milliseconds linger_timeout{2000};
+};
+
+[[nodiscard]] session_limits limits_from(const serve_config& config);
+
+class server {
+ public:
+  struct endpoints {
+    boost::asio::ip::tcp::endpoint tls;
+    boost::asio::ip::tcp::endpoint plain;
+  };
+
+  server(boost::asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Binds and starts accepting; a bind failure is a start-up error.
+  [[nodiscard]] core::result<endpoints> start(const endpoint_spec& tls_listen, const endpoint_spec& plain_listen);
+  // Stops accepting new connections; connections already open run to their end.
+  void stop_accepting();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace trainenv::app

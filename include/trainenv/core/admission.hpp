@@ -1,0 +1,42 @@
+// AdmissionReview admission.k8s.io/v1 and v1beta1: decode a request, encode a response in the
+// version received.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "trainenv/core/result.hpp"
+
+namespace trainenv::core {
+
+struct decision;
+
+struct admission_request {
+  std::string api_version;  // as received: admission.k8s.io/v1 or admission.k8s.io/v1beta1
+  std::string uid;
+  std::string group, version, resource, sub_resource;  // request.resource / subResource
+  std::string operation;
+  std::string namespace_name;
+  std::string name;
+  bool dry_run = false;
+  nlohmann::json object;  // request.object, moved out of the review
+
+  [[nodiscard]] bool is_pod_create() const;
+};
+
+// Errors are for a 400: not JSON, not an AdmissionReview, no request.uid.
+[[nodiscard]] result<admission_request> decode_review(std::string_view body);
+[[nodiscard]] result<admission_request> decode_review_json(nlohmann::json document);
+
+[[nodiscard]] nlohmann::json encode_response(const admission_request& request, const decision& d);
+
+// Parses untrusted JSON text; the error names the byte offset.
+[[nodiscard]] result<nlohmann::json> parse_json(std::string_view text);
+
+[[nodiscard]] std::string base64_encode(std::string_view bytes);
+[[nodiscard]] std::optional<std::string> base64_decode(std::string_view text);
+
+}  // namespace trainenv::core

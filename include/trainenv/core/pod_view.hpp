@@ -1,0 +1,48 @@
+// Read-only accessors over a Pod's JSON: labels, annotations, names, containers.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace trainenv::core {
+
+class pod_view {
+ public:
+  // `pod` must outlive the view.
+  explicit pod_view(const nlohmann::json& pod) : pod_(&pod) {}
+
+  [[nodiscard]] const nlohmann::json& json() const { return *pod_; }
+
+  // The string value, or nullptr when the key is absent or its value is not a string.
+  [[nodiscard]] const std::string* label(std::string_view key) const;
+  [[nodiscard]] const std::string* annotation(std::string_view key) const;
+  // Annotation first, then label, as the SPEC reads "label or annotation" keys.
+  [[nodiscard]] const std::string* annotation_or_label(std::string_view key) const;
+  [[nodiscard]] const std::string* label_or_annotation(std::string_view key) const;
+
+  [[nodiscard]] const std::string* name() const;
+  [[nodiscard]] const std::string* generate_name() const;
+  [[nodiscard]] const std::string* namespace_name() const;
+  [[nodiscard]] const std::string* subdomain() const;
+
+  // spec.containers when it is an array, else nullptr.
+  [[nodiscard]] const nlohmann::json* containers() const;
+  // The container named `preferred`; if none has that name, the first; nullopt if none.
+  [[nodiscard]] std::optional<std::size_t> target_container(std::string_view preferred) const;
+
+ private:
+  [[nodiscard]] const std::string* string_at(std::string_view section, std::string_view object,
+                                             std::string_view key) const;
+  const nlohmann::json* pod_;
+};
+
+// The member `key` of `object` as a string, or nullptr.
+[[nodiscard]] const std::string* string_member(const nlohmann::json& object, std::string_view key);
+// The member `key` of `object` when present and not null, or nullptr.
+[[nodiscard]] const nlohmann::json* member(const nlohmann::json& object, std::string_view key);
+
+}  // namespace trainenv::core

@@ -1,0 +1,47 @@
+// A value or an error message: GCC 12 has no std::expected, and the core never throws on
+// the request path.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace trainenv::core {
+
+struct error {
+  std::string message;
+};
+
+// `s` in double quotes for a message, cut at `max` characters.
+inline std::string quote(std::string_view s, std::size_t max = 64) {
+  std::string out = "\"";
+  out += s.size() > max ? std::string(s.substr(0, max)) + "..." : std::string(s);
+  return out + "\"";
+}
+
+template <class T>
+class [[nodiscard]] result {
+ public:
+  result(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
+  result(error failure) : v_(std::move(failure)) {}  // NOLINT: implicit by design
+
+  [[nodiscard]] bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+  [[nodiscard]] const std::string& message() const { return std::get<1>(v_).message; }
+  [[nodiscard]] error take_error() && { return std::get<1>(std::move(v_)); }
+
+ private:
+  std::variant<T, error> v_;
+};
+
+}  // namespace trainenv::core

@@ -1,0 +1,243 @@
+#include "trainenv/app/server.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <spdlog/spdlog.h>
+
+namespace trainenv::app {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+
+bool is_parse_error(const boost::system::error_code& ec) {
+  return ec.category() == beast::http::make_error_code(http::error::bad_method).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message;
+}
+
+// Reads and drops whatever the client still sends, for a bounded time, so that closing with
+// unread data does not reset the connection before the client has read our answer.
+template <class Stream>
+asio::awaitable<void> linger(Stream& stream, const session_limits& limits) {
+  beast::get_lowest_layer(stream).expires_after(limits.linger_timeout);
+  std::array<char, 16 * 1024> sink{};
+  for (;;) {
+    auto [ec, n] = co_await stream.async_read_some(asio::buffer(sink), use_nothrow);
+    if (ec) co_return;
+  }
+}
+
+// Serves requests on one connection until it closes, errs or times out.
+template <class Stream>
+asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limits, const router& routes) {
+  auto& socket = beast::get_lowest_layer(stream);
+  beast::flat_buffer buffer;
+  const auto send = [&](http_response& response) -> asio::awaitable<bool> {
+    socket.expires_after(limits.write_timeout);
+    auto [ec, n] = co_await http::async_write(stream, response, use_nothrow);
+    co_return !ec;
+  };
+  // Answer, then close: used when the rest of the request will not be read.
+  const auto refuse = [&](http_response response) -> asio::awaitable<void> {
+    response.keep_alive(false);
+    if (co_await send(response)) co_await linger(stream, limits);
+  };
+
+  for (;;) {
+    if (buffer.size() == 0) {
+      // Idle between requests: the long timeout applies until the next request's first byte.
+      socket.expires_after(limits.idle_timeout);
+      auto [ec, n] = co_await stream.async_read_some(buffer.prepare(8 * 1024), use_nothrow);
+      if (ec) co_return;
+      buffer.commit(n);
+    }
+    socket.expires_after(limits.read_timeout);
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+    parser.body_limit(limits.max_body_bytes);
+    if (auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_nothrow); ec) {
+      if (ec == http::error::header_limit) {
+        co_await refuse(error_response(http::status::request_header_fields_too_large,
+                                       "request header fields too large", 11, false));
+      } else if (is_parse_error(ec)) {
+        co_await refuse(error_response(http::status::bad_request, "malformed HTTP request: " + ec.message(), 11, false));
+      }
+      co_return;
+    }
+
+    const auto& header = parser.get();
+    auto early = routes.check_header(header);
+    if (!early && parser.content_length() && *parser.content_length() > limits.max_body_bytes) {
+      early = error_response(http::status::payload_too_large,
+                             "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes",
+                             header.version(), false);
+    }
+    if (early) {
+      if (!parser.is_done()) {
+        co_await refuse(std::move(*early));
+        co_return;
+      }
+      if (!co_await send(*early) || !early->keep_alive()) co_return;
+      continue;
+    }
+
+    if (!parser.is_done()) {
+      if (beast::iequals(header[http::field::expect], "100-continue")) {
+        http::response<http::empty_body> go_on{http::status::continue_, header.version()};
+        socket.expires_after(limits.write_timeout);
+        if (auto [ec, n] = co_await http::async_write(stream, go_on, use_nothrow); ec) co_return;
+        socket.expires_after(limits.read_timeout);
+      }
+      if (auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_nothrow); ec) {
+        if (ec == http::error::body_limit) {
+          co_await refuse(error_response(http::status::payload_too_large,
+                                         "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes",
+                                         11, false));
+        } else if (is_parse_error(ec)) {
+          co_await refuse(error_response(http::status::bad_request, "malformed HTTP request: " + ec.message(), 11, false));
+        }
+        co_return;
+      }
+    }
+
+    auto response = routes.handle(parser.get());
+    if (!co_await send(response) || !response.keep_alive()) co_return;
+  }
+}
+
+asio::awaitable<void> tls_session(tcp::socket socket, std::shared_ptr<asio::ssl::context> context,
+                                  session_limits limits, const router& routes) {
+  beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), *context);
+  beast::get_lowest_layer(stream).expires_after(limits.handshake_timeout);
+  if (auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_nothrow); ec) {
+    spdlog::debug("TLS handshake failed: {}", ec.message());
+    co_return;
+  }
+  co_await serve_requests(stream, limits, routes);
+  beast::get_lowest_layer(stream).expires_after(limits.write_timeout);
+  // A peer that just drops the connection (stream_truncated) is a normal close here.
+  co_await stream.async_shutdown(use_nothrow);
+}
+
+asio::awaitable<void> plain_session(tcp::socket socket, session_limits limits, const router& routes) {
+  beast::tcp_stream stream(std::move(socket));
+  co_await serve_requests(stream, limits, routes);
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+core::result<tcp::acceptor> bind(asio::io_context& ioc, const endpoint_spec& spec, const char* what) {
+  boost::system::error_code ec;
+  const tcp::endpoint endpoint(asio::ip::make_address(spec.host, ec), spec.port);
+  tcp::acceptor acceptor(ioc);
+  const auto failed = [&](const char* step) {
+    return core::error{std::string("cannot ") + step + " " + what + " address " + spec.host + ":" +
+                       std::to_string(spec.port) + ": " + ec.message()};
+  };
+  if (acceptor.open(endpoint.protocol(), ec); ec) return failed("open");
+  if (acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec) return failed("configure");
+  if (acceptor.bind(endpoint, ec); ec) return failed("bind");
+  if (acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) return failed("listen on");
+  return acceptor;
+}
+
+}  // namespace
+
+session_limits limits_from(const serve_config& config) {
+  session_limits limits;
+  limits.max_body_bytes = config.max_body_bytes;
+  limits.max_header_bytes = config.max_header_bytes;
+  limits.handshake_timeout = config.handshake_timeout;
+  limits.read_timeout = config.read_timeout;
+  limits.idle_timeout = config.idle_timeout;
+  limits.write_timeout = config.read_timeout;
+  return limits;
+}
+
+struct server::impl {
+  impl(asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls)
+      : ioc(ioc), limits(limits), tls(tls), admission_routes(state, true), health_routes(state, false),
+        tls_acceptor(ioc), plain_acceptor(ioc) {}
+
+  // `start_session` receives each accepted socket, already on its own strand.
+  template <class StartSession>
+  asio::awaitable<void> accept(tcp::acceptor& acceptor, StartSession start_session) {
+    asio::steady_timer backoff(ioc);
+    for (;;) {
+      auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(ioc), use_nothrow);
+      if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
+      if (ec) {
+        // Out of descriptors and the like: pause rather than spin.
+        spdlog::warn("accept failed: {}", ec.message());
+        backoff.expires_after(std::chrono::milliseconds(50));
+        co_await backoff.async_wait(use_nothrow);
+        continue;
+      }
+      socket.set_option(tcp::no_delay(true), ec);
+      start_session(std::move(socket));
+    }
+  }
+
+  asio::io_context& ioc;
+  session_limits limits;
+  tls_store& tls;
+  router admission_routes;
+  router health_routes;
+  tcp::acceptor tls_acceptor;
+  tcp::acceptor plain_acceptor;
+};
+
+server::server(asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls)
+    : impl_(std::make_unique<impl>(ioc, limits, state, tls)) {}
+
+server::~server() = default;
+
+core::result<server::endpoints> server::start(const endpoint_spec& tls_listen, const endpoint_spec& plain_listen) {
+  auto tls_acceptor = bind(impl_->ioc, tls_listen, "--listen");
+  if (!tls_acceptor) return std::move(tls_acceptor).take_error();
+  auto plain_acceptor = bind(impl_->ioc, plain_listen, "--metrics-listen");
+  if (!plain_acceptor) return std::move(plain_acceptor).take_error();
+  impl_->tls_acceptor = std::move(*tls_acceptor);
+  impl_->plain_acceptor = std::move(*plain_acceptor);
+
+  auto* self = impl_.get();
+  asio::co_spawn(
+      impl_->ioc,
+      self->accept(self->tls_acceptor,
+                   [self](tcp::socket socket) {
+                     auto executor = socket.get_executor();
+                     asio::co_spawn(executor,
+                                    tls_session(std::move(socket), self->tls.current(), self->limits,
+                                                self->admission_routes),
+                                    asio::detached);
+                   }),
+      asio::detached);
+  asio::co_spawn(impl_->ioc,
+                 self->accept(self->plain_acceptor,
+                              [self](tcp::socket socket) {
+                                auto executor = socket.get_executor();
+                                asio::co_spawn(executor, plain_session(std::move(socket), self->limits, self->health_routes),
+                                               asio::detached);
+                              }),
+                 asio::detached);
+  return endpoints{impl_->tls_acceptor.local_endpoint(), impl_->plain_acceptor.local_endpoint()};
+}
+
+void server::stop_accepting() {
+  asio::post(impl_->ioc, [self = impl_.get()] {
+    boost::system::error_code ignored;
+    self->tls_acceptor.close(ignored);
+    self->plain_acceptor.close(ignored);
+  });
+}
+
+}  // namespace trainenv::app

@@ -1,0 +1,141 @@
+#include "trainenv/core/admission.hpp"
+
+#include <array>
+
+#include "trainenv/core/engine.hpp"
+#include "trainenv/core/pod_view.hpp"
+
+namespace trainenv::core {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view v1 = "admission.k8s.io/v1";
+constexpr std::string_view v1beta1 = "admission.k8s.io/v1beta1";
+constexpr std::string_view alphabet =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+std::string string_or_empty(const json& object, std::string_view key) {
+  const auto* s = string_member(object, key);
+  return s != nullptr ? *s : std::string();
+}
+
+}  // namespace
+
+bool admission_request::is_pod_create() const {
+  return group.empty() && version == "v1" && resource == "pods" && sub_resource.empty() &&
+         operation == "CREATE";
+}
+
+result<json> parse_json(std::string_view text) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    return error{"body is not valid JSON (at byte " + std::to_string(e.byte) + ")"};
+  }
+}
+
+result<admission_request> decode_review(std::string_view body) {
+  auto document = parse_json(body);
+  if (!document) return std::move(document).take_error();
+  return decode_review_json(std::move(*document));
+}
+
+result<admission_request> decode_review_json(json document) {
+  if (!document.is_object()) return error{"body is not an AdmissionReview: expected a JSON object"};
+  admission_request out;
+  out.api_version = string_or_empty(document, "apiVersion");
+  if (string_or_empty(document, "kind") != "AdmissionReview") {
+    return error{"body is not an AdmissionReview: kind must be \"AdmissionReview\""};
+  }
+  if (out.api_version != v1 && out.api_version != v1beta1) {
+    return error{"unsupported AdmissionReview apiVersion \"" + out.api_version.substr(0, 64) +
+                 "\": expected admission.k8s.io/v1 or admission.k8s.io/v1beta1"};
+  }
+  auto* request = document.contains("request") ? &document["request"] : nullptr;
+  if (request == nullptr || !request->is_object()) {
+    return error{"AdmissionReview has no request object"};
+  }
+  out.uid = string_or_empty(*request, "uid");
+  if (out.uid.empty()) return error{"AdmissionReview request.uid is missing"};
+  if (const auto* resource = member(*request, "resource")) {
+    out.group = string_or_empty(*resource, "group");
+    out.version = string_or_empty(*resource, "version");
+    out.resource = string_or_empty(*resource, "resource");
+  }
+  out.sub_resource = string_or_empty(*request, "subResource");
+  out.operation = string_or_empty(*request, "operation");
+  out.namespace_name = string_or_empty(*request, "namespace");
+  out.name = string_or_empty(*request, "name");
+  if (const auto* dry_run = member(*request, "dryRun"); dry_run != nullptr && dry_run->is_boolean()) {
+    out.dry_run = dry_run->get<bool>();
+  }
+  if (auto it = request->find("object"); it != request->end()) out.object = std::move(*it);
+  return out;
+}
+
+json encode_response(const admission_request& request, const decision& d) {
+  json response = {{"uid", request.uid}, {"allowed", d.allowed}};
+  if (!d.allowed) {
+    response["status"] = {{"code", 400}, {"message", d.message}};
+  }
+  if (d.mutated()) {
+    response["patchType"] = "JSONPatch";
+    response["patch"] = base64_encode(d.patch.dump());
+  }
+  if (!d.warnings.empty()) response["warnings"] = d.warnings;
+  if (!d.policy.empty()) response["auditAnnotations"] = {{"policy", d.policy}};
+  return {{"apiVersion", request.api_version}, {"kind", "AdmissionReview"}, {"response", std::move(response)}};
+}
+
+std::string base64_encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  std::size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const auto n = (static_cast<unsigned char>(bytes[i]) << 16) |
+                   (static_cast<unsigned char>(bytes[i + 1]) << 8) | static_cast<unsigned char>(bytes[i + 2]);
+    out += alphabet[(n >> 18) & 63];
+    out += alphabet[(n >> 12) & 63];
+    out += alphabet[(n >> 6) & 63];
+    out += alphabet[n & 63];
+  }
+  if (const auto left = bytes.size() - i; left > 0) {
+    auto n = static_cast<unsigned>(static_cast<unsigned char>(bytes[i])) << 16;
+    if (left == 2) n |= static_cast<unsigned>(static_cast<unsigned char>(bytes[i + 1])) << 8;
+    out += alphabet[(n >> 18) & 63];
+    out += alphabet[(n >> 12) & 63];
+    out += left == 2 ? alphabet[(n >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+std::optional<std::string> base64_decode(std::string_view text) {
+  if (text.size() % 4 != 0) return std::nullopt;
+  std::array<int, 256> value{};
+  value.fill(-1);
+  for (std::size_t i = 0; i < alphabet.size(); ++i) value[static_cast<unsigned char>(alphabet[i])] = static_cast<int>(i);
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (std::size_t i = 0; i < text.size(); i += 4) {
+    unsigned n = 0;
+    int padding = 0;
+    for (std::size_t j = 0; j < 4; ++j) {
+      const char c = text[i + j];
+      if (c == '=' && i + 4 == text.size() && j >= 2) {
+        ++padding;
+        n <<= 6;
+        continue;
+      }
+      if (padding > 0 || value[static_cast<unsigned char>(c)] < 0) return std::nullopt;
+      n = (n << 6) | static_cast<unsigned>(value[static_cast<unsigned char>(c)]);
+    }
+    out += static_cast<char>((n >> 16) & 255);
+    if (padding < 2) out += static_cast<char>((n >> 8) & 255);
+    if (padding < 1) out += static_cast<char>(n & 255);
+  }
+  return out;
+}
+
+}  // namespace trainenv::core

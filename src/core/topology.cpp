@@ -1,0 +1,326 @@
+#include "trainenv/core/topology.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "trainenv/core/quantity.hpp"
+
+namespace trainenv::core {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t max_count = 1'000'000;
+
+
+const std::string* non_empty(const std::string* s) { return s != nullptr && !s->empty() ? s : nullptr; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The first present, non-empty source wins.
+struct sourced {
+  const std::string* value = nullptr;
+  std::string source;  // "annotation X" / "label X"
+};
+
+sourced first_of(std::initializer_list<sourced> candidates) {
+  for (const auto& c : candidates) {
+    if (non_empty(c.value) != nullptr) return c;
+  }
+  return {};
+}
+
+std::string label_name(std::string_view key) { return "label " + std::string(key); }
+std::string annotation_name(std::string_view key) { return "annotation " + std::string(key); }
+
+sourced label_or_annotation(const pod_view& pod, std::string_view key) {
+  if (const auto* v = non_empty(pod.label(key))) return {v, label_name(key)};
+  return {non_empty(pod.annotation(key)), annotation_name(key)};
+}
+
+result<std::string> resolve_job(const pod_view& pod) {
+  const auto volcano = label_or_annotation(pod, keys::volcano_job);
+  const auto found = first_of({
+      {pod.label(keys::jobset_name), ""},
+      {pod.label(keys::trainjob_name), ""},
+      volcano,
+      {pod.subdomain(), ""},
+  });
+  if (found.value == nullptr) {
+    return error{"trainenv: cannot tell the job name: set label " + std::string(keys::jobset_name) +
+                 " (or label " + std::string(keys::trainjob_name) + ", label " +
+                 std::string(keys::volcano_job) + ", or spec.subdomain)"};
+  }
+  return *found.value;
+}
+
+std::string resolve_role(const pod_view& pod) {
+  const auto found = first_of({
+      label_or_annotation(pod, keys::role),
+      {pod.label(keys::replicated_job), ""},
+      label_or_annotation(pod, keys::volcano_task),
+  });
+  return found.value != nullptr ? *found.value : std::string("node");
+}
+
+// nullopt value with no error: no source present.
+result<std::optional<std::int64_t>> read_index(const pod_view& pod) {
+  const auto found = first_of({
+      {pod.annotation(keys::completion_index), annotation_name(keys::completion_index)},
+      {pod.label(keys::completion_index), label_name(keys::completion_index)},
+      {pod.label(keys::volcano_index), label_name(keys::volcano_index)},
+  });
+  if (found.value != nullptr) {
+    const auto n = parse_decimal(trim(*found.value), max_count);
+    if (!n) {
+      return error{"trainenv: " + found.source + " is " + quote(*found.value) +
+                   "; expected a whole number >= 0"};
+    }
+    return std::optional<std::int64_t>(*n);
+  }
+  // A pod named "<job>-worker-3" (Volcano, StatefulSet-like naming) carries its index.
+  if (const auto* name = pod.name()) {
+    const auto dash = name->find_last_of('-');
+    if (dash != std::string::npos) {
+      if (const auto n = parse_decimal(std::string_view(*name).substr(dash + 1), max_count)) {
+        return std::optional<std::int64_t>(*n);
+      }
+    }
+  }
+  return std::optional<std::int64_t>();
+}
+
+result<std::int64_t> read_int_annotation(const pod_view& pod, std::string_view key,
+                                         std::int64_t fallback, std::int64_t min, std::int64_t max) {
+  const auto* text = pod.annotation(key);
+  if (text == nullptr) return fallback;
+  const auto n = parse_decimal(trim(*text), max);
+  if (!n || *n < min) {
+    return error{"trainenv: annotation " + std::string(key) + " is " + quote(*text) +
+                 "; expected a whole number from " + std::to_string(min) + " to " + std::to_string(max)};
+  }
+  return *n;
+}
+
+std::int64_t replicas_of(const std::vector<std::pair<std::string, std::int64_t>>& replicas,
+                         std::string_view role, std::int64_t absent) {
+  for (const auto& [name, count] : replicas) {
+    if (name == role) return count;
+  }
+  return absent;
+}
+
+// resources.requests first, then resources.limits (Kubeflow Trainer's order).
+const json* container_resource(const json& container, std::string_view name, std::string& where) {
+  const auto* resources = member(container, "resources");
+  if (resources == nullptr) return nullptr;
+  for (std::string_view section : {"requests", "limits"}) {
+    const auto* list = member(*resources, section);
+    const auto* value = list != nullptr ? member(*list, name) : nullptr;
+    if (value != nullptr) {
+      where = "resources." + std::string(section) + "." + std::string(name);
+      return value;
+    }
+  }
+  return nullptr;
+}
+
+bool asks_for_gpu(const json& container) {
+  const auto* resources = member(container, "resources");
+  if (resources == nullptr) return false;
+  for (std::string_view section : {"requests", "limits"}) {
+    const auto* list = member(*resources, section);
+    if (list == nullptr || !list->is_object()) continue;
+    for (const auto& [name, value] : list->items()) {
+      std::string lower = name;
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (lower.find("gpu") != std::string::npos) return true;
+    }
+  }
+  return false;
+}
+
+result<std::int64_t> cpu_count(const json& container) {
+  std::string where;
+  const auto* cpu = container_resource(container, "cpu", where);
+  if (cpu == nullptr) return std::int64_t{1};
+  // Kubernetes serialises quantities as strings but accepts JSON numbers too.
+  const std::string text = cpu->is_string() ? cpu->get<std::string>() : cpu->dump();
+  const auto q = cpu->is_string() || cpu->is_number() ? parse_quantity(text) : std::nullopt;
+  const auto ceiling = q ? q->ceil() : std::nullopt;
+  if (!ceiling) {
+    const auto* name = string_member(container, "name");
+    return error{"trainenv: " + where + " of container " + quote(name ? *name : "") + " is " +
+                 quote(text) + "; expected a Kubernetes quantity such as 4, 2.5 or 2500m"};
+  }
+  return std::max<std::int64_t>(1, *ceiling);
+}
+
+}  // namespace
+
+result<std::vector<std::pair<std::string, std::int64_t>>> parse_replicas(std::string_view text) {
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  const auto bad = [&](std::string_view why) {
+    return error{"trainenv: annotation " + std::string(keys::replicas) + " is " + quote(text) + "; " +
+                 std::string(why) + " (expected role=count pairs, e.g. master=1,worker=3)"};
+  };
+  std::string_view rest = text;
+  while (true) {
+    const auto comma = rest.find(',');
+    const auto item = trim(rest.substr(0, comma));
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos) return bad("\"" + std::string(item) + "\" has no '='");
+    const auto role = trim(item.substr(0, eq));
+    const auto count = parse_decimal(trim(item.substr(eq + 1)), max_count);
+    if (!is_dns_label(role)) return bad("\"" + std::string(role) + "\" is not a role name");
+    if (!count) return bad("the count for " + std::string(role) + " is not a whole number");
+    for (const auto& [name, n] : out) {
+      if (name == role) return bad(std::string(role) + " is listed twice");
+    }
+    out.emplace_back(std::string(role), *count);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return out;
+}
+
+result<std::string> resolve_nproc(const nproc_setting& setting, const json& container) {
+  using mode = nproc_setting::mode;
+  switch (setting.kind) {
+    case mode::count:
+      return std::to_string(setting.count);
+    case mode::gpu:
+      return std::string("gpu");
+    case mode::automatic:
+      if (asks_for_gpu(container)) return std::string("auto");
+      [[fallthrough]];
+    case mode::cpu: {
+      auto n = cpu_count(container);
+      if (!n) return std::move(n).take_error();
+      return std::to_string(*n);
+    }
+  }
+  return std::string("auto");
+}
+
+result<topology> resolve_topology(const pod_view& pod, const policy& p) {
+  topology t;
+  const auto container = pod.target_container(p.container);
+  if (!container) return error{"trainenv: spec.containers is empty or missing; the pod has no container to inject into"};
+  t.container = *container;
+  const auto& target = (*pod.containers())[t.container];
+
+  auto job = resolve_job(pod);
+  if (!job) return std::move(job).take_error();
+  t.job = std::move(*job);
+  if (const auto* ns = pod.namespace_name()) t.namespace_name = *ns;
+  t.role = resolve_role(pod);
+  t.training_role = p.is_training_role(t.role);
+
+  auto nodes = read_int_annotation(pod, keys::num_nodes, p.default_num_nodes, 1, max_count);
+  if (!nodes) return std::move(nodes).take_error();
+  t.num_nodes = *nodes;
+
+  auto port = read_int_annotation(pod, keys::master_port, p.default_master_port, 1, 65535);
+  if (!port) return std::move(port).take_error();
+  t.master_port = *port;
+
+  nproc_setting nproc = p.default_nproc;
+  if (const auto* text = pod.annotation(keys::nproc_per_node)) {
+    const auto parsed = nproc_setting::parse(trim(*text));
+    if (!parsed) {
+      return error{"trainenv: annotation " + std::string(keys::nproc_per_node) + " is " + quote(*text) +
+                   "; expected a whole number >= 1, auto, cpu or gpu"};
+    }
+    nproc = *parsed;
+  }
+  auto resolved = resolve_nproc(nproc, target);
+  if (!resolved) return std::move(resolved).take_error();
+  t.nproc_per_node = std::move(*resolved);
+
+  const bool replicas_given = pod.annotation(keys::replicas) != nullptr;
+  if (replicas_given) {
+    auto parsed = parse_replicas(*pod.annotation(keys::replicas));
+    if (!parsed) return std::move(parsed).take_error();
+    t.replicas = std::move(*parsed);
+  } else {
+    t.replicas = {{t.role, t.num_nodes}};
+  }
+  constexpr std::int64_t unknown = -1;
+  const std::int64_t role_replicas = replicas_of(t.replicas, t.role, unknown);
+  if (role_replicas == unknown && t.training_role) {
+    return error{"trainenv: annotation " + std::string(keys::replicas) + " does not list this pod's role " +
+                 quote(t.role) + "; add " + t.role + "=<count>"};
+  }
+
+  auto index = read_index(pod);
+  if (!index) return std::move(index).take_error();
+  t.index = *index;
+  if (!t.index && role_replicas == 1) t.index = 0;
+  if (!t.index) {
+    t.index_unknown_reason =
+        "trainenv: cannot tell this pod's index in role " + quote(t.role) +
+        (role_replicas > 1 ? " (" + std::to_string(role_replicas) + " replicas)" : std::string()) +
+        ": set annotation " + std::string(keys::completion_index) + " or label " +
+        std::string(keys::volcano_index);
+  }
+  if (t.index && role_replicas != unknown && *t.index >= role_replicas) {
+    const std::string source = replicas_given ? "annotation " + std::string(keys::replicas)
+                                              : "annotation " + std::string(keys::num_nodes) +
+                                                    " (default " + std::to_string(p.default_num_nodes) + ")";
+    return error{"trainenv: index " + std::to_string(*t.index) + " of role " + quote(t.role) +
+                 " is out of range: " + source + " gives it " + std::to_string(role_replicas) +
+                 " replica(s); set " + (replicas_given ? std::string(keys::replicas) : std::string(keys::num_nodes)) +
+                 " to the real count"};
+  }
+
+  if (t.training_role) {
+    std::int64_t world = 0;
+    std::int64_t before = 0;
+    bool past_own_role = false;
+    for (const auto& role : p.training_roles) {
+      const auto n = replicas_of(t.replicas, role, 0);
+      world += n;
+      if (role == t.role) past_own_role = true;
+      if (!past_own_role) before += n;
+    }
+    t.world_size = world;
+    if (t.index) t.rank = before + *t.index;
+  }
+  return t;
+}
+
+variable_values topology::variables() const {
+  variable_values v;
+  v.set(variable::job, job);
+  v.set(variable::namespace_name, namespace_name);
+  v.set(variable::role, role);
+  if (index) {
+    v.set(variable::index, std::to_string(*index));
+  } else {
+    v.set_unavailable(variable::index, index_unknown_reason);
+  }
+  v.set(variable::num_nodes, std::to_string(num_nodes));
+  v.set(variable::nproc_per_node, nproc_per_node);
+  v.set(variable::master_port, std::to_string(master_port));
+  // Policies are validated so that only items scoped to training roles use these two.
+  const std::string not_training = "trainenv: role " + quote(role) + " is not a training role";
+  if (world_size) {
+    v.set(variable::world_size, std::to_string(*world_size));
+  } else {
+    v.set_unavailable(variable::world_size, not_training);
+  }
+  if (rank) {
+    v.set(variable::rank, std::to_string(*rank));
+  } else {
+    v.set_unavailable(variable::rank, training_role ? index_unknown_reason : not_training);
+  }
+  return v;
+}
+
+}  // namespace trainenv::core

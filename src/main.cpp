@@ -1,0 +1,181 @@
+// Composition root: parse the command line, wire the pieces, run, return the exit code.
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <spdlog/spdlog.h>
+
+#include "trainenv/app/config.hpp"
+#include "trainenv/app/logging.hpp"
+#include "trainenv/app/policy_store.hpp"
+#include "trainenv/app/preview.hpp"
+#include "trainenv/app/server.hpp"
+#include "trainenv/app/tls.hpp"
+
+namespace {
+
+using namespace trainenv;
+
+constexpr int exit_ok = 0;
+constexpr int exit_violation = 1;
+constexpr int exit_usage = 2;
+
+template <class T>
+bool usage_failed(const app::parsed<T>& p, int& code) {
+  if (p.ok) return false;
+  if (p.failure.help) {
+    std::cout << p.failure.message;
+    code = exit_ok;
+  } else {
+    std::cerr << "trainenv: " << p.failure.message << "\n";
+    code = exit_usage;
+  }
+  return true;
+}
+
+int run_serve(const std::vector<std::string>& args) {
+  const auto parsed = app::parse_serve(args);
+  if (int code = 0; usage_failed(parsed, code)) return code;
+  const auto& config = parsed.config;
+  app::setup_logging(config.log_format, config.log_level);
+
+  app::server_state state;
+  auto loaded = app::load_policy_dir(config.policies);
+  if (!loaded.errors.empty()) {
+    for (const auto& e : loaded.errors) spdlog::critical("policy error: {}", e);
+    spdlog::critical("not starting: fix the policies in {} (trainenv check-policies {})", config.policies,
+                     config.policies);
+    return exit_violation;
+  }
+  state.policies.replace(loaded.policies);
+
+  app::tls_store tls;
+  auto context = app::make_server_context({config.tls_cert, config.tls_key, config.client_ca});
+  if (!context) {
+    spdlog::critical("not starting: {}", context.message());
+    return exit_violation;
+  }
+  tls.replace(*context);
+
+  const unsigned threads = config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
+  boost::asio::io_context ioc(static_cast<int>(threads));
+  app::server server(ioc, app::limits_from(config), state, tls);
+  auto bound = server.start(config.listen, config.metrics_listen);
+  if (!bound) {
+    spdlog::critical("not starting: {}", bound.message());
+    return exit_violation;
+  }
+
+  boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  signals.async_wait([&](const boost::system::error_code& ec, int signal) {
+    if (ec) return;
+    spdlog::info("received {}, shutting down", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    state.ready = false;
+    server.stop_accepting();
+    ioc.stop();
+  });
+
+  std::string policy_names;
+  for (const auto& p : loaded.policies->all()) policy_names += (policy_names.empty() ? "" : ",") + p.name;
+  spdlog::info(
+      "config listen={} metrics_listen={} tls_cert={} tls_key={} client_ca={} policies={} loaded=[{}] threads={} "
+      "max_body_bytes={} read_timeout_ms={} idle_timeout_ms={}",
+      config.listen.host + ":" + std::to_string(config.listen.port),
+      config.metrics_listen.host + ":" + std::to_string(config.metrics_listen.port), config.tls_cert, config.tls_key,
+      config.client_ca.empty() ? "-" : config.client_ca, config.policies, policy_names, threads, config.max_body_bytes,
+      config.read_timeout.count(), config.idle_timeout.count());
+  spdlog::info("listening https={}:{} http={}:{}", bound->tls.address().to_string(), bound->tls.port(),
+               bound->plain.address().to_string(), bound->plain.port());
+  state.ready = true;
+
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
+  ioc.run();
+  for (auto& t : pool) t.join();
+  spdlog::info("stopped");
+  return exit_ok;
+}
+
+int run_preview(const std::vector<std::string>& args) {
+  const auto parsed = app::parse_preview(args);
+  if (int code = 0; usage_failed(parsed, code)) return code;
+  const auto& config = parsed.config;
+
+  auto loaded = app::load_policy_dir(config.policies);
+  if (!loaded.errors.empty()) {
+    for (const auto& e : loaded.errors) std::cerr << "trainenv: " << e << "\n";
+    return exit_usage;
+  }
+  std::stringstream text;
+  if (config.file == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(config.file, std::ios::binary);
+    if (!in) {
+      std::cerr << "trainenv: cannot read " << config.file << "\n";
+      return exit_usage;
+    }
+    text << in.rdbuf();
+  }
+  auto answer = app::preview(text.str(), *loaded.policies, {config.policy});
+  if (!answer) {
+    std::cerr << "trainenv: " << (config.file == "-" ? "standard input" : config.file) << ": " << answer.message()
+              << "\n";
+    return exit_usage;
+  }
+  std::cout << answer->dump(2) << "\n";
+  if (!(*answer)["allowed"].get<bool>()) {
+    std::cerr << (*answer)["message"].get<std::string>() << "\n";
+    return exit_violation;
+  }
+  return exit_ok;
+}
+
+int run_check(const std::vector<std::string>& args) {
+  const auto parsed = app::parse_check(args);
+  if (int code = 0; usage_failed(parsed, code)) return code;
+  auto loaded = app::load_policy_dir(parsed.config.policies);
+  if (!loaded.errors.empty()) {
+    for (const auto& e : loaded.errors) std::cerr << e << "\n";
+    std::cerr << loaded.errors.size() << " error(s) in " << parsed.config.policies << "\n";
+    return exit_violation;
+  }
+  for (const auto& p : loaded.policies->all()) {
+    std::string frameworks;
+    for (const auto& f : p.frameworks) frameworks += (frameworks.empty() ? "" : ", ") + f;
+    std::cout << p.source << ": ok: policy " << p.name << " (frameworks: " << (frameworks.empty() ? "none" : frameworks)
+              << (p.is_default ? "; default" : "") << ")\n";
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << app::main_help();
+    return exit_usage;
+  }
+  const std::string command = args.front();
+  args.erase(args.begin());
+  if (command == "serve") return run_serve(args);
+  if (command == "preview") return run_preview(args);
+  if (command == "check-policies") return run_check(args);
+  if (command == "version" || command == "--version") {
+    std::cout << "trainenv " TRAINENV_VERSION "\n";
+    return exit_ok;
+  }
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::cout << app::main_help();
+    return exit_ok;
+  }
+  std::cerr << "trainenv: unknown command \"" << command << "\"\n\n" << app::main_help();
+  return exit_usage;
+}
