@@ -36,6 +36,11 @@ asio::awaitable<void> linger(Stream& stream, const session_limits& limits) {
   }
 }
 
+http_response too_large(const session_limits& limits) {
+  return error_response(http::status::payload_too_large,
+                        "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes", 11, false);
+}
+
 // Serves requests on one connection until it closes, errs or times out.
 template <class Stream>
 asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limits, const router& routes) {
@@ -68,40 +73,32 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
       if (ec == http::error::header_limit) {
         co_await refuse(error_response(http::status::request_header_fields_too_large,
                                        "request header fields too large", 11, false));
+      } else if (ec == http::error::body_limit) {  // Content-Length over the limit: refuse unread
+        co_await refuse(too_large(limits));
       } else if (is_parse_error(ec)) {
         co_await refuse(error_response(http::status::bad_request, "malformed HTTP request: " + ec.message(), 11, false));
       }
       co_return;
     }
 
-    const auto& header = parser.get();
-    auto early = routes.check_header(header);
-    if (!early && parser.content_length() && *parser.content_length() > limits.max_body_bytes) {
-      early = error_response(http::status::payload_too_large,
-                             "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes",
-                             header.version(), false);
-    }
-    if (early) {
-      if (!parser.is_done()) {
+    // 404, 405 and 415 are known from the header; the body is still read (within the limits)
+    // so that the connection stays usable, except where the client waits for 100-continue.
+    auto early = routes.check_header(parser.get());
+    if (!parser.is_done()) {
+      const bool expects_continue = beast::iequals(parser.get()[http::field::expect], "100-continue");
+      if (early && expects_continue) {
         co_await refuse(std::move(*early));
         co_return;
       }
-      if (!co_await send(*early) || !early->keep_alive()) co_return;
-      continue;
-    }
-
-    if (!parser.is_done()) {
-      if (beast::iequals(header[http::field::expect], "100-continue")) {
-        http::response<http::empty_body> go_on{http::status::continue_, header.version()};
+      if (expects_continue) {
+        http::response<http::empty_body> go_on{http::status::continue_, parser.get().version()};
         socket.expires_after(limits.write_timeout);
         if (auto [ec, n] = co_await http::async_write(stream, go_on, use_nothrow); ec) co_return;
         socket.expires_after(limits.read_timeout);
       }
       if (auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_nothrow); ec) {
         if (ec == http::error::body_limit) {
-          co_await refuse(error_response(http::status::payload_too_large,
-                                         "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes",
-                                         11, false));
+          co_await refuse(too_large(limits));
         } else if (is_parse_error(ec)) {
           co_await refuse(error_response(http::status::bad_request, "malformed HTTP request: " + ec.message(), 11, false));
         }
@@ -109,7 +106,7 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
       }
     }
 
-    auto response = routes.handle(parser.get());
+    auto response = early ? std::move(*early) : routes.handle(parser.get());
     if (!co_await send(response) || !response.keep_alive()) co_return;
   }
 }

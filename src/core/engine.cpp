@@ -133,7 +133,9 @@ void diff_container(const json& container, std::size_t index, const container_wa
   const auto* existing_ports = member(container, "ports");
   for (const auto& wanted : want.ports) {
     if (const auto* existing = find_port(existing_ports, wanted)) {
-      if (!contains(*existing, wanted)) {
+      json defaulted = *existing;  // protocol defaults to TCP
+      if (!defaulted.contains("protocol")) defaulted["protocol"] = "TCP";
+      if (!contains(defaulted, wanted)) {
         warnings.push_back(make_warning("trainenv: kept user-set port " + existing->value("containerPort", json()).dump() +
                                         " (wanted " + wanted["containerPort"].dump() + ")" + where));
       }

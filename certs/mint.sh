@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Mints a development CA and a serving certificate for trainenv, then prints the caBundle.
+#
+#   certs/mint.sh [--force] [--days N] [DIR]     (DIR defaults to the directory of this script)
+#
+# Writes DIR/ca.crt, DIR/ca.key, DIR/tls.crt, DIR/tls.key (ECDSA P-256). Existing files are
+# kept unless --force is given. The serving certificate's names cover a local run and the
+# in-cluster Service: localhost, 127.0.0.1, ::1, trainenv.trainenv-system.svc and
+# trainenv.trainenv-system.svc.cluster.local. Private keys are git-ignored; never commit them.
+set -euo pipefail
+
+force=0
+days=365
+dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --force) force=1 ;;
+    --days) days="$2"; shift ;;
+    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "mint.sh: unknown flag $1" >&2; exit 2 ;;
+    *) dir="$1" ;;
+  esac
+  shift
+done
+mkdir -p "$dir"
+cd "$dir"
+
+if [ "$force" = 0 ] && [ -s ca.crt ] && [ -s tls.crt ] && [ -s tls.key ]; then
+  echo "certs: keeping the existing certificates in $dir (--force mints new ones)" >&2
+else
+  umask 077
+  service=trainenv
+  namespace=trainenv-system
+  openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+    -keyout ca.key -out ca.crt -days "$days" -subj "/CN=trainenv development CA" \
+    -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null
+  openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+    -keyout tls.key -out tls.csr -subj "/CN=${service}.${namespace}.svc" 2>/dev/null
+  cat > tls.cnf <<CNF
+basicConstraints=critical,CA:FALSE
+keyUsage=critical,digitalSignature
+extendedKeyUsage=serverAuth
+subjectAltName=DNS:localhost,IP:127.0.0.1,IP:::1,DNS:${service},DNS:${service}.${namespace},DNS:${service}.${namespace}.svc,DNS:${service}.${namespace}.svc.cluster.local
+CNF
+  openssl x509 -req -in tls.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days "$days" \
+    -extfile tls.cnf -out tls.crt 2>/dev/null
+  rm -f tls.csr tls.cnf ca.srl
+  chmod 0644 ca.crt tls.crt
+  echo "certs: minted a development CA and serving certificate in $dir" >&2
+fi
+echo "caBundle: $(base64 -w0 < ca.crt)"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The one way to set up, build, run and test trainenv on Debian bookworm. The README's two
+# commands, .ci/run and the Dockerfile all go through here, so they cannot drift apart.
+#
+#   scripts/dev.sh serve [trainenv serve flags]   install, build, mint dev certs, run the webhook
+#   scripts/dev.sh test                           install, build, run the whole test suite
+#   scripts/dev.sh deps | build | certs           the individual steps
+#
+# Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), CMAKE_ARGS (extra
+# configure arguments), WERROR=1 to make warnings errors.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+build_dir="${BUILD_DIR:-build}"
+
+# Debian packages for building and running (the runtime image needs only their libraries).
+build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libssl-dev
+  nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev catch2)
+# Tools the test suite drives for real: curl over TLS, openssl to mint certificates, jq to read JSON.
+tool_packages=(openssl curl ca-certificates jq)
+
+log() { printf 'dev.sh: %s\n' "$*" >&2; }
+
+deps() {
+  local missing=()
+  for p in "${build_packages[@]}" "${tool_packages[@]}" "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    log "all packages present"
+    return
+  fi
+  log "installing: ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+build() {
+  local werror=OFF
+  [ "${WERROR:-0}" = 1 ] && werror=ON
+  # shellcheck disable=SC2086
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+    -DTRAINENV_WERROR="$werror" ${CMAKE_ARGS:-} >/dev/null
+  cmake --build "$build_dir" --parallel "$(nproc)"
+  log "built $build_dir/trainenv"
+}
+
+certs() { certs/mint.sh >/dev/null; }
+
+serve() {
+  deps
+  build
+  certs
+  cat >&2 <<MSG
+
+trainenv is starting: HTTPS on https://localhost:8443 (/mutate, /preview, /healthz, /readyz),
+plain HTTP health on http://localhost:9090. Try, from another terminal:
+
+  curl --cacert certs/ca.crt --data-binary @examples/torch-pod.yaml https://localhost:8443/preview
+
+Stop it with Ctrl-C.
+MSG
+  exec "$build_dir/trainenv" serve "$@"
+}
+
+test_suite() {
+  deps
+  build
+  ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j "$(nproc)"
+}
+
+case "${1:-}" in
+  serve) shift; serve "$@" ;;
+  test) shift; test_suite "$@" ;;
+  deps) shift; deps "$@" ;;
+  build) build ;;
+  certs) certs ;;
+  *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
