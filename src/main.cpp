@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <spdlog/spdlog.h>
 
 #include "trainenv/app/config.hpp"
 #include "trainenv/app/logging.hpp"
@@ -49,8 +49,8 @@ int run_serve(const std::vector<std::string>& args) {
   auto loaded = app::load_policy_dir(config.policies);
   if (!loaded.errors.empty()) {
     for (const auto& e : loaded.errors) spdlog::critical("policy error: {}", e);
-    spdlog::critical("not starting: fix the policies in {} (trainenv check-policies {})", config.policies,
-                     config.policies);
+    spdlog::critical("not starting: fix the policies in {} (trainenv check-policies {})",
+                     config.policies, config.policies);
     return exit_violation;
   }
   state.policies.replace(loaded.policies);
@@ -63,7 +63,8 @@ int run_serve(const std::vector<std::string>& args) {
   }
   tls.replace(*context);
 
-  const unsigned threads = config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
+  const unsigned threads =
+      config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
   boost::asio::io_context ioc(static_cast<int>(threads));
   app::server server(ioc, app::limits_from(config), state, tls);
   auto bound = server.start(config.listen, config.metrics_listen);
@@ -82,16 +83,19 @@ int run_serve(const std::vector<std::string>& args) {
   });
 
   std::string policy_names;
-  for (const auto& p : loaded.policies->all()) policy_names += (policy_names.empty() ? "" : ",") + p.name;
+  for (const auto& p : loaded.policies->all())
+    policy_names += (policy_names.empty() ? "" : ",") + p.name;
   spdlog::info(
-      "config listen={} metrics_listen={} tls_cert={} tls_key={} client_ca={} policies={} loaded=[{}] threads={} "
+      "config listen={} metrics_listen={} tls_cert={} tls_key={} client_ca={} policies={} "
+      "loaded=[{}] threads={} "
       "max_body_bytes={} read_timeout_ms={} idle_timeout_ms={}",
       config.listen.host + ":" + std::to_string(config.listen.port),
-      config.metrics_listen.host + ":" + std::to_string(config.metrics_listen.port), config.tls_cert, config.tls_key,
-      config.client_ca.empty() ? "-" : config.client_ca, config.policies, policy_names, threads, config.max_body_bytes,
-      config.read_timeout.count(), config.idle_timeout.count());
-  spdlog::info("listening https={}:{} http={}:{}", bound->tls.address().to_string(), bound->tls.port(),
-               bound->plain.address().to_string(), bound->plain.port());
+      config.metrics_listen.host + ":" + std::to_string(config.metrics_listen.port),
+      config.tls_cert, config.tls_key, config.client_ca.empty() ? "-" : config.client_ca,
+      config.policies, policy_names, threads, config.max_body_bytes, config.read_timeout.count(),
+      config.idle_timeout.count());
+  spdlog::info("listening https={}:{} http={}:{}", bound->tls.address().to_string(),
+               bound->tls.port(), bound->plain.address().to_string(), bound->plain.port());
   state.ready = true;
 
   std::vector<std::thread> pool;
@@ -125,8 +129,8 @@ int run_preview(const std::vector<std::string>& args) {
   }
   auto answer = app::preview(text.str(), *loaded.policies, {config.policy});
   if (!answer) {
-    std::cerr << "trainenv: " << (config.file == "-" ? "standard input" : config.file) << ": " << answer.message()
-              << "\n";
+    std::cerr << "trainenv: " << (config.file == "-" ? "standard input" : config.file) << ": "
+              << answer.message() << "\n";
     return exit_usage;
   }
   std::cout << answer->dump(2) << "\n";
@@ -149,7 +153,8 @@ int run_check(const std::vector<std::string>& args) {
   for (const auto& p : loaded.policies->all()) {
     std::string frameworks;
     for (const auto& f : p.frameworks) frameworks += (frameworks.empty() ? "" : ", ") + f;
-    std::cout << p.source << ": ok: policy " << p.name << " (frameworks: " << (frameworks.empty() ? "none" : frameworks)
+    std::cout << p.source << ": ok: policy " << p.name
+              << " (frameworks: " << (frameworks.empty() ? "none" : frameworks)
               << (p.is_default ? "; default" : "") << ")\n";
   }
   return exit_ok;

@@ -19,14 +19,15 @@ struct flag {
 };
 
 // Applies `args` to `flags`; returns the failure (or the help request), if any.
-std::optional<parse_failure> parse_flags(const std::vector<std::string>& args,
-                                         const std::map<std::string, flag>& flags, const std::string& help,
-                                         const std::function<std::string(const std::string&)>& positional) {
+std::optional<parse_failure> parse_flags(
+    const std::vector<std::string>& args, const std::map<std::string, flag>& flags,
+    const std::string& help, const std::function<std::string(const std::string&)>& positional) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i];
     if (name == "--help" || name == "-h") return parse_failure{true, help};
     if (name.rfind('-', 0) != 0 || name == "-") {
-      if (!positional) return parse_failure{false, "unexpected argument \"" + name + "\" (see --help)"};
+      if (!positional)
+        return parse_failure{false, "unexpected argument \"" + name + "\" (see --help)"};
       if (auto problem = positional(name); !problem.empty()) return parse_failure{false, problem};
       continue;
     }
@@ -40,7 +41,8 @@ std::optional<parse_failure> parse_flags(const std::vector<std::string>& args,
     auto it = flags.find(name);
     if (it == flags.end()) return parse_failure{false, "unknown flag " + name + " (see --help)"};
     if (it->second.takes_value && !has_inline_value) {
-      if (i + 1 >= args.size()) return parse_failure{false, "flag " + name + " needs a value (see --help)"};
+      if (i + 1 >= args.size())
+        return parse_failure{false, "flag " + name + " needs a value (see --help)"};
       value = args[++i];
     }
     if (auto problem = it->second.apply(value); !problem.empty()) {
@@ -73,8 +75,10 @@ flag seconds_flag(std::chrono::milliseconds& target) {
   return {true, [&target](const std::string& v) {
             double seconds = 0;
             auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
-            if (ec != std::errc() || end != v.data() + v.size() || seconds <= 0 || seconds > 86400) {
-              return std::string("expected seconds, e.g. 10 or 0.5");
+            // !(x >= 0.001) also refuses NaN, which from_chars accepts.
+            if (ec != std::errc() || end != v.data() + v.size() || !(seconds >= 0.001) ||
+                seconds > 86400) {
+              return std::string("expected seconds from 0.001 to 86400, e.g. 10 or 0.5");
             }
             target = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
             return std::string();
@@ -85,7 +89,8 @@ flag size_flag(std::size_t& target, std::size_t min, std::size_t max) {
   return {true, [&target, min, max](const std::string& v) {
             auto n = core::parse_decimal(v, static_cast<std::int64_t>(max));
             if (!n || static_cast<std::size_t>(*n) < min) {
-              return "expected a whole number from " + std::to_string(min) + " to " + std::to_string(max);
+              return "expected a whole number from " + std::to_string(min) + " to " +
+                     std::to_string(max);
             }
             target = static_cast<std::size_t>(*n);
             return std::string();
@@ -119,21 +124,32 @@ flag choice_flag(std::string& target, std::vector<std::string> choices) {
 
 core::result<endpoint_spec> parse_endpoint(const std::string& text) {
   const auto colon = text.rfind(':');
-  if (colon == std::string::npos) return core::error{"expected HOST:PORT, e.g. 0.0.0.0:8443 or [::1]:8443"};
+  if (colon == std::string::npos)
+    return core::error{"expected HOST:PORT, e.g. 0.0.0.0:8443 or [::1]:8443"};
   std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+    if (host.find(':') == std::string::npos) {
+      return core::error{"brackets are for IPv6 addresses only, e.g. [::1]:8443"};
+    }
+  } else if (host.find(':') != std::string::npos) {
+    return core::error{"write an IPv6 address in brackets, e.g. [::1]:8443"};
+  }
   if (host.empty()) host = "0.0.0.0";
   if (host == "localhost") host = "127.0.0.1";
   boost::system::error_code ec;
   boost::asio::ip::make_address(host, ec);
-  if (ec) return core::error{"\"" + host + "\" is not an IP address (use 0.0.0.0, ::, 127.0.0.1 or localhost)"};
+  if (ec)
+    return core::error{"\"" + host +
+                       "\" is not an IP address (use 0.0.0.0, ::, 127.0.0.1 or localhost)"};
   const auto port = core::parse_decimal(std::string_view(text).substr(colon + 1), 65535);
   if (!port) return core::error{"port must be a number from 0 to 65535"};
   return endpoint_spec{host, static_cast<std::uint16_t>(*port)};
 }
 
 std::string main_help() {
-  return "trainenv " TRAINENV_VERSION " - Kubernetes admission webhook that wires training pods into their job\n"
+  return "trainenv " TRAINENV_VERSION
+         " - Kubernetes admission webhook that wires training pods into their job\n"
          "\n"
          "Usage: trainenv <command> [flags]\n"
          "\n"
@@ -149,31 +165,40 @@ std::string main_help() {
 std::string serve_help() {
   return "Usage: trainenv serve [flags]\n"
          "\n"
-         "Runs the admission webhook: POST /mutate and /preview, GET /healthz and /readyz over HTTPS,\n"
+         "Runs the admission webhook: POST /mutate and /preview, GET /healthz and /readyz over "
+         "HTTPS,\n"
          "and /healthz, /readyz over plain HTTP on --metrics-listen.\n"
          "\n"
          "Flags:\n"
-         "  --listen HOST:PORT         HTTPS address (default 0.0.0.0:8443; port 0 picks a free one)\n"
+         "  --listen HOST:PORT         HTTPS address (default 0.0.0.0:8443; port 0 picks a free "
+         "one)\n"
          "  --tls-cert FILE            serving certificate, PEM (default certs/tls.crt)\n"
          "  --tls-key FILE             its private key, PEM (default certs/tls.key)\n"
-         "  --client-ca FILE           require client certificates signed by this CA (default: none)\n"
+         "  --client-ca FILE           require client certificates signed by this CA (default: "
+         "none)\n"
          "  --policies DIR             policy directory (default policies/)\n"
          "  --metrics-listen HOST:PORT plain-HTTP health address (default 0.0.0.0:9090)\n"
          "  --log-format text|json     log line format (default text)\n"
          "  --log-level LEVEL          trace, debug, info, warn, error or off (default info)\n"
          "  --threads N                I/O threads (default: one per core)\n"
-         "  --max-body-bytes N         largest request body; larger ones get 413 (default 7340032)\n"
-         "  --max-header-bytes N       largest request header block; larger ones get 431 (default 16384)\n"
-         "  --read-timeout SECONDS     time to receive one request once it has started (default 10)\n"
-         "  --idle-timeout SECONDS     keep-alive connection idle time before closing (default 120)\n"
+         "  --max-body-bytes N         largest request body; larger ones get 413 (default "
+         "7340032)\n"
+         "  --max-header-bytes N       largest request header block; larger ones get 431 (default "
+         "16384)\n"
+         "  --read-timeout SECONDS     time to receive one request once it has started (default "
+         "10)\n"
+         "  --idle-timeout SECONDS     keep-alive connection idle time before closing (default "
+         "120)\n"
          "  --handshake-timeout SECONDS TLS handshake time limit (default 10)\n";
 }
 
 std::string preview_help() {
   return "Usage: trainenv preview [-f FILE|-] [--policy NAME] [--policies DIR]\n"
          "\n"
-         "Reads a Pod or an AdmissionReview (JSON or YAML) and prints, as JSON, what the webhook would\n"
-         "answer: {allowed, policy, patch, object, warnings, message}. Exits 0 when allowed, 1 on a\n"
+         "Reads a Pod or an AdmissionReview (JSON or YAML) and prints, as JSON, what the webhook "
+         "would\n"
+         "answer: {allowed, policy, patch, object, warnings, message}. Exits 0 when allowed, 1 on "
+         "a\n"
          "violation (the message goes to standard error too), 2 on unreadable input.\n"
          "\n"
          "Flags:\n"
@@ -200,12 +225,14 @@ parsed<serve_config> parse_serve(const std::vector<std::string>& args) {
       {"--policies", string_flag(c.policies)},
       {"--log-format", choice_flag(c.log_format, {"text", "json"})},
       {"--log-level", choice_flag(c.log_level, {"trace", "debug", "info", "warn", "error", "off"})},
-      {"--threads", {true, [&c](const std::string& v) {
-                       auto n = core::parse_decimal(v, 256);
-                       if (!n || *n < 1) return std::string("expected a whole number from 1 to 256");
-                       c.threads = static_cast<unsigned>(*n);
-                       return std::string();
-                     }}},
+      {"--threads",
+       {true,
+        [&c](const std::string& v) {
+          auto n = core::parse_decimal(v, 256);
+          if (!n || *n < 1) return std::string("expected a whole number from 1 to 256");
+          c.threads = static_cast<unsigned>(*n);
+          return std::string();
+        }}},
       {"--max-body-bytes", size_flag(c.max_body_bytes, 1024, std::size_t{1} << 30)},
       {"--max-header-bytes", size_flag(c.max_header_bytes, 1024, 1024 * 1024)},
       {"--read-timeout", seconds_flag(c.read_timeout)},

@@ -19,13 +19,18 @@ policy_load load_policy_dir(const std::string& dir) {
     return out;
   }
   std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const auto name = entry.path().filename().string();
-    const auto ext = entry.path().extension().string();
+  fs::directory_iterator it(dir, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const auto& path = it->path();
+    const auto name = path.filename().string();
+    const auto ext = path.extension().string();
     if (name.empty() || name[0] == '.') continue;
     if (ext != ".yaml" && ext != ".yml" && ext != ".json") continue;
-    if (!fs::is_regular_file(entry.path(), ec)) continue;  // follows ConfigMap symlinks
-    files.push_back(entry.path());
+    // Follows symlinks (a ConfigMap mount's keys are links into ..data); a dangling one, which the
+    // kubelet leaves for a moment while it swaps keys, is skipped rather than failing the load.
+    std::error_code file_ec;
+    if (!fs::is_regular_file(path, file_ec)) continue;
+    files.push_back(path);
   }
   if (ec) {
     out.errors.push_back(dir + ": cannot list the directory: " + ec.message());
@@ -50,7 +55,8 @@ policy_load load_policy_dir(const std::string& dir) {
       continue;
     }
     for (std::size_t i = 0; i < docs->size(); ++i) {
-      const auto where = docs->size() > 1 ? source + " (document " + std::to_string(i + 1) + ")" : source;
+      const auto where =
+          docs->size() > 1 ? source + " (document " + std::to_string(i + 1) + ")" : source;
       auto p = core::parse_policy((*docs)[i], where);
       if (!p) {
         out.errors.push_back(p.message());

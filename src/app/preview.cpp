@@ -23,7 +23,8 @@ core::result<json> preview(std::string_view text, const core::policy_set& polici
     pod = std::move(request->object);
   } else {
     if (kind != nullptr && *kind != "Pod") {
-      return core::error{"expected a Pod or an AdmissionReview, got kind \"" + kind->substr(0, 64) + "\""};
+      return core::error{"expected a Pod or an AdmissionReview, got kind \"" + kind->substr(0, 64) +
+                         "\""};
     }
     pod = std::move(*document);
     d = core::mutate_pod(pod, policies, options);
@@ -31,7 +32,7 @@ core::result<json> preview(std::string_view text, const core::policy_set& polici
 
   json object = nullptr;
   if (d.allowed) object = d.mutated() ? pod.patch(d.patch) : std::move(pod);
-  return json{{"allowed", d.allowed}, {"policy", d.policy},       {"patch", d.patch},
+  return json{{"allowed", d.allowed},        {"policy", d.policy},     {"patch", d.patch},
               {"object", std::move(object)}, {"warnings", d.warnings}, {"message", d.message}};
 }
 

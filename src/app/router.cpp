@@ -17,7 +17,9 @@ using nlohmann::json;
 
 enum class route { mutate, preview, healthz, readyz, none };
 
-std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
+std::string_view path_of(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
 
 route route_of(std::string_view target, bool admission_routes) {
   const auto path = path_of(target);
@@ -28,7 +30,8 @@ route route_of(std::string_view target, bool admission_routes) {
   return route::none;
 }
 
-// The media type without parameters, lower-cased: "Application/JSON; charset=utf-8" -> "application/json".
+// The media type without parameters, lower-cased: "Application/JSON; charset=utf-8" ->
+// "application/json".
 std::string media_type(std::string_view content_type) {
   auto type = content_type.substr(0, content_type.find(';'));
   while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
@@ -40,9 +43,9 @@ std::string media_type(std::string_view content_type) {
 
 bool preview_media_type(const std::string& type) {
   // curl --data-binary sends application/x-www-form-urlencoded unless told otherwise.
-  return type.empty() || type == "application/json" || type == "application/yaml" || type == "application/x-yaml" ||
-         type == "text/yaml" || type == "text/x-yaml" || type == "text/plain" ||
-         type == "application/x-www-form-urlencoded";
+  return type.empty() || type == "application/json" || type == "application/yaml" ||
+         type == "application/x-yaml" || type == "text/yaml" || type == "text/x-yaml" ||
+         type == "text/plain" || type == "application/x-www-form-urlencoded";
 }
 
 // The value of `name` in the query string, if present (values are policy names: no decoding).
@@ -54,7 +57,8 @@ std::optional<std::string> query_param(std::string_view target, std::string_view
     const auto amp = query.find('&');
     const auto pair = query.substr(0, amp);
     const auto eq = pair.find('=');
-    if (pair.substr(0, eq) == name) return std::string(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    if (pair.substr(0, eq) == name)
+      return std::string(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
     if (amp == std::string_view::npos) break;
     query = query.substr(amp + 1);
   }
@@ -77,7 +81,8 @@ const char* decision_name(const core::decision& d) {
 
 }  // namespace
 
-http_response error_response(http::status status, std::string_view message, unsigned version, bool keep_alive) {
+http_response error_response(http::status status, std::string_view message, unsigned version,
+                             bool keep_alive) {
   http_response res{status, version};
   res.set(http::field::content_type, "application/json");
   res.keep_alive(keep_alive);
@@ -91,8 +96,9 @@ std::optional<http_response> router::check_header(const http_request& header) co
   const unsigned version = header.version();
   const bool keep_alive = header.keep_alive();
   if (r == route::none) {
-    return error_response(http::status::not_found, "no such path; try /mutate, /preview, /healthz or /readyz",
-                          version, keep_alive);
+    return error_response(http::status::not_found,
+                          "no such path; try /mutate, /preview, /healthz or /readyz", version,
+                          keep_alive);
   }
   const bool is_post_route = r == route::mutate || r == route::preview;
   const auto method = header.method();
@@ -109,8 +115,9 @@ std::optional<http_response> router::check_header(const http_request& header) co
     const bool type_ok = r == route::mutate ? type == "application/json" : preview_media_type(type);
     if (!type_ok) {
       return error_response(http::status::unsupported_media_type,
-                            r == route::mutate ? "Content-Type must be application/json"
-                                               : "Content-Type must be application/json or application/yaml",
+                            r == route::mutate
+                                ? "Content-Type must be application/json"
+                                : "Content-Type must be application/json or application/yaml",
                             version, keep_alive);
     }
   }
@@ -130,7 +137,8 @@ http_response router::handle(const http_request& request) const {
     case route::none:
       break;
   }
-  return error_response(http::status::not_found, "no such path", request.version(), request.keep_alive());
+  return error_response(http::status::not_found, "no such path", request.version(),
+                        request.keep_alive());
 }
 
 http_response router::mutate(const http_request& request) const {
@@ -138,25 +146,29 @@ http_response router::mutate(const http_request& request) const {
   auto review = core::decode_review(request.body());
   if (!review) {
     spdlog::debug("rejected /mutate body: {}", review.message());
-    return error_response(http::status::bad_request, review.message(), request.version(), request.keep_alive());
+    return error_response(http::status::bad_request, review.message(), request.version(),
+                          request.keep_alive());
   }
   const auto policies = state_.policies.current();
   try {
     const auto d = core::mutate(*review, *policies);
     auto res = json_response(http::status::ok, core::encode_response(*review, d), request);
-    const auto micros =
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now() - started)
+                            .count();
     const core::pod_view pod(review->object);
     const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
-    spdlog::info("admission uid={} namespace={} pod={} operation={} dryRun={} policy={} decision={} ops={} "
-                 "duration_us={}{}",
-                 review->uid, review->namespace_name, pod_name != nullptr ? *pod_name : "-", review->operation,
-                 review->dry_run, d.policy.empty() ? "-" : d.policy, decision_name(d), d.patch.size(), micros,
-                 d.allowed ? "" : " message=" + core::quote(d.message, 200));
+    spdlog::info(
+        "admission uid={} namespace={} pod={} operation={} dryRun={} policy={} decision={} ops={} "
+        "duration_us={}{}",
+        review->uid, review->namespace_name, pod_name != nullptr ? *pod_name : "-",
+        review->operation, review->dry_run, d.policy.empty() ? "-" : d.policy, decision_name(d),
+        d.patch.size(), micros, d.allowed ? "" : " message=" + core::quote(d.message, 200));
     return res;
   } catch (const std::exception& e) {
     spdlog::error("internal error on admission uid={}: {}", review->uid, e.what());
-    return error_response(http::status::internal_server_error, "internal error; see the webhook's log for uid " + review->uid,
+    return error_response(http::status::internal_server_error,
+                          "internal error; see the webhook's log for uid " + review->uid,
                           request.version(), request.keep_alive());
   }
 }
@@ -165,20 +177,23 @@ http_response router::preview(const http_request& request) const {
   core::mutate_options options;
   if (auto policy = query_param(request.target(), "policy")) {
     if (!core::is_dns_label(*policy)) {
-      return error_response(http::status::bad_request, "?policy= must name a policy", request.version(),
-                            request.keep_alive());
+      return error_response(http::status::bad_request, "?policy= must name a policy",
+                            request.version(), request.keep_alive());
     }
     options.forced_policy = std::move(*policy);
   }
   const auto policies = state_.policies.current();
   try {
     auto answer = app::preview(request.body(), *policies, options);
-    if (!answer) return error_response(http::status::bad_request, answer.message(), request.version(), request.keep_alive());
+    if (!answer)
+      return error_response(http::status::bad_request, answer.message(), request.version(),
+                            request.keep_alive());
     return json_response(http::status::ok, *answer, request);
   } catch (const std::exception& e) {
     spdlog::error("internal error on /preview: {}", e.what());
-    return error_response(http::status::internal_server_error, "internal error; see the webhook's log",
-                          request.version(), request.keep_alive());
+    return error_response(http::status::internal_server_error,
+                          "internal error; see the webhook's log", request.version(),
+                          request.keep_alive());
   }
 }
 

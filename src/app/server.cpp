@@ -1,5 +1,6 @@
 #include "trainenv/app/server.hpp"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -9,7 +10,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <spdlog/spdlog.h>
 
 namespace trainenv::app {
 namespace {
@@ -38,12 +38,14 @@ asio::awaitable<void> linger(Stream& stream, const session_limits& limits) {
 
 http_response too_large(const session_limits& limits) {
   return error_response(http::status::payload_too_large,
-                        "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes", 11, false);
+                        "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes",
+                        11, false);
 }
 
 // Serves requests on one connection until it closes, errs or times out.
 template <class Stream>
-asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limits, const router& routes) {
+asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limits,
+                                     const router& routes) {
   auto& socket = beast::get_lowest_layer(stream);
   beast::flat_buffer buffer;
   const auto send = [&](http_response& response) -> asio::awaitable<bool> {
@@ -76,7 +78,8 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
       } else if (ec == http::error::body_limit) {  // Content-Length over the limit: refuse unread
         co_await refuse(too_large(limits));
       } else if (is_parse_error(ec)) {
-        co_await refuse(error_response(http::status::bad_request, "malformed HTTP request: " + ec.message(), 11, false));
+        co_await refuse(error_response(http::status::bad_request,
+                                       "malformed HTTP request: " + ec.message(), 11, false));
       }
       co_return;
     }
@@ -85,7 +88,8 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
     // so that the connection stays usable, except where the client waits for 100-continue.
     auto early = routes.check_header(parser.get());
     if (!parser.is_done()) {
-      const bool expects_continue = beast::iequals(parser.get()[http::field::expect], "100-continue");
+      const bool expects_continue =
+          beast::iequals(parser.get()[http::field::expect], "100-continue");
       if (early && expects_continue) {
         co_await refuse(std::move(*early));
         co_return;
@@ -100,7 +104,8 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
         if (ec == http::error::body_limit) {
           co_await refuse(too_large(limits));
         } else if (is_parse_error(ec)) {
-          co_await refuse(error_response(http::status::bad_request, "malformed HTTP request: " + ec.message(), 11, false));
+          co_await refuse(error_response(http::status::bad_request,
+                                         "malformed HTTP request: " + ec.message(), 11, false));
         }
         co_return;
       }
@@ -115,7 +120,8 @@ asio::awaitable<void> tls_session(tcp::socket socket, std::shared_ptr<asio::ssl:
                                   session_limits limits, const router& routes) {
   beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), *context);
   beast::get_lowest_layer(stream).expires_after(limits.handshake_timeout);
-  if (auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_nothrow); ec) {
+  if (auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_nothrow);
+      ec) {
     spdlog::debug("TLS handshake failed: {}", ec.message());
     co_return;
   }
@@ -125,14 +131,16 @@ asio::awaitable<void> tls_session(tcp::socket socket, std::shared_ptr<asio::ssl:
   co_await stream.async_shutdown(use_nothrow);
 }
 
-asio::awaitable<void> plain_session(tcp::socket socket, session_limits limits, const router& routes) {
+asio::awaitable<void> plain_session(tcp::socket socket, session_limits limits,
+                                    const router& routes) {
   beast::tcp_stream stream(std::move(socket));
   co_await serve_requests(stream, limits, routes);
   boost::system::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
 }
 
-core::result<tcp::acceptor> bind(asio::io_context& ioc, const endpoint_spec& spec, const char* what) {
+core::result<tcp::acceptor> bind(asio::io_context& ioc, const endpoint_spec& spec,
+                                 const char* what) {
   boost::system::error_code ec;
   const tcp::endpoint endpoint(asio::ip::make_address(spec.host, ec), spec.port);
   tcp::acceptor acceptor(ioc);
@@ -141,9 +149,11 @@ core::result<tcp::acceptor> bind(asio::io_context& ioc, const endpoint_spec& spe
                        std::to_string(spec.port) + ": " + ec.message()};
   };
   if (acceptor.open(endpoint.protocol(), ec); ec) return failed("open");
-  if (acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec) return failed("configure");
+  if (acceptor.set_option(asio::socket_base::reuse_address(true), ec); ec)
+    return failed("configure");
   if (acceptor.bind(endpoint, ec); ec) return failed("bind");
-  if (acceptor.listen(asio::socket_base::max_listen_connections, ec); ec) return failed("listen on");
+  if (acceptor.listen(asio::socket_base::max_listen_connections, ec); ec)
+    return failed("listen on");
   return acceptor;
 }
 
@@ -162,8 +172,13 @@ session_limits limits_from(const serve_config& config) {
 
 struct server::impl {
   impl(asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls)
-      : ioc(ioc), limits(limits), tls(tls), admission_routes(state, true), health_routes(state, false),
-        tls_acceptor(ioc), plain_acceptor(ioc) {}
+      : ioc(ioc),
+        limits(limits),
+        tls(tls),
+        admission_routes(state, true),
+        health_routes(state, false),
+        tls_acceptor(ioc),
+        plain_acceptor(ioc) {}
 
   // `start_session` receives each accepted socket, already on its own strand.
   template <class StartSession>
@@ -198,7 +213,8 @@ server::server(asio::io_context& ioc, session_limits limits, server_state& state
 
 server::~server() = default;
 
-core::result<server::endpoints> server::start(const endpoint_spec& tls_listen, const endpoint_spec& plain_listen) {
+core::result<server::endpoints> server::start(const endpoint_spec& tls_listen,
+                                              const endpoint_spec& plain_listen) {
   auto tls_acceptor = bind(impl_->ioc, tls_listen, "--listen");
   if (!tls_acceptor) return std::move(tls_acceptor).take_error();
   auto plain_acceptor = bind(impl_->ioc, plain_listen, "--metrics-listen");
@@ -207,22 +223,23 @@ core::result<server::endpoints> server::start(const endpoint_spec& tls_listen, c
   impl_->plain_acceptor = std::move(*plain_acceptor);
 
   auto* self = impl_.get();
-  asio::co_spawn(
-      impl_->ioc,
-      self->accept(self->tls_acceptor,
-                   [self](tcp::socket socket) {
-                     auto executor = socket.get_executor();
-                     asio::co_spawn(executor,
-                                    tls_session(std::move(socket), self->tls.current(), self->limits,
-                                                self->admission_routes),
-                                    asio::detached);
-                   }),
-      asio::detached);
+  asio::co_spawn(impl_->ioc,
+                 self->accept(self->tls_acceptor,
+                              [self](tcp::socket socket) {
+                                auto executor = socket.get_executor();
+                                asio::co_spawn(executor,
+                                               tls_session(std::move(socket), self->tls.current(),
+                                                           self->limits, self->admission_routes),
+                                               asio::detached);
+                              }),
+                 asio::detached);
   asio::co_spawn(impl_->ioc,
                  self->accept(self->plain_acceptor,
                               [self](tcp::socket socket) {
                                 auto executor = socket.get_executor();
-                                asio::co_spawn(executor, plain_session(std::move(socket), self->limits, self->health_routes),
+                                asio::co_spawn(executor,
+                                               plain_session(std::move(socket), self->limits,
+                                                             self->health_routes),
                                                asio::detached);
                               }),
                  asio::detached);

@@ -1,6 +1,7 @@
 #include "trainenv/app/yaml.hpp"
 
 #include <charconv>
+#include <optional>
 #include <regex>
 
 #include <yaml-cpp/yaml.h>
@@ -12,36 +13,42 @@ namespace {
 
 using nlohmann::json;
 
-// Deeper documents are refused rather than recursed into (yaml-cpp builds them recursively).
-constexpr int max_depth = 128;
-
-json plain_scalar(const std::string& s) {
+core::result<json> plain_scalar(const std::string& s) {
   // YAML 1.2 core schema; a Kubernetes user quotes "4" when they mean a string.
   static const std::regex integer(R"([-+]?[0-9]+)");
   static const std::regex floating(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return json(nullptr);
+  if (s == "true" || s == "True" || s == "TRUE") return json(true);
+  if (s == "false" || s == "False" || s == "FALSE") return json(false);
   if (std::regex_match(s, integer)) {
     std::int64_t n = 0;
     const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
     auto [end, ec] = std::from_chars(begin, s.data() + s.size(), n);
-    if (ec == std::errc() && end == s.data() + s.size()) return n;
-    return s;
+    if (ec == std::errc() && end == s.data() + s.size()) return json(n);
+    return json(s);  // beyond int64: kept as text
   }
-  if (std::regex_match(s, floating)) return std::stod(s);
-  return s;
+  if (std::regex_match(s, floating)) {
+    double d = 0;
+    const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
+    auto [end, ec] = std::from_chars(begin, s.data() + s.size(), d);
+    if (ec == std::errc() && end == s.data() + s.size()) return json(d);
+    return core::error{"number " + core::quote(s) + " is out of range"};
+  }
+  return json(s);
 }
 
 core::result<json> to_json(const YAML::Node& node, int depth) {
-  if (depth > max_depth) return core::error{"document nests deeper than " + std::to_string(max_depth) + " levels"};
+  if (depth > core::max_json_depth)
+    return core::error{"document nests deeper than " + std::to_string(core::max_json_depth) +
+                       " levels"};
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
       return json(nullptr);
     case YAML::NodeType::Scalar:
-      // yaml-cpp tags quoted scalars "!" and plain ones "?".
-      return node.Tag() == "!" ? json(node.Scalar()) : plain_scalar(node.Scalar());
+      // yaml-cpp tags quoted scalars "!" and plain ones "?"; "!!str" forces a string too.
+      if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") return json(node.Scalar());
+      return plain_scalar(node.Scalar());
     case YAML::NodeType::Sequence: {
       json out = json::array();
       for (const auto& child : node) {
@@ -55,9 +62,15 @@ core::result<json> to_json(const YAML::Node& node, int depth) {
       json out = json::object();
       for (const auto& entry : node) {
         if (!entry.first.IsScalar()) return core::error{"mapping keys must be plain strings"};
+        const auto& key = entry.first.Scalar();
+        if (out.contains(key)) {
+          return core::error{"line " + std::to_string(entry.first.Mark().line + 1) +
+                             ": duplicate key " + core::quote(key) +
+                             " (the first would be silently lost)"};
+        }
         auto value = to_json(entry.second, depth + 1);
         if (!value) return value;
-        out[entry.first.Scalar()] = std::move(*value);
+        out[key] = std::move(*value);
       }
       return out;
     }
@@ -76,10 +89,20 @@ bool looks_like_json(std::string_view text) {
 }  // namespace
 
 core::result<std::vector<json>> parse_documents(std::string_view text) {
+  // Flow-style YAML nests with the same brackets as JSON: refuse deep text before either parser.
+  if (const auto at = core::nesting_exceeded_at(text)) {
+    return core::error{"nests deeper than " + std::to_string(core::max_json_depth) +
+                       " levels (at byte " + std::to_string(*at) + ")"};
+  }
+  std::optional<std::string> json_error;
   if (looks_like_json(text)) {
     auto doc = core::parse_json(text);
-    if (!doc) return core::error{"not valid JSON: " + doc.message()};
-    return std::vector<json>{std::move(*doc)};
+    if (doc) {
+      std::vector<json> out;
+      out.push_back(std::move(*doc));  // moved, never copied: copies recurse
+      return out;
+    }
+    json_error = doc.message();  // may still be YAML flow style: {kind: Pod}
   }
   std::vector<json> out;
   try {
@@ -90,6 +113,7 @@ core::result<std::vector<json>> parse_documents(std::string_view text) {
       out.push_back(std::move(*doc));
     }
   } catch (const YAML::Exception& e) {
+    if (json_error) return core::error{*json_error};
     return core::error{"not valid YAML: line " + std::to_string(e.mark.line + 1) + ", column " +
                        std::to_string(e.mark.column + 1) + ": " + e.msg};
   }

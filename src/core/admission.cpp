@@ -27,11 +27,37 @@ bool admission_request::is_pod_create() const {
          operation == "CREATE";
 }
 
+std::optional<std::size_t> nesting_exceeded_at(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
 result<json> parse_json(std::string_view text) {
+  if (const auto at = nesting_exceeded_at(text, max_json_depth)) {
+    return error{"nests deeper than " + std::to_string(max_json_depth) + " levels (at byte " +
+                 std::to_string(*at) + ")"};
+  }
   try {
     return json::parse(text);
   } catch (const json::parse_error& e) {
-    return error{"body is not valid JSON (at byte " + std::to_string(e.byte) + ")"};
+    return error{"not valid JSON (at byte " + std::to_string(e.byte) + ")"};
   }
 }
 
@@ -67,7 +93,8 @@ result<admission_request> decode_review_json(json document) {
   out.operation = string_or_empty(*request, "operation");
   out.namespace_name = string_or_empty(*request, "namespace");
   out.name = string_or_empty(*request, "name");
-  if (const auto* dry_run = member(*request, "dryRun"); dry_run != nullptr && dry_run->is_boolean()) {
+  if (const auto* dry_run = member(*request, "dryRun");
+      dry_run != nullptr && dry_run->is_boolean()) {
     out.dry_run = dry_run->get<bool>();
   }
   if (auto it = request->find("object"); it != request->end()) out.object = std::move(*it);
@@ -85,7 +112,9 @@ json encode_response(const admission_request& request, const decision& d) {
   }
   if (!d.warnings.empty()) response["warnings"] = d.warnings;
   if (!d.policy.empty()) response["auditAnnotations"] = {{"policy", d.policy}};
-  return {{"apiVersion", request.api_version}, {"kind", "AdmissionReview"}, {"response", std::move(response)}};
+  return {{"apiVersion", request.api_version},
+          {"kind", "AdmissionReview"},
+          {"response", std::move(response)}};
 }
 
 std::string base64_encode(std::string_view bytes) {
@@ -94,7 +123,8 @@ std::string base64_encode(std::string_view bytes) {
   std::size_t i = 0;
   for (; i + 2 < bytes.size(); i += 3) {
     const auto n = (static_cast<unsigned char>(bytes[i]) << 16) |
-                   (static_cast<unsigned char>(bytes[i + 1]) << 8) | static_cast<unsigned char>(bytes[i + 2]);
+                   (static_cast<unsigned char>(bytes[i + 1]) << 8) |
+                   static_cast<unsigned char>(bytes[i + 2]);
     out += alphabet[(n >> 18) & 63];
     out += alphabet[(n >> 12) & 63];
     out += alphabet[(n >> 6) & 63];
@@ -115,7 +145,8 @@ std::optional<std::string> base64_decode(std::string_view text) {
   if (text.size() % 4 != 0) return std::nullopt;
   std::array<int, 256> value{};
   value.fill(-1);
-  for (std::size_t i = 0; i < alphabet.size(); ++i) value[static_cast<unsigned char>(alphabet[i])] = static_cast<int>(i);
+  for (std::size_t i = 0; i < alphabet.size(); ++i)
+    value[static_cast<unsigned char>(alphabet[i])] = static_cast<int>(i);
   std::string out;
   out.reserve(text.size() / 4 * 3);
   for (std::size_t i = 0; i < text.size(); i += 4) {

@@ -79,7 +79,8 @@ std::string check_shape(const json& pod, std::size_t target) {
   const std::string where = "trainenv: spec.containers[" + std::to_string(target) + "]";
   if (!container.is_object()) return where + " must be an object";
   if (const char* why = check_object_list(container, "env", true)) return where + ".env " + why;
-  if (const char* why = check_object_list(container, "ports", false)) return where + ".ports " + why;
+  if (const char* why = check_object_list(container, "ports", false))
+    return where + ".ports " + why;
   return {};
 }
 
@@ -101,10 +102,12 @@ const json* find_port(const json* list, const json& wanted) {
   const auto* wanted_name = string_member(wanted, "name");
   for (const auto& item : *list) {
     const auto* protocol = string_member(item, "protocol");
-    const bool same_port = item.value("containerPort", json()) == wanted["containerPort"] &&
-                           (protocol == nullptr ? std::string("TCP") : *protocol) == wanted["protocol"];
+    const bool same_port =
+        item.value("containerPort", json()) == wanted["containerPort"] &&
+        (protocol == nullptr ? std::string("TCP") : *protocol) == wanted["protocol"];
     const auto* name = string_member(item, "name");
-    if (same_port || (wanted_name != nullptr && name != nullptr && *name == *wanted_name)) return &item;
+    if (same_port || (wanted_name != nullptr && name != nullptr && *name == *wanted_name))
+      return &item;
   }
   return nullptr;
 }
@@ -113,7 +116,8 @@ void diff_container(const json& container, std::size_t index, const container_wa
                     patch_builder& patch, std::vector<std::string>& warnings) {
   const std::string path = "/spec/containers/" + std::to_string(index);
   const auto* name = string_member(container, "name");
-  const std::string where = " in container " + quote(name != nullptr ? *name : std::to_string(index));
+  const std::string where =
+      " in container " + quote(name != nullptr ? *name : std::to_string(index));
 
   std::vector<json> env;
   const auto* existing_env = member(container, "env");
@@ -121,7 +125,8 @@ void diff_container(const json& container, std::size_t index, const container_wa
     const auto& env_name = wanted["name"].get_ref<const std::string&>();
     if (const auto* existing = find_env(existing_env, env_name)) {
       if (!contains(*existing, wanted)) {
-        warnings.push_back(make_warning("trainenv: kept user-set " + env_name + describe_env(*existing) + where));
+        warnings.push_back(
+            make_warning("trainenv: kept user-set " + env_name + describe_env(*existing) + where));
       }
       continue;
     }
@@ -136,8 +141,9 @@ void diff_container(const json& container, std::size_t index, const container_wa
       json defaulted = *existing;  // protocol defaults to TCP
       if (!defaulted.contains("protocol")) defaulted["protocol"] = "TCP";
       if (!contains(defaulted, wanted)) {
-        warnings.push_back(make_warning("trainenv: kept user-set port " + existing->value("containerPort", json()).dump() +
-                                        " (wanted " + wanted["containerPort"].dump() + ")" + where));
+        warnings.push_back(make_warning(
+            "trainenv: kept user-set port " + existing->value("containerPort", json()).dump() +
+            " (wanted " + wanted["containerPort"].dump() + ")" + where));
       }
       continue;
     }
@@ -155,7 +161,8 @@ void diff_annotations(const json& metadata, const json& wanted, patch_builder& p
     if (current == nullptr) {
       added[key] = value;
     } else if (*current != value) {
-      warnings.push_back(make_warning("trainenv: kept user-set annotation " + key + "=" + current->substr(0, 40)));
+      warnings.push_back(
+          make_warning("trainenv: kept user-set annotation " + key + "=" + current->substr(0, 40)));
     }
   }
   patch.add_members(metadata, "/metadata", "annotations", std::move(added));
@@ -166,17 +173,21 @@ struct selection {
   std::string violation;
 };
 
-selection select_policy(const pod_view& pod, const policy_set& policies, const mutate_options& options) {
+selection select_policy(const pod_view& pod, const policy_set& policies,
+                        const mutate_options& options) {
   const auto known_names = [&] {
     std::string out;
     for (const auto& p : policies.all()) out += (out.empty() ? "" : ", ") + p.name;
     return out.empty() ? std::string("none") : out;
   };
-  const std::string* name = options.forced_policy.empty() ? pod.annotation(keys::policy) : &options.forced_policy;
+  const std::string* name =
+      options.forced_policy.empty() ? pod.annotation(keys::policy) : &options.forced_policy;
   if (name != nullptr) {
     if (const auto* p = policies.by_name(*name)) return {p, {}};
-    const std::string source = options.forced_policy.empty() ? "annotation " + std::string(keys::policy) : "policy";
-    return {nullptr, "trainenv: " + source + " is " + quote(*name) + ", which is not a loaded policy; use one of: " + known_names()};
+    const std::string source =
+        options.forced_policy.empty() ? "annotation " + std::string(keys::policy) : "policy";
+    return {nullptr, "trainenv: " + source + " is " + quote(*name) +
+                         ", which is not a loaded policy; use one of: " + known_names()};
   }
   if (const auto* framework = pod.label(keys::framework)) {
     if (const auto* p = policies.by_framework(*framework)) return {p, {}};
@@ -184,13 +195,15 @@ selection select_policy(const pod_view& pod, const policy_set& policies, const m
     for (const auto& p : policies.all()) {
       for (const auto& f : p.frameworks) values += (values.empty() ? "" : ", ") + f;
     }
-    return {nullptr, "trainenv: label " + std::string(keys::framework) + " is " + quote(*framework) +
-                         ", which no policy lists; use one of: " + (values.empty() ? "none" : values) +
-                         ", or set annotation " + std::string(keys::policy)};
+    return {nullptr,
+            "trainenv: label " + std::string(keys::framework) + " is " + quote(*framework) +
+                ", which no policy lists; use one of: " + (values.empty() ? "none" : values) +
+                ", or set annotation " + std::string(keys::policy)};
   }
   if (const auto* p = policies.default_policy()) return {p, {}};
   return {nullptr, "trainenv: the pod has no label " + std::string(keys::framework) +
-                       " and no policy is marked default; set the label or annotation " + std::string(keys::policy)};
+                       " and no policy is marked default; set the label or annotation " +
+                       std::string(keys::policy)};
 }
 
 }  // namespace
@@ -200,7 +213,8 @@ decision mutate_pod(const json& pod, const policy_set& policies, const mutate_op
   const pod_view view(pod);
   const auto* step = view.label(keys::ancestor_step);
   if (step == nullptr || *step != "trainer") {
-    return pass("not a training pod: label " + std::string(keys::ancestor_step) + " is not \"trainer\"");
+    return pass("not a training pod: label " + std::string(keys::ancestor_step) +
+                " is not \"trainer\"");
   }
   if (const auto* inject = view.annotation(keys::inject); inject != nullptr && *inject == "false") {
     return pass("opted out: annotation " + std::string(keys::inject) + " is \"false\"");
@@ -212,7 +226,8 @@ decision mutate_pod(const json& pod, const policy_set& policies, const mutate_op
 
   auto topo = resolve_topology(view, p);
   if (!topo) return deny(topo.message(), p.name);
-  if (auto problem = check_shape(pod, topo->container); !problem.empty()) return deny(std::move(problem), p.name);
+  if (auto problem = check_shape(pod, topo->container); !problem.empty())
+    return deny(std::move(problem), p.name);
   auto want = render(p, *topo);
   if (!want) return deny(want.message(), p.name);
 
@@ -228,7 +243,8 @@ decision mutate_pod(const json& pod, const policy_set& policies, const mutate_op
   return d;
 }
 
-decision mutate(const admission_request& request, const policy_set& policies, const mutate_options& options) {
+decision mutate(const admission_request& request, const policy_set& policies,
+                const mutate_options& options) {
   if (!request.is_pod_create()) {
     return pass("not a pod CREATE: " + request.operation + " of " + request.resource);
   }

@@ -63,8 +63,8 @@ const json& require_array(const json& value, const std::string& field) {
 
 std::string require_string(const json& value, const std::string& field) {
   if (!value.is_string()) {
-    fail(field, "must be a string; quote it, e.g. \"" + (value.is_primitive() ? value.dump() : "") +
-                    "\"");
+    fail(field,
+         "must be a string; quote it, e.g. \"" + (value.is_primitive() ? value.dump() : "") + "\"");
   }
   return value.get<std::string>();
 }
@@ -72,7 +72,8 @@ std::string require_string(const json& value, const std::string& field) {
 std::int64_t require_int(const json& value, const std::string& field, std::int64_t min,
                          std::int64_t max) {
   if (!value.is_number_integer()) {
-    fail(field, "must be a whole number from " + std::to_string(min) + " to " + std::to_string(max));
+    fail(field,
+         "must be a whole number from " + std::to_string(min) + " to " + std::to_string(max));
   }
   const auto n = value.get<std::int64_t>();
   if (n < min || n > max) {
@@ -89,8 +90,9 @@ std::vector<std::string> require_names(const json& value, const std::string& fie
     const std::string item_field = field + "[" + std::to_string(i) + "]";
     auto name = require_string(list[i], item_field);
     if (!is_dns_label(name)) {
-      fail(item_field, "\"" + name + "\" is not a valid name; use lower-case letters, digits and "
-                                     "'-', at most 63 characters");
+      fail(item_field, "\"" + name +
+                           "\" is not a valid name; use lower-case letters, digits and "
+                           "'-', at most 63 characters");
     }
     if (std::find(out.begin(), out.end(), name) != out.end()) {
       fail(item_field, "\"" + name + "\" is listed twice");
@@ -112,15 +114,22 @@ bool is_env_name(std::string_view s) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '-' || c == '.';
   };
   if (!ok_first(s[0])) return false;
-  return std::all_of(s.begin() + 1, s.end(), [&](char c) { return ok_first(c) || (c >= '0' && c <= '9'); });
+  return std::all_of(s.begin() + 1, s.end(),
+                     [&](char c) { return ok_first(c) || (c >= '0' && c <= '9'); });
 }
 
+// Kubernetes' IANA_SVC_NAME: at most 15 characters of [a-z0-9-], at least one letter, no
+// leading, trailing or doubled '-'.
 bool is_port_name(std::string_view s) {
-  if (s.empty() || s.size() > 15) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-         }) &&
-         s.front() != '-' && s.back() != '-';
+  if (s.empty() || s.size() > 15 || s.front() == '-' || s.back() == '-') return false;
+  if (s.find("--") != std::string_view::npos) return false;
+  bool has_letter = false;
+  for (char c : s) {
+    const bool letter = c >= 'a' && c <= 'z';
+    has_letter = has_letter || letter;
+    if (!letter && !(c >= '0' && c <= '9') && c != '-') return false;
+  }
+  return has_letter;
 }
 
 // Conservative: only two explicit lists of plain role names can be shown disjoint.
@@ -144,14 +153,16 @@ class parser {
     if (!doc.contains("kind") || doc["kind"] != policy_kind) {
       fail("kind", "must be \"" + std::string(policy_kind) + "\"");
     }
-    if (!doc.contains("metadata")) fail("metadata", "missing; write metadata: {name: <policy name>}");
+    if (!doc.contains("metadata"))
+      fail("metadata", "missing; write metadata: {name: <policy name>}");
     const auto& metadata = require_object(doc["metadata"], "metadata");
     check_keys(metadata, "metadata", {"name", "annotations", "labels"});
     if (!metadata.contains("name")) fail("metadata.name", "missing; every policy needs a name");
     p_.name = require_string(metadata["name"], "metadata.name");
     if (!is_dns_label(p_.name)) {
-      fail("metadata.name", "\"" + p_.name + "\" is not a valid name; use lower-case letters, "
-                            "digits and '-', at most 63 characters");
+      fail("metadata.name", "\"" + p_.name +
+                                "\" is not a valid name; use lower-case letters, "
+                                "digits and '-', at most 63 characters");
     }
     if (!doc.contains("spec")) fail("spec", "missing");
     parse_spec(require_object(doc["spec"], "spec"));
@@ -161,7 +172,8 @@ class parser {
   void parse_spec(const json& spec) {
     check_keys(spec, "spec",
                {"frameworks", "default", "container", "trainingRoles", "defaults", "env", "ports"});
-    if (spec.contains("frameworks")) p_.frameworks = require_names(spec["frameworks"], "spec.frameworks");
+    if (spec.contains("frameworks"))
+      p_.frameworks = require_names(spec["frameworks"], "spec.frameworks");
     if (spec.contains("default")) {
       if (!spec["default"].is_boolean()) fail("spec.default", "must be true or false");
       p_.is_default = spec["default"].get<bool>();
@@ -173,10 +185,12 @@ class parser {
     if (spec.contains("trainingRoles")) {
       p_.training_roles = require_names(spec["trainingRoles"], "spec.trainingRoles");
       if (p_.training_roles.empty()) {
-        fail("spec.trainingRoles", "names no role; list the roles that train, e.g. [master, worker]");
+        fail("spec.trainingRoles",
+             "names no role; list the roles that train, e.g. [master, worker]");
       }
     }
-    if (spec.contains("defaults")) parse_defaults(require_object(spec["defaults"], "spec.defaults"));
+    if (spec.contains("defaults"))
+      parse_defaults(require_object(spec["defaults"], "spec.defaults"));
     if (spec.contains("env")) {
       const auto& list = require_array(spec["env"], "spec.env");
       for (std::size_t i = 0; i < list.size(); ++i) {
@@ -194,18 +208,22 @@ class parser {
   void parse_defaults(const json& defaults) {
     check_keys(defaults, "spec.defaults", {"masterPort", "numNodes", "nprocPerNode"});
     if (defaults.contains("masterPort")) {
-      p_.default_master_port = require_int(defaults["masterPort"], "spec.defaults.masterPort", 1, 65535);
+      p_.default_master_port =
+          require_int(defaults["masterPort"], "spec.defaults.masterPort", 1, 65535);
     }
     if (defaults.contains("numNodes")) {
-      p_.default_num_nodes = require_int(defaults["numNodes"], "spec.defaults.numNodes", 1, 1'000'000);
+      p_.default_num_nodes =
+          require_int(defaults["numNodes"], "spec.defaults.numNodes", 1, 1'000'000);
     }
     if (defaults.contains("nprocPerNode")) {
       const auto& v = defaults["nprocPerNode"];
-      const std::string text = v.is_number_integer() ? v.dump() : require_string(v, "spec.defaults.nprocPerNode");
+      const std::string text =
+          v.is_number_integer() ? v.dump() : require_string(v, "spec.defaults.nprocPerNode");
       auto parsed = nproc_setting::parse(text);
       if (!parsed) {
-        fail("spec.defaults.nprocPerNode", "\"" + text + "\" is not valid; write a whole number >= 1, "
-                                           "auto, cpu or gpu");
+        fail("spec.defaults.nprocPerNode", "\"" + text +
+                                               "\" is not valid; write a whole number >= 1, "
+                                               "auto, cpu or gpu");
       }
       p_.default_nproc = *parsed;
     }
@@ -217,8 +235,9 @@ class parser {
     scope.all = false;
     const auto& list = require_array(item["roles"], field + ".roles");
     if (list.empty()) {
-      fail(field + ".roles", "names no role; remove it to apply to every role, or list roles "
-                             "such as [training] or [launcher]");
+      fail(field + ".roles",
+           "names no role; remove it to apply to every role, or list roles "
+           "such as [training] or [launcher]");
     }
     for (auto& name : require_names(list, field + ".roles")) {
       if (name == "training") {
@@ -232,15 +251,16 @@ class parser {
 
   // WORLD_SIZE and RANK exist only for training roles (the Volcano fix): an item that uses
   // them must be scoped so.
-  void check_training_only(const role_scope& scope, bool uses_rank_or_world, const std::string& field) {
+  void check_training_only(const role_scope& scope, bool uses_rank_or_world,
+                           const std::string& field) {
     if (!uses_rank_or_world) return;
     const bool only_training =
-        !scope.all && std::all_of(scope.names.begin(), scope.names.end(), [&](const auto& r) {
-          return p_.is_training_role(r);
-        });
+        !scope.all && std::all_of(scope.names.begin(), scope.names.end(),
+                                  [&](const auto& r) { return p_.is_training_role(r); });
     if (!only_training) {
-      fail(field, "uses ${worldSize} or ${rank}, which exist only for training roles; add "
-                  "roles: [training]");
+      fail(field,
+           "uses ${worldSize} or ${rank}, which exist only for training roles; add "
+           "roles: [training]");
     }
   }
 
@@ -256,8 +276,9 @@ class parser {
     env.roles = parse_roles(item, field);
     for (const auto& other : p_.env) {
       if (other.name == env.name && scopes_overlap(other.roles, env.roles)) {
-        fail(field + ".name", "\"" + env.name + "\" is already set for some of the same roles; "
-                              "give each entry disjoint roles: [...]");
+        fail(field + ".name", "\"" + env.name +
+                                  "\" is already set for some of the same roles; "
+                                  "give each entry disjoint roles: [...]");
       }
     }
     if (item.contains("value") == item.contains("valueFrom")) {
@@ -282,13 +303,44 @@ class parser {
     if (value.size() != 1) {
       fail(field, "needs exactly one of fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef");
     }
-    if (value.contains("fieldRef")) {
-      const auto& ref = require_object(value["fieldRef"], field + ".fieldRef");
-      check_keys(ref, field + ".fieldRef", {"fieldPath", "apiVersion"});
-      if (!ref.contains("fieldPath")) {
-        fail(field + ".fieldRef.fieldPath", "missing; e.g. metadata.annotations['batch.kubernetes.io/job-completion-index']");
+    // Each source's members and their types, as v1.EnvVarSource has them, so the patched pod
+    // always decodes.
+    struct member_rule {
+      std::string_view name;
+      bool required;
+      bool boolean;  // else string
+    };
+    const auto check_source = [&](std::string_view source,
+                                  std::initializer_list<member_rule> rules) {
+      const std::string at = field + "." + std::string(source);
+      const auto& ref = require_object(value[std::string(source)], at);
+      for (const auto& [key, member] : ref.items()) {
+        const auto rule = std::find_if(rules.begin(), rules.end(),
+                                       [&](const member_rule& r) { return r.name == key; });
+        if (rule == rules.end()) {
+          std::string known;
+          for (const auto& r : rules) known += (known.empty() ? "" : ", ") + std::string(r.name);
+          fail(at + "." + key, "unknown field; known fields here: " + known);
+        }
+        if (rule->boolean ? !member.is_boolean() : !member.is_string()) {
+          fail(at + "." + key, rule->boolean ? "must be true or false" : "must be a string");
+        }
       }
-      require_string(ref["fieldPath"], field + ".fieldRef.fieldPath");
+      for (const auto& r : rules) {
+        if (r.required && !ref.contains(std::string(r.name)))
+          fail(at + "." + std::string(r.name), "missing");
+      }
+    };
+    if (value.contains("fieldRef")) {
+      check_source("fieldRef", {{"fieldPath", true, false}, {"apiVersion", false, false}});
+    } else if (value.contains("resourceFieldRef")) {
+      check_source(
+          "resourceFieldRef",
+          {{"resource", true, false}, {"containerName", false, false}, {"divisor", false, false}});
+    } else {
+      const auto source = value.contains("secretKeyRef") ? "secretKeyRef" : "configMapKeyRef";
+      check_source(source,
+                   {{"name", true, false}, {"key", true, false}, {"optional", false, true}});
     }
     auto compiled = template_json::compile(value);
     if (!compiled) fail(field, compiled.message());
@@ -305,21 +357,26 @@ class parser {
     require_object(item, field);
     check_keys(item, field, {"containerPort", "name", "protocol", "roles"});
     port_item port;
-    if (!item.contains("containerPort")) fail(field + ".containerPort", "missing; e.g. \"${masterPort}\"");
+    if (!item.contains("containerPort"))
+      fail(field + ".containerPort", "missing; e.g. \"${masterPort}\"");
     const auto& cp = item["containerPort"];
-    port.container_port = cp.is_number_integer()
-                              ? require_template(json(std::to_string(require_int(cp, field + ".containerPort", 1, 65535))), field)
-                              : require_template(cp, field + ".containerPort");
+    port.container_port =
+        cp.is_number_integer()
+            ? require_template(
+                  json(std::to_string(require_int(cp, field + ".containerPort", 1, 65535))), field)
+            : require_template(cp, field + ".containerPort");
     if (port.container_port.is_literal()) {
       if (!parse_decimal(port.container_port.source(), 65535).value_or(0)) {
-        fail(field + ".containerPort", "must be a port number from 1 to 65535 or a template such as \"${masterPort}\"");
+        fail(field + ".containerPort",
+             "must be a port number from 1 to 65535 or a template such as \"${masterPort}\"");
       }
     }
     if (item.contains("name")) {
       port.name = require_string(item["name"], field + ".name");
       if (!is_port_name(port.name)) {
-        fail(field + ".name", "\"" + port.name + "\" is not a valid port name; use at most 15 "
-                              "lower-case letters, digits and '-'");
+        fail(field + ".name", "\"" + port.name +
+                                  "\" is not a valid port name; use at most 15 "
+                                  "lower-case letters, digits and '-'");
       }
     }
     if (item.contains("protocol")) {
@@ -329,8 +386,10 @@ class parser {
       }
     }
     port.roles = parse_roles(item, field);
-    check_training_only(port.roles, port.container_port.uses(variable::rank) ||
-                                        port.container_port.uses(variable::world_size), field);
+    check_training_only(
+        port.roles,
+        port.container_port.uses(variable::rank) || port.container_port.uses(variable::world_size),
+        field);
     p_.ports.push_back(std::move(port));
   }
 
@@ -341,7 +400,9 @@ class parser {
 
 bool is_dns_label(std::string_view s) {
   if (s.empty() || s.size() > 63) return false;
-  const auto ok = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; };
+  const auto ok = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  };
   return std::all_of(s.begin(), s.end(), ok) && s.front() != '-' && s.back() != '-';
 }
 
@@ -397,8 +458,9 @@ result<policy_set> policy_set::build(std::vector<policy> policies) {
     for (const auto& framework : p.frameworks) {
       if (auto [it, inserted] = set.by_framework_.emplace(framework, i); !inserted) {
         const auto& owner = set.policies_[it->second];
-        return error{p.source + ": spec.frameworks: \"" + framework + "\" is already claimed by policy \"" +
-                     owner.name + "\" (" + owner.source + "); a framework value selects one policy"};
+        return error{p.source + ": spec.frameworks: \"" + framework +
+                     "\" is already claimed by policy \"" + owner.name + "\" (" + owner.source +
+                     "); a framework value selects one policy"};
       }
     }
     if (p.is_default) {

@@ -12,7 +12,9 @@ using u128 = uint128;
 constexpr int max_significant_digits = 38;
 constexpr std::uint32_t max_scale = 38;
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 bool mul_checked(u128& value, u128 factor) {
   if (value != 0 && factor > std::numeric_limits<u128>::max() / value) return false;
@@ -62,8 +64,9 @@ std::optional<std::int64_t> quantity::ceil() const {
   const bool has_fraction = unscaled % divisor != 0;
   constexpr auto int64_max = static_cast<u128>(std::numeric_limits<std::int64_t>::max());
   if (negative) {
-    // ceil(-x) = -floor(x)
-    if (whole > int64_max) return std::nullopt;
+    // ceil(-x) = -floor(x); -2^63 fits although 2^63 does not.
+    if (whole > int64_max + 1) return std::nullopt;
+    if (whole == int64_max + 1) return std::numeric_limits<std::int64_t>::min();
     return -static_cast<std::int64_t>(whole);
   }
   if (has_fraction) ++whole;

@@ -29,7 +29,9 @@ void collect_strings(const nlohmann::json& value, nlohmann::json::json_pointer& 
 
 }  // namespace
 
-std::string_view variable_name(variable v) { return names[static_cast<std::size_t>(v)]; }
+std::string_view variable_name(variable v) {
+  return names[static_cast<std::size_t>(v)];
+}
 
 std::optional<variable> variable_from_name(std::string_view name) {
   for (std::size_t i = 0; i < names.size(); ++i) {

@@ -12,8 +12,9 @@ using nlohmann::json;
 
 constexpr std::int64_t max_count = 1'000'000;
 
-
-const std::string* non_empty(const std::string* s) { return s != nullptr && !s->empty() ? s : nullptr; }
+const std::string* non_empty(const std::string* s) {
+  return s != nullptr && !s->empty() ? s : nullptr;
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -34,8 +35,12 @@ sourced first_of(std::initializer_list<sourced> candidates) {
   return {};
 }
 
-std::string label_name(std::string_view key) { return "label " + std::string(key); }
-std::string annotation_name(std::string_view key) { return "annotation " + std::string(key); }
+std::string label_name(std::string_view key) {
+  return "label " + std::string(key);
+}
+std::string annotation_name(std::string_view key) {
+  return "annotation " + std::string(key);
+}
 
 sourced label_or_annotation(const pod_view& pod, std::string_view key) {
   if (const auto* v = non_empty(pod.label(key))) return {v, label_name(key)};
@@ -95,13 +100,15 @@ result<std::optional<std::int64_t>> read_index(const pod_view& pod) {
 }
 
 result<std::int64_t> read_int_annotation(const pod_view& pod, std::string_view key,
-                                         std::int64_t fallback, std::int64_t min, std::int64_t max) {
+                                         std::int64_t fallback, std::int64_t min,
+                                         std::int64_t max) {
   const auto* text = pod.annotation(key);
   if (text == nullptr) return fallback;
   const auto n = parse_decimal(trim(*text), max);
   if (!n || *n < min) {
     return error{"trainenv: annotation " + std::string(key) + " is " + quote(*text) +
-                 "; expected a whole number from " + std::to_string(min) + " to " + std::to_string(max)};
+                 "; expected a whole number from " + std::to_string(min) + " to " +
+                 std::to_string(max)};
   }
   return *n;
 }
@@ -166,8 +173,8 @@ result<std::int64_t> cpu_count(const json& container) {
 result<std::vector<std::pair<std::string, std::int64_t>>> parse_replicas(std::string_view text) {
   std::vector<std::pair<std::string, std::int64_t>> out;
   const auto bad = [&](std::string_view why) {
-    return error{"trainenv: annotation " + std::string(keys::replicas) + " is " + quote(text) + "; " +
-                 std::string(why) + " (expected role=count pairs, e.g. master=1,worker=3)"};
+    return error{"trainenv: annotation " + std::string(keys::replicas) + " is " + quote(text) +
+                 "; " + std::string(why) + " (expected role=count pairs, e.g. master=1,worker=3)"};
   };
   std::string_view rest = text;
   while (true) {
@@ -211,7 +218,9 @@ result<std::string> resolve_nproc(const nproc_setting& setting, const json& cont
 result<topology> resolve_topology(const pod_view& pod, const policy& p) {
   topology t;
   const auto container = pod.target_container(p.container);
-  if (!container) return error{"trainenv: spec.containers is empty or missing; the pod has no container to inject into"};
+  if (!container)
+    return error{
+        "trainenv: spec.containers is empty or missing; the pod has no container to inject into"};
   t.container = *container;
   const auto& target = (*pod.containers())[t.container];
 
@@ -234,8 +243,8 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p) {
   if (const auto* text = pod.annotation(keys::nproc_per_node)) {
     const auto parsed = nproc_setting::parse(trim(*text));
     if (!parsed) {
-      return error{"trainenv: annotation " + std::string(keys::nproc_per_node) + " is " + quote(*text) +
-                   "; expected a whole number >= 1, auto, cpu or gpu"};
+      return error{"trainenv: annotation " + std::string(keys::nproc_per_node) + " is " +
+                   quote(*text) + "; expected a whole number >= 1, auto, cpu or gpu"};
     }
     nproc = *parsed;
   }
@@ -254,8 +263,9 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p) {
   constexpr std::int64_t unknown = -1;
   const std::int64_t role_replicas = replicas_of(t.replicas, t.role, unknown);
   if (role_replicas == unknown && t.training_role) {
-    return error{"trainenv: annotation " + std::string(keys::replicas) + " does not list this pod's role " +
-                 quote(t.role) + "; add " + t.role + "=<count>"};
+    return error{"trainenv: annotation " + std::string(keys::replicas) +
+                 " does not list this pod's role " + quote(t.role) + "; add " + t.role +
+                 "=<count>"};
   }
 
   auto index = read_index(pod);
@@ -270,12 +280,14 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p) {
         std::string(keys::volcano_index);
   }
   if (t.index && role_replicas != unknown && *t.index >= role_replicas) {
-    const std::string source = replicas_given ? "annotation " + std::string(keys::replicas)
-                                              : "annotation " + std::string(keys::num_nodes) +
-                                                    " (default " + std::to_string(p.default_num_nodes) + ")";
+    const std::string source = replicas_given
+                                   ? "annotation " + std::string(keys::replicas)
+                                   : "annotation " + std::string(keys::num_nodes) + " (default " +
+                                         std::to_string(p.default_num_nodes) + ")";
     return error{"trainenv: index " + std::to_string(*t.index) + " of role " + quote(t.role) +
                  " is out of range: " + source + " gives it " + std::to_string(role_replicas) +
-                 " replica(s); set " + (replicas_given ? std::string(keys::replicas) : std::string(keys::num_nodes)) +
+                 " replica(s); set " +
+                 (replicas_given ? std::string(keys::replicas) : std::string(keys::num_nodes)) +
                  " to the real count"};
   }
 

@@ -28,8 +28,10 @@ namespace {
 
 const std::string& cert_dir() {
   static const std::string dir = [] {
-    auto path = std::filesystem::temp_directory_path() / ("trainenv-test-certs-" + std::to_string(::getpid()));
-    const auto command = std::string(TRAINENV_SOURCE_DIR) + "/certs/mint.sh --force " + path.string() + " >/dev/null 2>&1";
+    auto path = std::filesystem::temp_directory_path() /
+                ("trainenv-test-certs-" + std::to_string(::getpid()));
+    const auto command = std::string(TRAINENV_SOURCE_DIR) + "/certs/mint.sh --force " +
+                         path.string() + " >/dev/null 2>&1";
     if (std::system(command.c_str()) != 0) throw std::runtime_error("certs/mint.sh failed");
     return path.string();
   }();
@@ -75,8 +77,9 @@ struct running_server {
 
 using response = http::response<http::string_body>;
 
-http::request<http::string_body> make_request(http::verb verb, const std::string& target, std::string body = {},
-                                              const std::string& content_type = "application/json") {
+http::request<http::string_body> make_request(
+    http::verb verb, const std::string& target, std::string body = {},
+    const std::string& content_type = "application/json") {
   http::request<http::string_body> req{verb, target, 11};
   req.set(http::field::host, "localhost");
   if (!content_type.empty()) req.set(http::field::content_type, content_type);
@@ -102,7 +105,8 @@ class tls_client {
     SSL_set_tlsext_host_name(stream_->native_handle(), "localhost");
     stream_->set_verify_callback(ssl::host_name_verification("localhost"));
     beast::get_lowest_layer(*stream_).expires_after(5s);
-    beast::get_lowest_layer(*stream_).connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+    beast::get_lowest_layer(*stream_).connect(
+        tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
   }
 
   boost::system::error_code handshake() {
@@ -133,7 +137,8 @@ class tls_client {
     boost::system::error_code ec;
     stream_->read_some(asio::buffer(&byte, 1), ec);
     if (!ec || ec == beast::error::timeout) return std::nullopt;
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start);
   }
 
   [[nodiscard]] std::string protocol() const { return SSL_get_version(stream_->native_handle()); }
@@ -145,7 +150,8 @@ class tls_client {
   beast::flat_buffer buffer_;
 };
 
-json review_for(json pod, const std::string& uid, const std::string& api_version = "admission.k8s.io/v1") {
+json review_for(json pod, const std::string& uid,
+                const std::string& api_version = "admission.k8s.io/v1") {
   json review = test::fixture("review-torch-jobset-node3.json");
   review["apiVersion"] = api_version;
   review["request"]["uid"] = uid;
@@ -155,7 +161,8 @@ json review_for(json pod, const std::string& uid, const std::string& api_version
 
 json torch_pod(int index) {
   json pod = test::fixture("review-torch-jobset-node3.json")["request"]["object"];
-  pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] = std::to_string(index);
+  pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] =
+      std::to_string(index);
   return pod;
 }
 
@@ -175,16 +182,20 @@ std::string env_value(const json& pod, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("one keep-alive TLS connection through admissions, previews and bad input", "[server][tls]") {
+TEST_CASE("one keep-alive TLS connection through admissions, previews and bad input",
+          "[server][tls]") {
   running_server server;
   tls_client client(server.tls_port());
   REQUIRE_FALSE(client.handshake());
 
-  SECTION("torch pods of a 4-node JobSet, a pass-through pod, v1beta1, a violation and the bad-input rows") {
+  SECTION(
+      "torch pods of a 4-node JobSet, a pass-through pod, v1beta1, a violation and the bad-input "
+      "rows") {
     for (int index : {0, 3}) {
       INFO("index " << index);
       const auto uid = "uid-" + std::to_string(index);
-      const auto res = client.send(make_request(http::verb::post, "/mutate?timeout=10s", review_for(torch_pod(index), uid).dump()));
+      const auto res = client.send(make_request(http::verb::post, "/mutate?timeout=10s",
+                                                review_for(torch_pod(index), uid).dump()));
       REQUIRE(res.result() == http::status::ok);
       CHECK(res[http::field::content_type] == "application/json");
       const auto body = json::parse(res.body());
@@ -201,14 +212,16 @@ TEST_CASE("one keep-alive TLS connection through admissions, previews and bad in
 
     json plain_pod = torch_pod(0);
     plain_pod["metadata"]["labels"].erase("trainer.kubeflow.org/trainjob-ancestor-step");
-    auto res = client.send(make_request(http::verb::post, "/mutate", review_for(plain_pod, "pass").dump()));
+    auto res = client.send(
+        make_request(http::verb::post, "/mutate", review_for(plain_pod, "pass").dump()));
     REQUIRE(res.result() == http::status::ok);
     auto body = json::parse(res.body());
     CHECK(body["response"]["allowed"] == true);
     CHECK_FALSE(body["response"].contains("patch"));
 
-    res = client.send(make_request(http::verb::post, "/mutate",
-                                   review_for(torch_pod(1), "beta", "admission.k8s.io/v1beta1").dump()));
+    res = client.send(
+        make_request(http::verb::post, "/mutate",
+                     review_for(torch_pod(1), "beta", "admission.k8s.io/v1beta1").dump()));
     body = json::parse(res.body());
     CHECK(body["apiVersion"] == "admission.k8s.io/v1beta1");
     CHECK(body["response"]["uid"] == "beta");
@@ -222,7 +235,8 @@ TEST_CASE("one keep-alive TLS connection through admissions, previews and bad in
     CHECK(body["response"]["allowed"] == false);
     CHECK(body["response"]["status"]["code"] == 400);
     CHECK_THAT(body["response"]["status"]["message"].get<std::string>(),
-               Catch::StartsWith("trainenv: ") && Catch::Contains("trainenv.io/num-nodes") && Catch::Contains("\"abc\""));
+               Catch::StartsWith("trainenv: ") && Catch::Contains("trainenv.io/num-nodes") &&
+                   Catch::Contains("\"abc\""));
 
     res = client.send(make_request(http::verb::post, "/mutate", "{not json"));
     CHECK(res.result() == http::status::bad_request);
@@ -237,7 +251,8 @@ TEST_CASE("one keep-alive TLS connection through admissions, previews and bad in
     res = client.send(make_request(http::verb::post, "/mutate", R"({"kind":"Pod"})"));
     CHECK(res.result() == http::status::bad_request);
 
-    res = client.send(make_request(http::verb::post, "/mutate", review_for(torch_pod(0), "t").dump(), "text/plain"));
+    res = client.send(make_request(http::verb::post, "/mutate",
+                                   review_for(torch_pod(0), "t").dump(), "text/plain"));
     CHECK(res.result() == http::status::unsupported_media_type);
 
     res = client.send(make_request(http::verb::get, "/mutate", "", ""));
@@ -247,7 +262,8 @@ TEST_CASE("one keep-alive TLS connection through admissions, previews and bad in
     res = client.send(make_request(http::verb::post, "/validate", "{}"));
     CHECK(res.result() == http::status::not_found);
 
-    res = client.send(make_request(http::verb::post, "/preview?policy=platform", torch_pod(2).dump()));
+    res = client.send(
+        make_request(http::verb::post, "/preview?policy=platform", torch_pod(2).dump()));
     REQUIRE(res.result() == http::status::ok);
     body = json::parse(res.body());
     CHECK(body["allowed"] == true);
@@ -264,13 +280,15 @@ TEST_CASE("one keep-alive TLS connection through admissions, previews and bad in
   }
 }
 
-TEST_CASE("a body over the limit is answered 413 from its Content-Length, unread", "[server][limits]") {
+TEST_CASE("a body over the limit is answered 413 from its Content-Length, unread",
+          "[server][limits]") {
   running_server server;
   tls_client client(server.tls_port());
   REQUIRE_FALSE(client.handshake());
   // Announce 8 MiB and send none of it: the answer must not wait for the body.
-  client.write_raw("POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                   "Content-Length: 8388608\r\n\r\n");
+  client.write_raw(
+      "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+      "Content-Length: 8388608\r\n\r\n");
   const auto res = client.receive();
   CHECK(res.result() == http::status::payload_too_large);
   CHECK_FALSE(res.keep_alive());
@@ -282,8 +300,9 @@ TEST_CASE("a chunked body that grows over the limit is answered 413", "[server][
   running_server server(limits);
   tls_client client(server.tls_port());
   REQUIRE_FALSE(client.handshake());
-  client.write_raw("POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                   "Transfer-Encoding: chunked\r\n\r\n");
+  client.write_raw(
+      "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n");
   const std::string chunk(16 * 1024, 'x');
   char size_line[32];
   std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
@@ -337,7 +356,8 @@ TEST_CASE("plain HTTP on the TLS port is refused and the server keeps serving", 
   }
   tls_client client(server.tls_port());
   REQUIRE_FALSE(client.handshake());
-  CHECK(client.send(make_request(http::verb::get, "/healthz", "", "")).result() == http::status::ok);
+  CHECK(client.send(make_request(http::verb::get, "/healthz", "", "")).result() ==
+        http::status::ok);
 }
 
 TEST_CASE("the plain-HTTP listener serves health only", "[server][health]") {
@@ -348,7 +368,8 @@ TEST_CASE("the plain-HTTP listener serves health only", "[server][health]") {
   stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server.plain_port()));
   beast::flat_buffer buffer;
   const auto get = [&](const std::string& target, http::verb verb = http::verb::get) {
-    auto req = make_request(verb, target, verb == http::verb::post ? "{}" : "", verb == http::verb::post ? "application/json" : "");
+    auto req = make_request(verb, target, verb == http::verb::post ? "{}" : "",
+                            verb == http::verb::post ? "application/json" : "");
     http::write(stream, req);
     response res;
     http::read(stream, buffer, res);
@@ -372,20 +393,23 @@ TEST_CASE("a request trickled slower than the read timeout is cut off", "[server
   CHECK(client.time_until_closed(3s).has_value());
 }
 
-TEST_CASE("an idle keep-alive connection is closed after the idle timeout, not before", "[server][timeouts]") {
+TEST_CASE("an idle keep-alive connection is closed after the idle timeout, not before",
+          "[server][timeouts]") {
   auto limits = test_limits();
   limits.idle_timeout = 1500ms;
   running_server server(limits);
   tls_client client(server.tls_port());
   REQUIRE_FALSE(client.handshake());
-  CHECK(client.send(make_request(http::verb::get, "/healthz", "", "")).result() == http::status::ok);
+  CHECK(client.send(make_request(http::verb::get, "/healthz", "", "")).result() ==
+        http::status::ok);
   const auto closed_after = client.time_until_closed(5s);
   REQUIRE(closed_after.has_value());
   CHECK(*closed_after >= 1200ms);
   CHECK(*closed_after < 4s);
 }
 
-TEST_CASE("a client that never completes the handshake is dropped at the handshake timeout", "[server][timeouts]") {
+TEST_CASE("a client that never completes the handshake is dropped at the handshake timeout",
+          "[server][timeouts]") {
   auto limits = test_limits();
   limits.handshake_timeout = 300ms;
   running_server server(limits);
@@ -398,4 +422,21 @@ TEST_CASE("a client that never completes the handshake is dropped at the handsha
   stream.read_some(asio::buffer(&byte, 1), ec);
   CHECK(ec);
   CHECK(ec != beast::error::timeout);
+}
+
+TEST_CASE("a body nested a million levels deep is answered 400 on both routes",
+          "[server][hostile]") {
+  running_server server;
+  tls_client client(server.tls_port());
+  REQUIRE_FALSE(client.handshake());
+  const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+  for (const char* route : {"/mutate", "/preview"}) {
+    INFO(route);
+    const auto res = client.send(make_request(http::verb::post, route, deep));
+    CHECK(res.result() == http::status::bad_request);
+    CHECK_THAT(json::parse(res.body())["error"].get<std::string>(),
+               Catch::Contains("deeper than 1000"));
+  }
+  CHECK(client.send(make_request(http::verb::get, "/healthz", "", "")).result() ==
+        http::status::ok);
 }

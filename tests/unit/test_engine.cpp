@@ -21,10 +21,13 @@ const core::policy_set& shipped() {
   return *load.policies;
 }
 
-json pod_of(const std::string& fixture_name) { return test::fixture(fixture_name)["request"]["object"]; }
+json pod_of(const std::string& fixture_name) {
+  return test::fixture(fixture_name)["request"]["object"];
+}
 
 json example(const std::string& name) {
-  auto doc = app::parse_document(test::read_file(std::string(TRAINENV_SOURCE_DIR) + "/examples/" + name));
+  auto doc =
+      app::parse_document(test::read_file(std::string(TRAINENV_SOURCE_DIR) + "/examples/" + name));
   REQUIRE(doc.ok());
   return *doc;
 }
@@ -42,7 +45,8 @@ json apply_checked(const json& pod, const core::decision& d) {
 
 std::map<std::string, json> env_of(const json& pod, std::size_t container = 0) {
   std::map<std::string, json> out;
-  for (const auto& e : pod["spec"]["containers"][container].value("env", json::array())) out[e["name"]] = e;
+  for (const auto& e : pod["spec"]["containers"][container].value("env", json::array()))
+    out[e["name"]] = e;
   return out;
 }
 
@@ -52,11 +56,13 @@ std::string value_of(const std::map<std::string, json>& env, const std::string& 
   return it->second.contains("value") ? it->second["value"].get<std::string>() : "<valueFrom>";
 }
 
-const std::string completion_index_path = "metadata.annotations['batch.kubernetes.io/job-completion-index']";
+const std::string completion_index_path =
+    "metadata.annotations['batch.kubernetes.io/job-completion-index']";
 
 json torch_node(int index, int nodes) {
   json pod = pod_of("review-torch-jobset-node3.json");
-  pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] = std::to_string(index);
+  pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] =
+      std::to_string(index);
   pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = std::to_string(index);
   pod["metadata"]["annotations"]["trainenv.io/num-nodes"] = std::to_string(nodes);
   return pod;
@@ -99,10 +105,12 @@ TEST_CASE("torch: node 0 of the same JobSet is rank 0 and the rendezvous host", 
 TEST_CASE("torch: processes per node come from the CPU request without GPUs", "[engine][torch]") {
   json pod = torch_node(1, 2);
   pod["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "2500m"}}}};
-  CHECK(value_of(env_of(apply_checked(pod, core::mutate_pod(pod, shipped()))), "PET_NPROC_PER_NODE") == "3");
+  CHECK(value_of(env_of(apply_checked(pod, core::mutate_pod(pod, shipped()))),
+                 "PET_NPROC_PER_NODE") == "3");
 }
 
-TEST_CASE("patch ops: escaped pointers, appends to existing lists, whole values for missing ones", "[engine][patch]") {
+TEST_CASE("patch ops: escaped pointers, appends to existing lists, whole values for missing ones",
+          "[engine][patch]") {
   const json pod = pod_of("review-torch-jobset-node3.json");
   const auto d = core::mutate_pod(pod, shipped());
   std::vector<std::string> paths;
@@ -115,7 +123,8 @@ TEST_CASE("patch ops: escaped pointers, appends to existing lists, whole values 
   CHECK(paths.back() == "/metadata/annotations/trainenv.io~1injected");
 }
 
-TEST_CASE("a container without env, and a pod without annotations, get them created whole", "[engine][patch]") {
+TEST_CASE("a container without env, and a pod without annotations, get them created whole",
+          "[engine][patch]") {
   json pod = torch_node(0, 1);
   pod["spec"]["containers"][0].erase("env");
   pod["metadata"].erase("annotations");
@@ -153,7 +162,8 @@ TEST_CASE("the target is the container named node, else the first", "[engine]") 
 TEST_CASE("user-set values are kept, with a warning naming them", "[engine][user-set]") {
   json pod = torch_node(2, 4);
   pod["spec"]["containers"][0]["env"].push_back({{"name", "WORLD_SIZE"}, {"value", "8"}});
-  pod["spec"]["containers"][0]["ports"] = json::array({{{"containerPort", 29500}, {"name", "c10d"}}});
+  pod["spec"]["containers"][0]["ports"] =
+      json::array({{{"containerPort", 29500}, {"name", "c10d"}}});
   const auto d = core::mutate_pod(pod, shipped());
   REQUIRE(d.allowed);
   REQUIRE(d.warnings.size() == 1);
@@ -162,7 +172,8 @@ TEST_CASE("user-set values are kept, with a warning naming them", "[engine][user
   const auto env = env_of(mutated);
   CHECK(value_of(env, "WORLD_SIZE") == "8");
   CHECK(value_of(env, "RANK") == "2");
-  CHECK(mutated["spec"]["containers"][0]["ports"].size() == 1);  // the user's port already covers it
+  CHECK(mutated["spec"]["containers"][0]["ports"].size() ==
+        1);  // the user's port already covers it
   for (const auto& op : d.patch) CHECK(op["path"] != "/spec/containers/0/ports/-");
   // Reinvocation: nothing more to add, and the same warning again.
   const auto again = core::mutate_pod(mutated, shipped());
@@ -173,13 +184,15 @@ TEST_CASE("user-set values are kept, with a warning naming them", "[engine][user
 TEST_CASE("a user-set value from valueFrom is kept too", "[engine][user-set]") {
   json pod = torch_node(0, 2);
   pod["spec"]["containers"][0]["env"].push_back(
-      {{"name", "MASTER_ADDR"}, {"valueFrom", {{"configMapKeyRef", {{"name", "cfg"}, {"key", "addr"}}}}}});
+      {{"name", "MASTER_ADDR"},
+       {"valueFrom", {{"configMapKeyRef", {{"name", "cfg"}, {"key", "addr"}}}}}});
   const auto d = core::mutate_pod(pod, shipped());
   REQUIRE(d.warnings.size() == 1);
   CHECK(d.warnings[0] == "trainenv: kept user-set MASTER_ADDR (valueFrom) in container \"node\"");
 }
 
-TEST_CASE("the apiserver's defaulting on reinvocation does not look like a user edit", "[engine][idempotence]") {
+TEST_CASE("the apiserver's defaulting on reinvocation does not look like a user edit",
+          "[engine][idempotence]") {
   json pod = torch_node(1, 2);
   json mutated = pod.patch(core::mutate_pod(pod, shipped()).patch);
   // What the apiserver adds when it decodes the patched pod.
@@ -190,8 +203,8 @@ TEST_CASE("the apiserver's defaulting on reinvocation does not look like a user 
 }
 
 TEST_CASE("f(f(x)) = f(x) for every fixture and example", "[engine][idempotence]") {
-  std::vector<json> pods = {pod_of("review-torch-jobset-node3.json"), torch_node(0, 4), example("torch-pod.yaml"),
-                            example("platform-pod.yaml")};
+  std::vector<json> pods = {pod_of("review-torch-jobset-node3.json"), torch_node(0, 4),
+                            example("torch-pod.yaml"), example("platform-pod.yaml")};
   for (const auto& name : {"review-volcano-worker1.json", "review-mpi-launcher.json"}) {
     pods.push_back(pod_of(name));
   }
@@ -202,7 +215,8 @@ TEST_CASE("f(f(x)) = f(x) for every fixture and example", "[engine][idempotence]
   }
 }
 
-TEST_CASE("platform: MASTER_ADDR, MASTER_PORT, WORLD_SIZE = nodes, RANK from the index", "[engine][platform]") {
+TEST_CASE("platform: MASTER_ADDR, MASTER_PORT, WORLD_SIZE = nodes, RANK from the index",
+          "[engine][platform]") {
   const json pod = example("platform-pod.yaml");
   const auto d = core::mutate_pod(pod, shipped());
   CHECK(d.policy == "platform");
@@ -223,7 +237,8 @@ TEST_CASE("roles that do not train get no WORLD_SIZE or RANK", "[engine][roles]"
   CHECK(value_of(env, "PET_NNODES") == "1");
 }
 
-TEST_CASE("policy selection: annotation, then framework label, then the default", "[engine][selection]") {
+TEST_CASE("policy selection: annotation, then framework label, then the default",
+          "[engine][selection]") {
   json pod = torch_node(0, 1);
   CHECK(core::mutate_pod(pod, shipped()).policy == "torch");
   pod["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "pytorch";
@@ -259,7 +274,8 @@ TEST_CASE("annotation trainenv.io/inject=false opts out", "[engine][pass]") {
 }
 
 TEST_CASE("only CREATE of pods is mutated", "[engine][pass]") {
-  auto request = core::decode_review(test::read_file(std::string(TRAINENV_FIXTURES_DIR) + "/review-torch-jobset-node3.json"));
+  auto request = core::decode_review(
+      test::read_file(std::string(TRAINENV_FIXTURES_DIR) + "/review-torch-jobset-node3.json"));
   REQUIRE(request.ok());
   CHECK(core::mutate(*request, shipped()).mutated());
   auto update = *request;
@@ -274,7 +290,8 @@ TEST_CASE("only CREATE of pods is mutated", "[engine][pass]") {
   CHECK_FALSE(core::mutate(sub, shipped()).mutated());
 }
 
-TEST_CASE("contract violations deny with status 400 and a message naming key, value and form", "[engine][violation]") {
+TEST_CASE("contract violations deny with status 400 and a message naming key, value and form",
+          "[engine][violation]") {
   struct row {
     const char* what;
     std::function<void(json&)> edit;
@@ -288,11 +305,14 @@ TEST_CASE("contract violations deny with status 400 and a message naming key, va
          p["spec"].erase("subdomain");
        },
        {"job name", "jobset.sigs.k8s.io/jobset-name"}},
-      {"num-nodes abc", [](json& p) { p["metadata"]["annotations"]["trainenv.io/num-nodes"] = "abc"; },
+      {"num-nodes abc",
+       [](json& p) { p["metadata"]["annotations"]["trainenv.io/num-nodes"] = "abc"; },
        {"trainenv.io/num-nodes", "\"abc\"", "whole number"}},
-      {"unknown policy", [](json& p) { p["metadata"]["annotations"]["trainenv.io/policy"] = "paddle"; },
+      {"unknown policy",
+       [](json& p) { p["metadata"]["annotations"]["trainenv.io/policy"] = "paddle"; },
        {"trainenv.io/policy", "\"paddle\"", "torch"}},
-      {"unknown framework", [](json& p) { p["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "caffe"; },
+      {"unknown framework",
+       [](json& p) { p["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "caffe"; },
        {"trainer.kubeflow.org/framework", "\"caffe\"", "pytorch"}},
       {"missing index, 4 replicas",
        [](json& p) {
@@ -305,13 +325,18 @@ TEST_CASE("contract violations deny with status 400 and a message naming key, va
          p["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "eight"}}}};
        },
        {"resources.requests.cpu", "\"eight\""}},
-      {"bad replicas", [](json& p) { p["metadata"]["annotations"]["trainenv.io/replicas"] = "node=four"; },
+      {"bad replicas",
+       [](json& p) { p["metadata"]["annotations"]["trainenv.io/replicas"] = "node=four"; },
        {"trainenv.io/replicas", "\"node=four\""}},
-      {"env not a list", [](json& p) { p["spec"]["containers"][0]["env"] = "WORLD_SIZE=1"; },
+      {"env not a list",
+       [](json& p) { p["spec"]["containers"][0]["env"] = "WORLD_SIZE=1"; },
        {"spec.containers[0].env"}},
-      {"env entry not an object", [](json& p) { p["spec"]["containers"][0]["env"] = json::array({1}); },
+      {"env entry not an object",
+       [](json& p) { p["spec"]["containers"][0]["env"] = json::array({1}); },
        {"spec.containers[0].env"}},
-      {"containers not a list", [](json& p) { p["spec"]["containers"] = json::object(); }, {"spec.containers"}},
+      {"containers not a list",
+       [](json& p) { p["spec"]["containers"] = json::object(); },
+       {"spec.containers"}},
   };
   for (const auto& r : rows) {
     INFO(r.what);
@@ -335,7 +360,8 @@ TEST_CASE("contract violations deny with status 400 and a message naming key, va
 
 TEST_CASE("warnings are single printable lines of at most 120 characters", "[engine][user-set]") {
   json pod = torch_node(0, 1);
-  pod["spec"]["containers"][0]["env"].push_back({{"name", "MASTER_ADDR"}, {"value", std::string(300, 'x') + "\n"}});
+  pod["spec"]["containers"][0]["env"].push_back(
+      {{"name", "MASTER_ADDR"}, {"value", std::string(300, 'x') + "\n"}});
   const auto d = core::mutate_pod(pod, shipped());
   REQUIRE(d.warnings.size() == 1);
   CHECK(d.warnings[0].size() <= 120);

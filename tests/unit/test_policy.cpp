@@ -322,6 +322,22 @@ TEST_CASE("valueFrom with two sources is rejected", "[policy]") {
   CHECK_THAT(message, StartsWith(std::string(source) + ": spec.env[0].valueFrom: "));
 }
 
+// Regression (fixed): only fieldRef is checked inside valueFrom; configMapKeyRef, secretKeyRef and
+// resourceFieldRef are copied into the Pod as written, so a policy that check-policies accepts
+// yields Pods the apiserver cannot decode or validate (SPEC §4: the patched Pod must be a valid
+// v1.Pod). Inputs: valueFrom: {secretKeyRef: "token"}, valueFrom: {configMapKeyRef: {}}.
+TEST_CASE("valueFrom key references must be mappings with name and key", "[policy]") {
+  for (const json& ref : {json("token"), json::object(), json{{"name", "cm"}}}) {
+    INFO("configMapKeyRef " << ref.dump());
+    auto p =
+        parse_policy(with_env({{"name", "A"}, {"valueFrom", {{"configMapKeyRef", ref}}}}), source);
+    CHECK_FALSE(p.ok());
+  }
+  auto p =
+      parse_policy(with_env({{"name", "A"}, {"valueFrom", {{"secretKeyRef", "token"}}}}), source);
+  CHECK_FALSE(p.ok());
+}
+
 TEST_CASE("valueFrom fieldRef without fieldPath is rejected", "[policy]") {
   const auto message =
       parse_error(with_env({{"name", "A"}, {"valueFrom", {{"fieldRef", json::object()}}}}));
@@ -416,10 +432,10 @@ TEST_CASE("a bad port name is rejected", "[policy]") {
   CHECK_THAT(message, StartsWith(std::string(source) + ": spec.ports[0].name: "));
 }
 
-// BUG: is_port_name accepts names Kubernetes rejects (IANA_SVC_NAME needs at least one letter
-// and no "--"), so check-policies passes a policy whose every patched Pod the apiserver then
-// refuses ("must contain at least one letter (a-z)"). Inputs: name "8080", name "a--b".
-TEST_CASE("a port name Kubernetes would reject is rejected", "[policy][!mayfail]") {
+// Regression (fixed): is_port_name accepts names Kubernetes rejects (IANA_SVC_NAME needs at least
+// one letter and no "--"), so check-policies passes a policy whose every patched Pod the apiserver
+// then refuses ("must contain at least one letter (a-z)"). Inputs: name "8080", name "a--b".
+TEST_CASE("a port name Kubernetes would reject is rejected", "[policy]") {
   for (const char* bad : {"8080", "a--b"}) {
     INFO("port name " << bad);
     auto p = parse_policy(with_port({{"containerPort", 80}, {"name", bad}}), source);

@@ -197,6 +197,20 @@ TEST_CASE("an invalid policy is an error naming the file and the field", "[polic
   CHECK_THAT(message, Contains((dir.path() / "bad.yaml").string() + ": spec.defaults.masterPort"));
 }
 
+// Regression (fixed): see test_yaml.cpp; std::out_of_range from std::stod escapes load_policy_dir,
+// so the caller gets an exception instead of an error naming the file (check-policies aborts).
+// Input: a policy file with `defaults: {masterPort: 1e999}`.
+TEST_CASE("a number out of the double range is an error naming the file", "[policy_store]") {
+  temp_dir dir;
+  dir.write("huge.yaml",
+            "apiVersion: trainenv.io/v1alpha1\nkind: TrainingPolicy\nmetadata: {name: huge}\n"
+            "spec:\n  defaults: {masterPort: 1e999}\n");
+  policy_load load;
+  REQUIRE_NOTHROW(load = load_policy_dir(dir.str()));
+  REQUIRE_FALSE(load.errors.empty());
+  CHECK_THAT(joined(load.errors), Contains("huge.yaml"));
+}
+
 TEST_CASE("errors in several files are all reported", "[policy_store]") {
   temp_dir dir;
   dir.write("a.yaml", "kind: [\n");
@@ -248,14 +262,14 @@ TEST_CASE("a regular file given as the directory is an error", "[policy_store]")
   CHECK_THAT(load_error(file), Contains("not a directory"));
 }
 
-// BUG: load_policy_dir reuses one error_code for the directory iteration and for each entry's
-// is_regular_file(); a dangling *.yaml symlink sets it (ENOENT), and if that entry happens to be
-// the last one listed, the whole load fails with "<dir>: cannot list the directory: No such file
-// or directory". Whether it fails depends on readdir order. Kubelet leaves such a link for a
-// moment when a key is removed from a ConfigMap. Input: a directory holding only "broken.yaml ->
-// missing.yaml" reports "cannot list the directory" instead of "no policy files".
+// Regression (fixed): load_policy_dir reuses one error_code for the directory iteration and for
+// each entry's is_regular_file(); a dangling *.yaml symlink sets it (ENOENT), and if that entry
+// happens to be the last one listed, the whole load fails with "<dir>: cannot list the directory:
+// No such file or directory". Whether it fails depends on readdir order. Kubelet leaves such a link
+// for a moment when a key is removed from a ConfigMap. Input: a directory holding only "broken.yaml
+// -> missing.yaml" reports "cannot list the directory" instead of "no policy files".
 TEST_CASE("a dangling policy symlink is skipped, not reported as a listing failure",
-          "[policy_store][!mayfail]") {
+          "[policy_store]") {
   temp_dir dir;
   fs::create_symlink("missing.yaml", dir.path() / "broken.yaml");
   const auto message = load_error(dir.str());
@@ -263,10 +277,9 @@ TEST_CASE("a dangling policy symlink is skipped, not reported as a listing failu
   CHECK_THAT(message, Contains("no policy files"));
 }
 
-// BUG: same cause as above; with a valid policy beside dangling symlinks, the load fails or
-// succeeds depending on which entry readdir lists last.
-TEST_CASE("dangling symlinks beside a valid policy do not fail the load",
-          "[policy_store][!mayfail]") {
+// Regression (fixed): same cause as above; with a valid policy beside dangling symlinks, the load
+// fails or succeeds depending on which entry readdir lists last.
+TEST_CASE("dangling symlinks beside a valid policy do not fail the load", "[policy_store]") {
   temp_dir dir;
   dir.write("torch.yaml", policy_yaml("torch", "torch", true));
   for (int i = 0; i < 16; ++i) {

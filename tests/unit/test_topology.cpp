@@ -22,8 +22,10 @@ policy torch_like() {
 
 json pod(json labels, json annotations = json::object(), json resources = json::object()) {
   labels["trainer.kubeflow.org/trainjob-ancestor-step"] = "trainer";
-  return {{"metadata", {{"labels", std::move(labels)}, {"annotations", std::move(annotations)}}},
-          {"spec", {{"containers", json::array({{{"name", "node"}, {"resources", std::move(resources)}}})}}}};
+  return {
+      {"metadata", {{"labels", std::move(labels)}, {"annotations", std::move(annotations)}}},
+      {"spec",
+       {{"containers", json::array({{{"name", "node"}, {"resources", std::move(resources)}}})}}}};
 }
 
 topology resolve_ok(const json& p, const policy& pol = torch_like()) {
@@ -42,13 +44,17 @@ std::string resolve_error(const json& p, const policy& pol = torch_like()) {
 std::string nproc_for(json resources, std::string annotation = "") {
   json annotations = json::object();
   if (!annotation.empty()) annotations["trainenv.io/nproc-per-node"] = annotation;
-  return resolve_ok(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, annotations, std::move(resources))).nproc_per_node;
+  return resolve_ok(
+             pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, annotations, std::move(resources)))
+      .nproc_per_node;
 }
 
 }  // namespace
 
-TEST_CASE("job name: jobset label, then trainjob label, then volcano, then spec.subdomain", "[topology]") {
-  json p = pod({{"jobset.sigs.k8s.io/jobset-name", "a"}, {"trainer.kubeflow.org/trainjob-name", "b"},
+TEST_CASE("job name: jobset label, then trainjob label, then volcano, then spec.subdomain",
+          "[topology]") {
+  json p = pod({{"jobset.sigs.k8s.io/jobset-name", "a"},
+                {"trainer.kubeflow.org/trainjob-name", "b"},
                 {"volcano.sh/job-name", "c"}});
   p["spec"]["subdomain"] = "d";
   CHECK(resolve_ok(p).job == "a");
@@ -70,7 +76,8 @@ TEST_CASE("job name missing is a violation naming the keys to set", "[topology]"
   CHECK_THAT(message, Catch::Contains("spec.subdomain"));
 }
 
-TEST_CASE("role: trainenv.io/role, then replicatedjob-name, then volcano task-spec, else node", "[topology]") {
+TEST_CASE("role: trainenv.io/role, then replicatedjob-name, then volcano task-spec, else node",
+          "[topology]") {
   json p = pod({{"jobset.sigs.k8s.io/jobset-name", "j"},
                 {"jobset.sigs.k8s.io/replicatedjob-name", "launcher"},
                 {"volcano.sh/task-spec", "ps"}},
@@ -84,8 +91,11 @@ TEST_CASE("role: trainenv.io/role, then replicatedjob-name, then volcano task-sp
   CHECK(resolve_ok(p).role == "node");
 }
 
-TEST_CASE("index: completion-index annotation, then label, then volcano task-index, then name suffix", "[topology]") {
-  json p = pod({{"jobset.sigs.k8s.io/jobset-name", "j"}, {"batch.kubernetes.io/job-completion-index", "2"},
+TEST_CASE(
+    "index: completion-index annotation, then label, then volcano task-index, then name suffix",
+    "[topology]") {
+  json p = pod({{"jobset.sigs.k8s.io/jobset-name", "j"},
+                {"batch.kubernetes.io/job-completion-index", "2"},
                 {"volcano.sh/task-index", "3"}},
                {{"batch.kubernetes.io/job-completion-index", "1"}, {"trainenv.io/num-nodes", "8"}});
   p["metadata"]["name"] = "j-node-5";
@@ -101,8 +111,8 @@ TEST_CASE("index: completion-index annotation, then label, then volcano task-ind
 TEST_CASE("index that is not a number is a violation naming key and value", "[topology]") {
   const auto message = resolve_error(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}},
                                          {{"batch.kubernetes.io/job-completion-index", "x1"}}));
-  CHECK_THAT(message, Catch::Contains("batch.kubernetes.io/job-completion-index") && Catch::Contains("\"x1\"") &&
-                          Catch::Contains("whole number"));
+  CHECK_THAT(message, Catch::Contains("batch.kubernetes.io/job-completion-index") &&
+                          Catch::Contains("\"x1\"") && Catch::Contains("whole number"));
 }
 
 TEST_CASE("missing index with one replica is index 0", "[topology]") {
@@ -113,7 +123,8 @@ TEST_CASE("missing index with one replica is index 0", "[topology]") {
 }
 
 TEST_CASE("missing index with several replicas leaves rank unknown with the reason", "[topology]") {
-  const auto t = resolve_ok(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, {{"trainenv.io/num-nodes", "4"}}));
+  const auto t =
+      resolve_ok(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, {{"trainenv.io/num-nodes", "4"}}));
   CHECK_FALSE(t.index.has_value());
   CHECK_FALSE(t.rank.has_value());
   const auto values = t.variables();
@@ -132,23 +143,27 @@ TEST_CASE("index beyond the role's replicas is a violation", "[topology]") {
 TEST_CASE("num-nodes must be a whole number >= 1", "[topology]") {
   for (const char* bad : {"abc", "0", "-1", "2.5", ""}) {
     INFO(bad);
-    const auto message = resolve_error(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, {{"trainenv.io/num-nodes", bad}}));
+    const auto message = resolve_error(
+        pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, {{"trainenv.io/num-nodes", bad}}));
     CHECK_THAT(message, Catch::StartsWith("trainenv: annotation trainenv.io/num-nodes is \"") &&
                             Catch::Contains("whole number"));
   }
-  CHECK(resolve_ok(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, {{"trainenv.io/num-nodes", "16"},
-                                                                    {"batch.kubernetes.io/job-completion-index", "0"}}))
+  CHECK(resolve_ok(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}},
+                       {{"trainenv.io/num-nodes", "16"},
+                        {"batch.kubernetes.io/job-completion-index", "0"}}))
             .num_nodes == 16);
   CHECK(resolve_ok(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}})).num_nodes == 1);
 }
 
 TEST_CASE("master port: annotation 1-65535, else the policy default", "[topology]") {
   CHECK(resolve_ok(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}})).master_port == 29500);
-  CHECK(resolve_ok(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, {{"trainenv.io/master-port", "1234"}})).master_port ==
-        1234);
+  CHECK(resolve_ok(
+            pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, {{"trainenv.io/master-port", "1234"}}))
+            .master_port == 1234);
   for (const char* bad : {"0", "65536", "port"}) {
     INFO(bad);
-    CHECK_THAT(resolve_error(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, {{"trainenv.io/master-port", bad}})),
+    CHECK_THAT(resolve_error(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}},
+                                 {{"trainenv.io/master-port", bad}})),
                Catch::Contains("trainenv.io/master-port"));
   }
 }
@@ -174,35 +189,45 @@ TEST_CASE("auto stays auto when the container asks for any *gpu* resource", "[to
   CHECK(nproc_for({{"limits", {{"nvidia.com/gpu", "4"}}}}, "cpu") == "1");
 }
 
-TEST_CASE("an explicit nproc-per-node is kept; gpu stays gpu; cpu counts CPUs", "[topology][nproc]") {
+TEST_CASE("an explicit nproc-per-node is kept; gpu stays gpu; cpu counts CPUs",
+          "[topology][nproc]") {
   CHECK(nproc_for({{"requests", {{"cpu", "8"}}}}, "2") == "2");
   CHECK(nproc_for({{"requests", {{"cpu", "8"}}}}, "gpu") == "gpu");
   CHECK(nproc_for({{"requests", {{"cpu", "8"}, {"nvidia.com/gpu", "1"}}}}, "cpu") == "8");
 }
 
-TEST_CASE("bad nproc-per-node or CPU quantity is a violation naming the value", "[topology][nproc]") {
-  CHECK_THAT(resolve_error(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, {{"trainenv.io/nproc-per-node", "many"}})),
-             Catch::Contains("trainenv.io/nproc-per-node") && Catch::Contains("\"many\"") && Catch::Contains("auto"));
+TEST_CASE("bad nproc-per-node or CPU quantity is a violation naming the value",
+          "[topology][nproc]") {
+  CHECK_THAT(resolve_error(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}},
+                               {{"trainenv.io/nproc-per-node", "many"}})),
+             Catch::Contains("trainenv.io/nproc-per-node") && Catch::Contains("\"many\"") &&
+                 Catch::Contains("auto"));
   CHECK_THAT(resolve_error(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, json::object(),
                                {{"requests", {{"cpu", "lots"}}}})),
-             Catch::Contains("resources.requests.cpu") && Catch::Contains("\"lots\"") && Catch::Contains("2500m"));
+             Catch::Contains("resources.requests.cpu") && Catch::Contains("\"lots\"") &&
+                 Catch::Contains("2500m"));
 }
 
 TEST_CASE("replicas annotation parses role=count pairs", "[topology][replicas]") {
   auto r = parse_replicas(" master=1, worker = 3 ,extra=0");
   REQUIRE(r.ok());
-  CHECK(*r == std::vector<std::pair<std::string, std::int64_t>>{{"master", 1}, {"worker", 3}, {"extra", 0}});
-  for (const char* bad : {"", "master", "master=x", "master=1,master=2", "Master=1", "master=1,", "=3"}) {
+  CHECK(*r == std::vector<std::pair<std::string, std::int64_t>>{
+                  {"master", 1}, {"worker", 3}, {"extra", 0}});
+  for (const char* bad :
+       {"", "master", "master=x", "master=1,master=2", "Master=1", "master=1,", "=3"}) {
     INFO(bad);
     auto failed = parse_replicas(bad);
     REQUIRE_FALSE(failed.ok());
-    CHECK_THAT(failed.message(), Catch::Contains("trainenv.io/replicas") && Catch::Contains("master=1,worker=3"));
+    CHECK_THAT(failed.message(),
+               Catch::Contains("trainenv.io/replicas") && Catch::Contains("master=1,worker=3"));
   }
 }
 
-TEST_CASE("rank and world count only training roles, in master, worker, node order", "[topology][rank]") {
+TEST_CASE("rank and world count only training roles, in master, worker, node order",
+          "[topology][rank]") {
   const json annotations = {{"trainenv.io/replicas", "master=1,worker=3,extra=4"}};
-  auto worker = pod({{"jobset.sigs.k8s.io/jobset-name", "j"}, {"volcano.sh/task-spec", "worker"},
+  auto worker = pod({{"jobset.sigs.k8s.io/jobset-name", "j"},
+                     {"volcano.sh/task-spec", "worker"},
                      {"volcano.sh/task-index", "2"}},
                     annotations);
   auto t = resolve_ok(worker);
@@ -210,12 +235,14 @@ TEST_CASE("rank and world count only training roles, in master, worker, node ord
   CHECK(t.world_size == 4);
   CHECK(t.rank == 3);
 
-  auto master = pod({{"jobset.sigs.k8s.io/jobset-name", "j"}, {"volcano.sh/task-spec", "master"}}, annotations);
+  auto master = pod({{"jobset.sigs.k8s.io/jobset-name", "j"}, {"volcano.sh/task-spec", "master"}},
+                    annotations);
   t = resolve_ok(master);
   CHECK(t.rank == 0);
   CHECK(t.world_size == 4);
 
-  auto extra = pod({{"jobset.sigs.k8s.io/jobset-name", "j"}, {"volcano.sh/task-spec", "extra"},
+  auto extra = pod({{"jobset.sigs.k8s.io/jobset-name", "j"},
+                    {"volcano.sh/task-spec", "extra"},
                     {"volcano.sh/task-index", "1"}},
                    annotations);
   t = resolve_ok(extra);
@@ -224,9 +251,11 @@ TEST_CASE("rank and world count only training roles, in master, worker, node ord
   CHECK_FALSE(t.world_size.has_value());
 }
 
-TEST_CASE("a training role missing from the replicas annotation is a violation", "[topology][rank]") {
-  const auto message = resolve_error(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}, {"volcano.sh/task-spec", "worker"}},
-                                         {{"trainenv.io/replicas", "master=1"}}));
+TEST_CASE("a training role missing from the replicas annotation is a violation",
+          "[topology][rank]") {
+  const auto message = resolve_error(
+      pod({{"jobset.sigs.k8s.io/jobset-name", "j"}, {"volcano.sh/task-spec", "worker"}},
+          {{"trainenv.io/replicas", "master=1"}}));
   CHECK_THAT(message, Catch::Contains("\"worker\"") && Catch::Contains("worker=<count>"));
 }
 

@@ -25,7 +25,9 @@ struct policy_load {
 class policy_store {
  public:
   [[nodiscard]] std::shared_ptr<const core::policy_set> current() const { return current_.load(); }
-  void replace(std::shared_ptr<const core::policy_set> policies) { current_.store(std::move(policies)); }
+  void replace(std::shared_ptr<const core::policy_set> policies) {
+    current_.store(std::move(policies));
+  }
 
  private:
   std::atomic<std::shared_ptr<const core::policy_set>> current_;

@@ -13,7 +13,8 @@ namespace trainenv::app {
 
 // {"allowed", "policy", "patch", "object", "warnings", "message"}. An error means the input
 // itself is unusable (not JSON/YAML, not a Pod or an AdmissionReview).
-[[nodiscard]] core::result<nlohmann::json> preview(std::string_view text, const core::policy_set& policies,
+[[nodiscard]] core::result<nlohmann::json> preview(std::string_view text,
+                                                   const core::policy_set& policies,
                                                    const core::mutate_options& options);
 
 }  // namespace trainenv::app

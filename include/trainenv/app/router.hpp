@@ -23,7 +23,8 @@ struct server_state {
 class router {
  public:
   // `admission_routes`: /mutate and /preview (the TLS port); the plain-HTTP port has only health.
-  router(server_state& state, bool admission_routes) : state_(state), admission_routes_(admission_routes) {}
+  router(server_state& state, bool admission_routes)
+      : state_(state), admission_routes_(admission_routes) {}
 
   // Decided from the header alone, before any body is read: 404, 405 or 415.
   [[nodiscard]] std::optional<http_response> check_header(const http_request& header) const;
@@ -40,7 +41,7 @@ class router {
 };
 
 // A JSON response {"error": message} with the given status.
-[[nodiscard]] http_response error_response(http::status status, std::string_view message, unsigned version,
-                                           bool keep_alive);
+[[nodiscard]] http_response error_response(http::status status, std::string_view message,
+                                           unsigned version, bool keep_alive);
 
 }  // namespace trainenv::app

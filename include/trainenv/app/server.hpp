@@ -41,7 +41,8 @@ class server {
   server& operator=(const server&) = delete;
 
   // Binds and starts accepting; a bind failure is a start-up error.
-  [[nodiscard]] core::result<endpoints> start(const endpoint_spec& tls_listen, const endpoint_spec& plain_listen);
+  [[nodiscard]] core::result<endpoints> start(const endpoint_spec& tls_listen,
+                                              const endpoint_spec& plain_listen);
   // Stops accepting new connections; connections already open run to their end.
   void stop_accepting();
 

@@ -20,12 +20,17 @@ struct tls_files {
 };
 
 // Loads and checks the files (the key must match the certificate).
-[[nodiscard]] core::result<std::shared_ptr<boost::asio::ssl::context>> make_server_context(const tls_files& files);
+[[nodiscard]] core::result<std::shared_ptr<boost::asio::ssl::context>> make_server_context(
+    const tls_files& files);
 
 class tls_store {
  public:
-  [[nodiscard]] std::shared_ptr<boost::asio::ssl::context> current() const { return current_.load(); }
-  void replace(std::shared_ptr<boost::asio::ssl::context> context) { current_.store(std::move(context)); }
+  [[nodiscard]] std::shared_ptr<boost::asio::ssl::context> current() const {
+    return current_.load();
+  }
+  void replace(std::shared_ptr<boost::asio::ssl::context> context) {
+    current_.store(std::move(context));
+  }
 
  private:
   std::atomic<std::shared_ptr<boost::asio::ssl::context>> current_;

@@ -33,7 +33,16 @@ struct admission_request {
 
 [[nodiscard]] nlohmann::json encode_response(const admission_request& request, const decision& d);
 
-// Parses untrusted JSON text; the error names the byte offset.
+// Deepest nesting accepted from untrusted text. Pods nest a few dozen levels; nlohmann's copy,
+// comparison and dump recurse, so a deeper document could overflow the stack.
+inline constexpr int max_json_depth = 1000;
+
+// Where `text` first opens more than `limit` arrays/objects outside strings, if it does: a
+// linear scan before any parser recurses or builds anything.
+[[nodiscard]] std::optional<std::size_t> nesting_exceeded_at(std::string_view text,
+                                                             int limit = max_json_depth);
+
+// Parses untrusted JSON text; the error names the byte offset, or the nesting limit.
 [[nodiscard]] result<nlohmann::json> parse_json(std::string_view text);
 
 [[nodiscard]] std::string base64_encode(std::string_view bytes);

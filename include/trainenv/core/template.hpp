@@ -52,7 +52,7 @@ class variable_values {
 class template_string {
  public:
   struct segment {
-    std::string literal;               // emitted before the variable
+    std::string literal;          // emitted before the variable
     std::optional<variable> var;  // none on a trailing literal
   };
 
