@@ -7,7 +7,7 @@ WORKDIR /src
 COPY scripts/dev.sh scripts/dev.sh
 RUN scripts/dev.sh deps && rm -rf /var/lib/apt/lists/*
 COPY . .
-RUN BUILD_TYPE=Release CMAKE_ARGS="-DTRAINENV_BUILD_TESTS=OFF" scripts/dev.sh build \
+RUN BUILD_TYPE=Release CMAKE_ARGS="-DTRAINENV_BUILD_TESTS=OFF" scripts/dev.sh build trainenv \
  && build/trainenv check-policies policies
 
 FROM debian:bookworm-slim

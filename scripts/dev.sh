@@ -38,21 +38,23 @@ deps() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-build() {
+build() {  # build [TARGET...]: everything by default
   local werror=OFF
   [ "${WERROR:-0}" = 1 ] && werror=ON
   # shellcheck disable=SC2086
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
     -DTRAINENV_WERROR="$werror" ${CMAKE_ARGS:-} >/dev/null
-  cmake --build "$build_dir" --parallel "$(nproc)"
-  log "built $build_dir/trainenv"
+  local targets=()
+  [ $# -gt 0 ] && targets=(--target "$@")
+  cmake --build "$build_dir" --parallel "$(nproc)" "${targets[@]}"
+  log "built $build_dir/${1:-trainenv and the tests}"
 }
 
 certs() { certs/mint.sh >/dev/null; }
 
 serve() {
   deps
-  build
+  build trainenv
   certs
   cat >&2 <<MSG
 
@@ -76,7 +78,7 @@ case "${1:-}" in
   serve) shift; serve "$@" ;;
   test) shift; test_suite "$@" ;;
   deps) shift; deps "$@" ;;
-  build) build ;;
+  build) shift; build "$@" ;;
   certs) certs ;;
   *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
