@@ -1,6 +1,8 @@
 // bytes are decoded elsewhere; here: Pod -> policy -> topology -> wants -> diff -> patch.
 #include "trainenv/core/engine.hpp"
 
+#include <algorithm>
+
 #include "trainenv/core/json_patch.hpp"
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/render.hpp"
@@ -69,18 +71,35 @@ const char* check_object_list(const json& container, std::string_view key, bool 
   return nullptr;
 }
 
-std::string check_shape(const json& pod, std::size_t target) {
+// The parts of the pod the patch will touch must have the shapes it assumes.
+std::string check_shape(const json& pod, const wants& want) {
   const auto* metadata = member(pod, "metadata");
   if (metadata == nullptr || !metadata->is_object()) return "trainenv: metadata must be an object";
   if (const auto* a = member(*metadata, "annotations"); a != nullptr && !a->is_object()) {
     return "trainenv: metadata.annotations must be an object of strings";
   }
-  const auto& container = pod["spec"]["containers"][target];
-  const std::string where = "trainenv: spec.containers[" + std::to_string(target) + "]";
-  if (!container.is_object()) return where + " must be an object";
-  if (const char* why = check_object_list(container, "env", true)) return where + ".env " + why;
-  if (const char* why = check_object_list(container, "ports", false))
-    return where + ".ports " + why;
+  if (!want.volumes.empty()) {
+    if (const char* why = check_object_list(pod["spec"], "volumes", true))
+      return std::string("trainenv: spec.volumes ") + why;
+  }
+  for (const auto& c : want.containers) {
+    const auto& container = pod["spec"][c.list][c.index];
+    const std::string where = "trainenv: spec." + c.list + "[" + std::to_string(c.index) + "]";
+    if (!container.is_object()) return where + " must be an object";
+    if (const char* why = check_object_list(container, "env", true)) return where + ".env " + why;
+    if (const char* why = check_object_list(container, "ports", false))
+      return where + ".ports " + why;
+    if (const char* why = check_object_list(container, "volumeMounts", false))
+      return where + ".volumeMounts " + why;
+    for (const char* key : {"command", "args"}) {
+      if (const auto* list = member(container, key)) {
+        if (!list->is_array() ||
+            !std::all_of(list->begin(), list->end(), [](const json& a) { return a.is_string(); })) {
+          return where + "." + key + " must be a list of strings";
+        }
+      }
+    }
+  }
   return {};
 }
 
@@ -89,18 +108,16 @@ std::string describe_env(const json& env) {
   return " (valueFrom)";
 }
 
-const json* find_env(const json* list, const std::string& name) {
-  if (list == nullptr) return nullptr;
-  for (const auto& item : *list) {
-    if (const auto* n = string_member(item, "name"); n != nullptr && *n == name) return &item;
+const json* find_by(const json& list, std::string_view key, const std::string& value) {
+  for (const auto& item : list) {
+    if (const auto* v = string_member(item, key); v != nullptr && *v == value) return &item;
   }
   return nullptr;
 }
 
-const json* find_port(const json* list, const json& wanted) {
-  if (list == nullptr) return nullptr;
+const json* find_port(const json& list, const json& wanted) {
   const auto* wanted_name = string_member(wanted, "name");
-  for (const auto& item : *list) {
+  for (const auto& item : list) {
     const auto* protocol = string_member(item, "protocol");
     const bool same_port =
         item.value("containerPort", json()) == wanted["containerPort"] &&
@@ -112,44 +129,101 @@ const json* find_port(const json* list, const json& wanted) {
   return nullptr;
 }
 
-void diff_container(const json& container, std::size_t index, const container_wants& want,
-                    patch_builder& patch, std::vector<std::string>& warnings) {
-  const std::string path = "/spec/containers/" + std::to_string(index);
+// Adds each wanted entry of the list `key` that the pod lacks (by `find`); an entry the pod
+// already has is kept, with a warning (from `describe`) when it differs.
+// `defaults` are members the apiserver fills in when absent (a port's protocol), compared as such.
+template <class Find, class Describe>
+void merge_list(const json& parent, const std::string& path, std::string_view key,
+                const std::vector<json>& wanted, Find find, Describe describe, patch_builder& patch,
+                std::vector<std::string>& warnings, const json& defaults = json::object()) {
+  std::vector<json> added;
+  const auto* existing_list = member(parent, key);
+  for (const auto& item : wanted) {
+    if (const auto* existing = existing_list != nullptr ? find(*existing_list, item) : nullptr) {
+      json defaulted = *existing;
+      for (const auto& [k, v] : defaults.items()) {
+        if (!defaulted.contains(k)) defaulted[k] = v;
+      }
+      if (!contains(defaulted, item)) warnings.push_back(make_warning(describe(*existing, item)));
+      continue;
+    }
+    added.push_back(item);
+  }
+  patch.append(parent, path, key, std::move(added));
+}
+
+// "--nproc_per_node=4" and "--nproc-per-node 4" name the same flag: compare what precedes '=',
+// with '_' read as '-'.
+std::string arg_key(std::string_view arg) {
+  std::string key(arg.substr(0, arg.find('=')));
+  if (key.rfind("--", 0) == 0) std::replace(key.begin(), key.end(), '_', '-');
+  return key;
+}
+
+void merge_args(const json& container, const std::string& path, const container_wants& want,
+                const std::string& where, patch_builder& patch,
+                std::vector<std::string>& warnings) {
+  const auto* existing = member(container, "args");
+  std::vector<json> added;
+  for (const auto& arg : want.args) {
+    const auto key = arg_key(arg);
+    const json* present = nullptr;
+    if (existing != nullptr) {
+      for (const auto& a : *existing) {
+        if (arg_key(a.get_ref<const std::string&>()) == key) present = &a;
+      }
+    }
+    if (present == nullptr) {
+      added.emplace_back(arg);
+    } else if (present->get_ref<const std::string&>() != arg) {
+      warnings.push_back(make_warning("trainenv: kept user-set arg " +
+                                      present->get<std::string>().substr(0, 40) + where));
+    }
+  }
+  if (added.empty()) return;
+  if (!want.args_at || existing == nullptr) {
+    patch.append(container, path, "args", std::move(added));
+    return;
+  }
+  // Inserted in order right after the command prefix, ahead of the user's own args.
+  std::size_t at = *want.args_at;
+  for (auto& arg : added) patch.add(path + "/args/" + std::to_string(at++), std::move(arg));
+}
+
+void diff_container(const json& container, const container_wants& want, patch_builder& patch,
+                    std::vector<std::string>& warnings) {
+  const std::string path = "/spec/" + want.list + "/" + std::to_string(want.index);
   const auto* name = string_member(container, "name");
   const std::string where =
-      " in container " + quote(name != nullptr ? *name : std::to_string(index));
+      " in container " + quote(name != nullptr ? *name : std::to_string(want.index));
 
-  std::vector<json> env;
-  const auto* existing_env = member(container, "env");
-  for (const auto& wanted : want.env) {
-    const auto& env_name = wanted["name"].get_ref<const std::string&>();
-    if (const auto* existing = find_env(existing_env, env_name)) {
-      if (!contains(*existing, wanted)) {
-        warnings.push_back(
-            make_warning("trainenv: kept user-set " + env_name + describe_env(*existing) + where));
-      }
-      continue;
-    }
-    env.push_back(wanted);
-  }
-  patch.append(container, path, "env", std::move(env));
-
-  std::vector<json> ports;
-  const auto* existing_ports = member(container, "ports");
-  for (const auto& wanted : want.ports) {
-    if (const auto* existing = find_port(existing_ports, wanted)) {
-      json defaulted = *existing;  // protocol defaults to TCP
-      if (!defaulted.contains("protocol")) defaulted["protocol"] = "TCP";
-      if (!contains(defaulted, wanted)) {
-        warnings.push_back(make_warning(
-            "trainenv: kept user-set port " + existing->value("containerPort", json()).dump() +
-            " (wanted " + wanted["containerPort"].dump() + ")" + where));
-      }
-      continue;
-    }
-    ports.push_back(wanted);
-  }
-  patch.append(container, path, "ports", std::move(ports));
+  merge_list(
+      container, path, "env", want.env,
+      [](const json& list, const json& w) {
+        return find_by(list, "name", w["name"].get<std::string>());
+      },
+      [&](const json& e, const json& w) {
+        return "trainenv: kept user-set " + w["name"].get<std::string>() + describe_env(e) + where;
+      },
+      patch, warnings);
+  merge_list(
+      container, path, "ports", want.ports, find_port,
+      [&](const json& e, const json& w) {
+        return "trainenv: kept user-set port " + e.value("containerPort", json()).dump() +
+               " (wanted " + w["containerPort"].dump() + ")" + where;
+      },
+      patch, warnings, json{{"protocol", "TCP"}});
+  merge_list(
+      container, path, "volumeMounts", want.mounts,
+      [](const json& list, const json& w) {
+        return find_by(list, "mountPath", w["mountPath"].get<std::string>());
+      },
+      [&](const json& e, const json& w) {
+        return "trainenv: kept user-set mount " + w["mountPath"].get<std::string>() +
+               " of volume " + e.value("name", std::string("?")) + where;
+      },
+      patch, warnings);
+  merge_args(container, path, want, where, patch, warnings);
 }
 
 void diff_annotations(const json& metadata, const json& wanted, patch_builder& patch,
@@ -189,21 +263,36 @@ selection select_policy(const pod_view& pod, const policy_set& policies,
     return {nullptr, "trainenv: " + source + " is " + quote(*name) +
                          ", which is not a loaded policy; use one of: " + known_names()};
   }
+  const policy* chosen = nullptr;
   if (const auto* framework = pod.label(keys::framework)) {
-    if (const auto* p = policies.by_framework(*framework)) return {p, {}};
-    std::string values;
-    for (const auto& p : policies.all()) {
-      for (const auto& f : p.frameworks) values += (values.empty() ? "" : ", ") + f;
+    chosen = policies.by_framework(*framework);
+    if (chosen == nullptr) {
+      std::string values;
+      for (const auto& p : policies.all()) {
+        for (const auto& f : p.frameworks) values += (values.empty() ? "" : ", ") + f;
+      }
+      return {nullptr,
+              "trainenv: label " + std::string(keys::framework) + " is " + quote(*framework) +
+                  ", which no policy lists; use one of: " + (values.empty() ? "none" : values) +
+                  ", or set annotation " + std::string(keys::policy)};
     }
-    return {nullptr,
-            "trainenv: label " + std::string(keys::framework) + " is " + quote(*framework) +
-                ", which no policy lists; use one of: " + (values.empty() ? "none" : values) +
-                ", or set annotation " + std::string(keys::policy)};
+  } else {
+    chosen = policies.default_policy();
+    if (chosen == nullptr) {
+      return {nullptr, "trainenv: the pod has no label " + std::string(keys::framework) +
+                           " and no policy is marked default; set the label or annotation " +
+                           std::string(keys::policy)};
+    }
   }
-  if (const auto* p = policies.default_policy()) return {p, {}};
-  return {nullptr, "trainenv: the pod has no label " + std::string(keys::framework) +
-                       " and no policy is marked default; set the label or annotation " +
-                       std::string(keys::policy)};
+  // A policy that takes over this one for certain commands (torchtune's `tune run` over torch).
+  for (const auto* replacement : policies.replacements_of(chosen->name)) {
+    const auto target = pod.target_container(replacement->container);
+    if (target &&
+        args_position_after((*pod.containers())[*target], replacement->replaces->command_prefix)) {
+      return {replacement, {}};
+    }
+  }
+  return {chosen, {}};
 }
 
 }  // namespace
@@ -226,18 +315,30 @@ decision mutate_pod(const json& pod, const policy_set& policies, const mutate_op
 
   auto topo = resolve_topology(view, p);
   if (!topo) return deny(topo.message(), p.name);
-  if (auto problem = check_shape(pod, topo->container); !problem.empty())
-    return deny(std::move(problem), p.name);
-  auto want = render(p, *topo);
+  auto want = render(p, *topo, view);
   if (!want) return deny(want.message(), p.name);
+  if (!want->applies) {
+    return pass("policy " + quote(p.name) + " does not apply: its condition " +
+                quote(p.when_source) + " is false");
+  }
+  if (auto problem = check_shape(pod, *want); !problem.empty())
+    return deny(std::move(problem), p.name);
 
   decision d;
   d.policy = p.name;
+  for (auto& w : want->warnings) d.warnings.push_back(make_warning(std::move(w)));
   patch_builder patch;
-  const auto& containers = *view.containers();
-  for (const auto& c : want->containers) {
-    diff_container(containers[c.index], c.index, c, patch, d.warnings);
-  }
+  for (const auto& c : want->containers)
+    diff_container(pod["spec"][c.list][c.index], c, patch, d.warnings);
+  merge_list(
+      pod["spec"], "/spec", "volumes", want->volumes,
+      [](const json& list, const json& w) {
+        return find_by(list, "name", w["name"].get<std::string>());
+      },
+      [](const json&, const json& w) {
+        return "trainenv: kept user-set volume " + w["name"].get<std::string>();
+      },
+      patch, d.warnings);
   diff_annotations(pod["metadata"], want->annotations, patch, d.warnings);
   d.patch = patch.take();
   return d;

@@ -1,16 +1,82 @@
 #include "trainenv/core/render.hpp"
 
+#include <algorithm>
+
 namespace trainenv::core {
+namespace {
 
 using nlohmann::json;
 
-result<wants> render(const policy& p, const topology& t) {
+// Whether an item applies to this pod: its roles, then its condition.
+result<bool> applies(const item_scope& scope, const topology& t, const variable_values& values) {
+  if (!scope.roles.matches(t.role, t.training_role)) return false;
+  if (!scope.when) return true;
+  return scope.when->evaluate(values);
+}
+
+result<std::string> render_lines(const annotation_item& item, const variable_values& values) {
+  auto count_text = item.line_count->render(values);
+  if (!count_text) return std::move(count_text).take_error();
+  const auto count = parse_decimal(*count_text, 100'000);
+  if (!count)
+    return error{"trainenv: annotation " + item.name + " asks for " + quote(*count_text) +
+                 " lines"};
+  variable_values per_line = values;
+  std::string text;
+  for (std::int64_t i = 0; i < *count; ++i) {
+    per_line.set(variable::line, std::to_string(i));
+    auto line = item.line->render(per_line);
+    if (!line) return std::move(line).take_error();
+    text += *line;
+    text += '\n';
+  }
+  return text;
+}
+
+const json* string_array(const json& container, std::string_view key) {
+  const auto* list = member(container, key);
+  return list != nullptr && list->is_array() ? list : nullptr;
+}
+
+}  // namespace
+
+std::optional<std::size_t> args_position_after(const json& container,
+                                               const std::vector<std::string>& prefix) {
+  const auto* command = string_array(container, "command");
+  const auto* args = string_array(container, "args");
+  const std::size_t command_size = command != nullptr ? command->size() : 0;
+  const std::size_t args_size = args != nullptr ? args->size() : 0;
+  if (command_size + args_size < prefix.size()) return std::nullopt;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    const auto& token = i < command_size ? (*command)[i] : (*args)[i - command_size];
+    if (!token.is_string() || token.get_ref<const std::string&>() != prefix[i]) return std::nullopt;
+  }
+  return prefix.size() > command_size ? prefix.size() - command_size : 0;
+}
+
+result<wants> render(const policy& p, const topology& t, const pod_view& pod) {
   const auto values = t.variables();
+  wants out;
+  if (p.when) {
+    auto ok = p.when->evaluate(values);
+    if (!ok) return std::move(ok).take_error();
+    if (!*ok) {
+      out.applies = false;
+      return out;
+    }
+  }
+  const auto& containers = *pod.containers();
+
   container_wants target;
   target.index = t.container;
-
   for (const auto& item : p.env) {
-    if (!item.roles.matches(t.role, t.training_role)) continue;
+    auto ok = applies(item.scope, t, values);
+    if (!ok) return std::move(ok).take_error();
+    if (!*ok) continue;
+    // Two entries of one name with `when`s that both hold: the first wins.
+    if (std::any_of(target.env.begin(), target.env.end(),
+                    [&](const json& e) { return e["name"] == item.name; }))
+      continue;
     json env = {{"name", item.name}};
     if (item.value) {
       auto value = item.value->render(values);
@@ -25,7 +91,9 @@ result<wants> render(const policy& p, const topology& t) {
   }
 
   for (const auto& item : p.ports) {
-    if (!item.roles.matches(t.role, t.training_role)) continue;
+    auto ok = applies(item.scope, t, values);
+    if (!ok) return std::move(ok).take_error();
+    if (!*ok) continue;
     auto text = item.container_port.render(values);
     if (!text) return std::move(text).take_error();
     const auto number = parse_decimal(*text, 65535);
@@ -39,8 +107,68 @@ result<wants> render(const policy& p, const topology& t) {
     target.ports.push_back(std::move(port));
   }
 
-  wants out;
-  out.containers.push_back(std::move(target));
+  for (const auto& item : p.volume_mounts) {
+    auto ok = applies(item.scope, t, values);
+    if (!ok) return std::move(ok).take_error();
+    if (!*ok) continue;
+    auto mount = item.mount.render(values);
+    if (!mount) return std::move(mount).take_error();
+    target.mounts.push_back(std::move(*mount));
+  }
+
+  for (const auto& item : p.args) {
+    auto ok = applies(item.scope, t, values);
+    if (!ok) return std::move(ok).take_error();
+    if (!*ok) continue;
+    auto arg = item.value.render(values);
+    if (!arg) return std::move(arg).take_error();
+    target.args.push_back(std::move(*arg));
+  }
+  if (!target.args.empty() && !p.args_after.empty()) {
+    target.args_at = args_position_after(containers[t.container], p.args_after);
+    if (!target.args_at) {
+      std::string prefix;
+      for (const auto& token : p.args_after) prefix += (prefix.empty() ? "" : " ") + token;
+      out.warnings.push_back("trainenv: args not added: the command does not start with \"" +
+                             prefix + "\"");
+      target.args.clear();
+    }
+  }
+
+  // Extra containers (a sidecar, an init container) get the env and mounts too.
+  for (const auto& extra : p.extra_containers) {
+    const auto* list = member(pod.json()["spec"], extra.init ? "initContainers" : "containers");
+    if (list == nullptr || !list->is_array()) continue;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const auto* name = string_member((*list)[i], "name");
+      if (name == nullptr || *name != extra.name || (!extra.init && i == t.container)) continue;
+      container_wants more;
+      more.list = extra.init ? "initContainers" : "containers";
+      more.index = i;
+      more.env = target.env;
+      more.mounts = target.mounts;
+      out.containers.push_back(std::move(more));
+    }
+  }
+  out.containers.insert(out.containers.begin(), std::move(target));
+
+  for (const auto& item : p.volumes) {
+    auto ok = applies(item.scope, t, values);
+    if (!ok) return std::move(ok).take_error();
+    if (!*ok) continue;
+    auto volume = item.volume.render(values);
+    if (!volume) return std::move(volume).take_error();
+    out.volumes.push_back(std::move(*volume));
+  }
+
+  for (const auto& item : p.annotations) {
+    auto ok = applies(item.scope, t, values);
+    if (!ok) return std::move(ok).take_error();
+    if (!*ok) continue;
+    auto text = item.value ? item.value->render(values) : render_lines(item, values);
+    if (!text) return std::move(text).take_error();
+    out.annotations[item.name] = std::move(*text);
+  }
   out.annotations[std::string(keys::injected)] = p.name;
   return out;
 }

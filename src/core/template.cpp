@@ -1,12 +1,36 @@
 #include "trainenv/core/template.hpp"
 
+#include <algorithm>
+#include <limits>
+
+#include "trainenv/core/policy.hpp"
+
 namespace trainenv::core {
 namespace {
 
-constexpr std::array<std::string_view, variable_count> names = {
-    "job",          "namespace",  "role",      "index", "numNodes",
-    "nprocPerNode", "masterPort", "worldSize", "rank",
+struct variable_info {
+  std::string_view name;
+  bool integer;
 };
+
+constexpr std::array<variable_info, variable_count> variables = {{
+    {"job", false},
+    {"namespace", false},
+    {"role", false},
+    {"index", true},
+    {"numNodes", true},
+    {"nprocPerNode", false},  // a count, or "auto" / "gpu"
+    {"masterPort", true},
+    {"worldSize", true},
+    {"rank", true},
+    {"gpusPerNode", true},
+    {"slots", true},
+    {"processesPerNode", true},
+    {"i", true},
+}};
+
+// Arithmetic stays far from int64 overflow: the inputs are small counts.
+constexpr std::int64_t max_magnitude = std::int64_t{1} << 40;
 
 void collect_strings(const nlohmann::json& value, nlohmann::json::json_pointer& at,
                      std::vector<std::pair<nlohmann::json::json_pointer, std::string>>& out) {
@@ -27,24 +51,166 @@ void collect_strings(const nlohmann::json& value, nlohmann::json::json_pointer& 
   }
 }
 
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
 }  // namespace
 
+// Recursive descent over a few dozen characters; emits postfix ops.
+class expression_parser {
+ public:
+  expression_parser(std::string_view text, expression& out) : text_(text), out_(out) {}
+
+  std::string parse() {
+    skip_space();
+    // A text variable stands alone: "${job}" but never "${job + 1}".
+    const auto start = pos_;
+    const auto name = read_name();
+    skip_space();
+    if (!name.empty() && pos_ == text_.size()) {
+      const auto var = variable_from_name(name);
+      if (!var) return unknown(name);
+      out_.used_ |= variable_bit(*var);
+      if (!is_integer_variable(*var)) {
+        out_.text_variable_ = var;
+        return {};
+      }
+      out_.program_.push_back({expression::op_kind::load, 0, *var});
+      return {};
+    }
+    pos_ = start;
+    if (auto problem = sum(); !problem.empty()) return problem;
+    skip_space();
+    if (pos_ != text_.size()) return "unexpected \"" + std::string(text_.substr(pos_)) + "\"";
+    return {};
+  }
+
+ private:
+  std::string sum() {
+    if (auto problem = product(); !problem.empty()) return problem;
+    for (;;) {
+      skip_space();
+      if (pos_ >= text_.size() || (text_[pos_] != '+' && text_[pos_] != '-')) return {};
+      const char op = text_[pos_++];
+      if (auto problem = product(); !problem.empty()) return problem;
+      out_.program_.push_back(
+          {op == '+' ? expression::op_kind::add : expression::op_kind::subtract});
+    }
+  }
+
+  std::string product() {
+    if (auto problem = factor(); !problem.empty()) return problem;
+    for (;;) {
+      skip_space();
+      if (pos_ >= text_.size() || text_[pos_] != '*') return {};
+      ++pos_;
+      if (auto problem = factor(); !problem.empty()) return problem;
+      out_.program_.push_back({expression::op_kind::multiply});
+    }
+  }
+
+  std::string factor() {
+    skip_space();
+    if (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+      const auto start = pos_;
+      while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') ++pos_;
+      const auto n = parse_decimal(text_.substr(start, pos_ - start), max_magnitude);
+      if (!n) return "number too large";
+      out_.program_.push_back({expression::op_kind::constant, *n});
+      return {};
+    }
+    const auto name = read_name();
+    if (name.empty())
+      return pos_ < text_.size() ? "unexpected \"" + std::string(1, text_[pos_]) + "\""
+                                 : "missing a value";
+    skip_space();
+    if (pos_ < text_.size() && text_[pos_] == '(') {
+      ++pos_;
+      if (name == "replicas") {
+        skip_space();
+        const auto role = read_name();
+        skip_space();
+        if (role.empty() || pos_ >= text_.size() || text_[pos_] != ')')
+          return "write replicas(<role>), e.g. replicas(master)";
+        ++pos_;
+        out_.program_.push_back(
+            {expression::op_kind::load_replicas, 0, variable::job, std::string(role)});
+        return {};
+      }
+      if (name != "max" && name != "min") {
+        return "unknown function " + std::string(name) + "(); use max(), min() or replicas()";
+      }
+      std::int64_t count = 0;
+      for (;;) {
+        if (auto problem = sum(); !problem.empty()) return problem;
+        ++count;
+        skip_space();
+        if (pos_ < text_.size() && text_[pos_] == ',') {
+          ++pos_;
+          continue;
+        }
+        if (pos_ < text_.size() && text_[pos_] == ')') {
+          ++pos_;
+          break;
+        }
+        return "missing ')'";
+      }
+      out_.program_.push_back(
+          {name == "max" ? expression::op_kind::max : expression::op_kind::min, count});
+      return {};
+    }
+    const auto var = variable_from_name(name);
+    if (!var) return unknown(name);
+    if (!is_integer_variable(*var))
+      return "${" + std::string(name) + "} is text; it cannot take part in arithmetic";
+    out_.used_ |= variable_bit(*var);
+    out_.program_.push_back({expression::op_kind::load, 0, *var});
+    return {};
+  }
+
+  std::string_view read_name() {
+    const auto start = pos_;
+    while (pos_ < text_.size() && is_name_char(text_[pos_]) &&
+           !(pos_ == start && text_[pos_] >= '0' && text_[pos_] <= '9')) {
+      ++pos_;
+    }
+    return text_.substr(start, pos_ - start);
+  }
+
+  void skip_space() {
+    while (pos_ < text_.size() && text_[pos_] == ' ') ++pos_;
+  }
+
+  static std::string unknown(std::string_view name) {
+    return "unknown variable " + std::string(name) + "; use one of " + variable_names();
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  expression& out_;
+};
+
 std::string_view variable_name(variable v) {
-  return names[static_cast<std::size_t>(v)];
+  return variables[static_cast<std::size_t>(v)].name;
+}
+
+bool is_integer_variable(variable v) {
+  return variables[static_cast<std::size_t>(v)].integer;
 }
 
 std::optional<variable> variable_from_name(std::string_view name) {
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == name) return static_cast<variable>(i);
+  for (std::size_t i = 0; i < variables.size(); ++i) {
+    if (variables[i].name == name) return static_cast<variable>(i);
   }
   return std::nullopt;
 }
 
 std::string variable_names() {
   std::string out;
-  for (auto name : names) {
+  for (const auto& v : variables) {
     if (!out.empty()) out += ", ";
-    out += name;
+    out += v.name;
   }
   return out;
 }
@@ -63,8 +229,119 @@ const std::string* variable_values::get(variable v) const {
   return slot ? &*slot : nullptr;
 }
 
+std::int64_t variable_values::replicas(std::string_view role) const {
+  for (const auto& [name, count] : replicas_) {
+    if (name == role) return count;
+  }
+  return 0;
+}
+
 const std::string& variable_values::unavailable_reason(variable v) const {
   return reasons_[static_cast<std::size_t>(v)];
+}
+
+result<expression> expression::compile(std::string_view text) {
+  expression out;
+  expression_parser parser(text, out);
+  if (auto problem = parser.parse(); !problem.empty()) {
+    return error{"in ${" + std::string(text) + "}: " + problem};
+  }
+  return out;
+}
+
+result<std::int64_t> expression::evaluate(const variable_values& values) const {
+  if (text_variable_)
+    return error{"${" + std::string(variable_name(*text_variable_)) + "} is not a number"};
+  std::vector<std::int64_t> stack;
+  stack.reserve(program_.size());
+  for (const auto& op : program_) {
+    switch (op.kind) {
+      case op_kind::constant:
+        stack.push_back(op.number);
+        break;
+      case op_kind::load: {
+        const auto* text = values.get(op.var);
+        if (text == nullptr) return error{values.unavailable_reason(op.var)};
+        const bool negative = !text->empty() && text->front() == '-';
+        const auto n =
+            parse_decimal(std::string_view(*text).substr(negative ? 1 : 0), max_magnitude);
+        if (!n)
+          return error{"${" + std::string(variable_name(op.var)) + "} is \"" + *text +
+                       "\", not a number"};
+        stack.push_back(negative ? -*n : *n);
+        break;
+      }
+      case op_kind::load_replicas:
+        stack.push_back(values.replicas(op.role));
+        break;
+      case op_kind::add:
+      case op_kind::subtract:
+      case op_kind::multiply: {
+        const auto b = stack.back();
+        stack.pop_back();
+        auto& a = stack.back();
+        a = op.kind == op_kind::add ? a + b : op.kind == op_kind::subtract ? a - b : a * b;
+        if (a > max_magnitude || a < -max_magnitude) return error{"arithmetic result out of range"};
+        break;
+      }
+      case op_kind::max:
+      case op_kind::min: {
+        const auto count = static_cast<std::size_t>(op.number);
+        const auto first = stack.end() - static_cast<std::ptrdiff_t>(count);
+        const auto picked = op.kind == op_kind::max ? *std::max_element(first, stack.end())
+                                                    : *std::min_element(first, stack.end());
+        stack.resize(stack.size() - count);
+        stack.push_back(picked);
+        break;
+      }
+    }
+  }
+  return stack.back();
+}
+
+result<std::string> expression::render(const variable_values& values) const {
+  if (text_variable_) {
+    const auto* text = values.get(*text_variable_);
+    if (text == nullptr) return error{values.unavailable_reason(*text_variable_)};
+    return *text;
+  }
+  auto n = evaluate(values);
+  if (!n) return std::move(n).take_error();
+  return std::to_string(*n);
+}
+
+result<condition> condition::compile(std::string_view text) {
+  static constexpr std::array<std::string_view, 6> ops = {"==", "!=", "<=", ">=", "<", ">"};
+  for (auto op : ops) {
+    const auto at = text.find(op);
+    if (at == std::string_view::npos) continue;
+    condition out;
+    out.op_ = std::string(op);
+    auto lhs = expression::compile(text.substr(0, at));
+    if (!lhs) return std::move(lhs).take_error();
+    auto rhs = expression::compile(text.substr(at + op.size()));
+    if (!rhs) return std::move(rhs).take_error();
+    if (!lhs->is_integer() || !rhs->is_integer()) {
+      return error{"\"" + std::string(text) + "\" compares text; conditions compare whole numbers"};
+    }
+    out.lhs_ = std::move(*lhs);
+    out.rhs_ = std::move(*rhs);
+    return out;
+  }
+  return error{"\"" + std::string(text) + "\" is not a comparison; write e.g. \"numNodes > 1\""};
+}
+
+result<bool> condition::evaluate(const variable_values& values) const {
+  auto a = lhs_.evaluate(values);
+  if (!a) return std::move(a).take_error();
+  auto b = rhs_.evaluate(values);
+  if (!b) return std::move(b).take_error();
+  if (op_ == "==") return *a == *b;
+  if (op_ == "!=") return *a != *b;
+  if (op_ == "<=") return *a <= *b;
+  if (op_ == ">=") return *a >= *b;
+  if (op_ == "<") return *a < *b;
+  return *a > *b;
 }
 
 result<template_string> template_string::compile(std::string_view text) {
@@ -87,14 +364,11 @@ result<template_string> template_string::compile(std::string_view text) {
       return error{"unterminated \"${\" in \"" + std::string(text) +
                    "\": write ${name}, or $${ for a literal ${"};
     }
-    const auto name = text.substr(i + 2, close - i - 2);
-    const auto var = variable_from_name(name);
-    if (!var) {
-      return error{"unknown variable ${" + std::string(name) + "} in \"" + std::string(text) +
-                   "\": use one of " + variable_names()};
-    }
-    out.segments_.push_back({std::move(literal), var});
-    out.variables_used_ |= 1U << static_cast<unsigned>(*var);
+    auto value = expression::compile(text.substr(i + 2, close - i - 2));
+    if (!value) return error{value.message() + " (in \"" + std::string(text) + "\")"};
+    out.used_ |= value->used();
+    out.segments_.push_back({std::move(literal), std::move(*value)});
+    out.has_expressions_ = true;
     literal.clear();
     i = close + 1;
   }
@@ -102,18 +376,14 @@ result<template_string> template_string::compile(std::string_view text) {
   return out;
 }
 
-bool template_string::uses(variable v) const {
-  return (variables_used_ & (1U << static_cast<unsigned>(v))) != 0;
-}
-
 result<std::string> template_string::render(const variable_values& values) const {
   std::string out;
   for (const auto& seg : segments_) {
     out += seg.literal;
-    if (!seg.var) continue;
-    const auto* value = values.get(*seg.var);
-    if (value == nullptr) return error{values.unavailable_reason(*seg.var)};
-    out += *value;
+    if (!seg.value) continue;
+    auto rendered = seg.value->render(values);
+    if (!rendered) return std::move(rendered).take_error();
+    out += *rendered;
   }
   return out;
 }
@@ -129,17 +399,11 @@ result<template_json> template_json::compile(const nlohmann::json& value) {
     if (!compiled) return std::move(compiled).take_error();
     // Escaped "$${" must be rendered too, or it would reach the pod verbatim.
     if (!compiled->is_literal() || text.find("$${") != std::string::npos) {
+      out.used_ |= compiled->used();
       out.templated_strings_.emplace_back(at, std::move(*compiled));
     }
   }
   return out;
-}
-
-bool template_json::uses(variable v) const {
-  for (const auto& [at, text] : templated_strings_) {
-    if (text.uses(v)) return true;
-  }
-  return false;
 }
 
 result<nlohmann::json> template_json::render(const variable_values& values) const {

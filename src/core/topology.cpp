@@ -152,6 +152,34 @@ bool asks_for_gpu(const json& container) {
   return false;
 }
 
+// The first resource whose name contains "gpu" with a count above 0, requests before limits
+// (Kubeflow Trainer's GetNumGPUPerNode); 0 when there is none.
+result<std::int64_t> gpu_count(const json& container) {
+  const auto* resources = member(container, "resources");
+  if (resources == nullptr) return std::int64_t{0};
+  for (std::string_view section : {"requests", "limits"}) {
+    const auto* list = member(*resources, section);
+    if (list == nullptr || !list->is_object()) continue;
+    for (const auto& [name, value] : list->items()) {
+      std::string lower = name;
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (lower.find("gpu") == std::string::npos) continue;
+      const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+      const auto q = value.is_string() || value.is_number() ? parse_quantity(text) : std::nullopt;
+      const auto n = q ? q->ceil() : std::nullopt;
+      if (!n) {
+        const auto* cname = string_member(container, "name");
+        return error{"trainenv: resources." + std::string(section) + "." + name + " of container " +
+                     quote(cname ? *cname : "") + " is " + quote(text) +
+                     "; expected a whole number of GPUs"};
+      }
+      if (*n > 0) return *n;
+    }
+  }
+  return std::int64_t{0};
+}
+
 result<std::int64_t> cpu_count(const json& container) {
   std::string where;
   const auto* cpu = container_resource(container, "cpu", where);
@@ -248,6 +276,12 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p) {
     }
     nproc = *parsed;
   }
+  if (nproc.kind == nproc_setting::mode::count) t.nproc_count = nproc.count;
+  if (auto gpus = gpu_count(target)) {
+    t.gpus_per_node = *gpus;
+  } else {
+    t.gpus_unknown_reason = gpus.message();
+  }
   auto resolved = resolve_nproc(nproc, target);
   if (!resolved) return std::move(resolved).take_error();
   t.nproc_per_node = std::move(*resolved);
@@ -257,6 +291,21 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p) {
     auto parsed = parse_replicas(*pod.annotation(keys::replicas));
     if (!parsed) return std::move(parsed).take_error();
     t.replicas = std::move(*parsed);
+  } else if (!p.default_replicas.empty()) {
+    // The policy's own default, e.g. Volcano's master=1,worker=<nodes-1>.
+    variable_values nodes;
+    nodes.set(variable::num_nodes, std::to_string(t.num_nodes));
+    for (const auto& [role, count] : p.default_replicas) {
+      auto text = count.render(nodes);
+      const auto n = text ? parse_decimal(*text, max_count) : std::nullopt;
+      if (!n) {
+        return error{"trainenv: policy " + quote(p.name) + " gives role " + quote(role) + " " +
+                     (text ? quote(*text) : text.message()) + " replicas for " +
+                     std::to_string(t.num_nodes) + " nodes; set annotation " +
+                     std::string(keys::replicas)};
+      }
+      t.replicas.emplace_back(role, *n);
+    }
   } else {
     t.replicas = {{t.role, t.num_nodes}};
   }
@@ -332,6 +381,29 @@ variable_values topology::variables() const {
   } else {
     v.set_unavailable(variable::rank, training_role ? index_unknown_reason : not_training);
   }
+  if (gpus_per_node) {
+    v.set(variable::gpus_per_node, std::to_string(*gpus_per_node));
+  } else {
+    v.set_unavailable(variable::gpus_per_node, gpus_unknown_reason);
+  }
+  // MPI slots: the processes-per-node setting when a number, else the GPUs, else 1.
+  if (nproc_count) {
+    v.set(variable::slots, std::to_string(*nproc_count));
+  } else if (gpus_per_node) {
+    v.set(variable::slots, std::to_string(std::max<std::int64_t>(*gpus_per_node, 1)));
+  } else {
+    v.set_unavailable(variable::slots, gpus_unknown_reason);
+  }
+  // Processes per node as a number: the resolved count, or for auto/gpu the GPUs (at least 1).
+  if (const auto n = parse_decimal(nproc_per_node, max_count)) {
+    v.set(variable::processes_per_node, std::to_string(*n));
+  } else if (gpus_per_node) {
+    v.set(variable::processes_per_node, std::to_string(std::max<std::int64_t>(*gpus_per_node, 1)));
+  } else {
+    v.set_unavailable(variable::processes_per_node, gpus_unknown_reason);
+  }
+  v.set_unavailable(variable::line, "trainenv: ${i} exists only inside an annotation's lines");
+  v.set_replicas(replicas);
   return v;
 }
 

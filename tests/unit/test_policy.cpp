@@ -119,19 +119,19 @@ TEST_CASE("a policy with every field parses into its values", "[policy]") {
   CHECK(p.env[0].name == "PET_NNODES");
   REQUIRE(p.env[0].value.has_value());
   CHECK(p.env[0].value->source() == "${numNodes}");
-  CHECK(p.env[0].roles.all);
+  CHECK(p.env[0].scope.roles.all);
   CHECK_FALSE(p.env[1].value.has_value());
   CHECK(p.env[1].value_from.has_value());
-  CHECK(p.env[3].roles.training);
-  CHECK_FALSE(p.env[3].roles.all);
-  CHECK(p.env[4].roles.names == std::vector<std::string>{"master", "worker"});
-  CHECK(p.env[5].roles.names == std::vector<std::string>{"launcher"});
+  CHECK(p.env[3].scope.roles.training);
+  CHECK_FALSE(p.env[3].scope.roles.all);
+  CHECK(p.env[4].scope.roles.names == std::vector<std::string>{"master", "worker"});
+  CHECK(p.env[5].scope.roles.names == std::vector<std::string>{"launcher"});
 
   REQUIRE(p.ports.size() == 2);
   CHECK(p.ports[0].container_port.uses(variable::master_port));
   CHECK(p.ports[0].name == "master");
   CHECK(p.ports[0].protocol == "TCP");
-  CHECK(p.ports[0].roles.names == std::vector<std::string>{"master"});
+  CHECK(p.ports[0].scope.roles.names == std::vector<std::string>{"master"});
   CHECK(p.ports[1].container_port.is_literal());
   CHECK(p.ports[1].container_port.source() == "8080");
   CHECK(p.ports[1].protocol == "UDP");
@@ -180,7 +180,7 @@ TEST_CASE("WORLD_SIZE scoped to named training roles is accepted", "[policy]") {
   const auto p = parse_ok(with_env({{"name", "WORLD_SIZE"},
                                     {"value", "${worldSize}"},
                                     {"roles", {"master", "worker", "node"}}}));
-  CHECK(p.env[0].roles.names.size() == 3);
+  CHECK(p.env[0].scope.roles.names.size() == 3);
 }
 
 TEST_CASE("the same env name with disjoint roles is accepted", "[policy]") {

@@ -297,7 +297,7 @@ TEST_CASE("policy_store hands out the set it was given", "[policy_store]") {
   const auto load = load_ok(TRAINENV_POLICIES_DIR);
   store.replace(load.policies);
   CHECK(store.current() == load.policies);
-  auto other = std::make_shared<const trainenv::core::policy_set>(*load.policies);
+  auto other = load_ok(TRAINENV_POLICIES_DIR).policies;
   store.replace(other);
   CHECK(store.current() == other);
 }

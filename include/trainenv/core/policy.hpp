@@ -38,18 +38,63 @@ struct role_scope {
   [[nodiscard]] bool matches(std::string_view role, bool is_training_role) const;
 };
 
+// Where and when an item applies: its roles and an optional `when` condition.
+struct item_scope {
+  role_scope roles;
+  std::optional<condition> when;
+};
+
 struct env_item {
   std::string name;
   std::optional<template_string> value;
   std::optional<template_json> value_from;
-  role_scope roles;
+  item_scope scope;
 };
 
 struct port_item {
   template_string container_port;  // renders to an integer 1-65535
   std::string name;                // optional
   std::string protocol = "TCP";
-  role_scope roles;
+  item_scope scope;
+};
+
+struct arg_item {
+  template_string value;
+  item_scope scope;
+};
+
+struct volume_item {
+  std::string name;
+  template_json volume;  // a whole v1.Volume, name included
+  item_scope scope;
+};
+
+struct mount_item {
+  std::string mount_path;
+  template_json mount;  // a whole v1.VolumeMount
+  item_scope scope;
+};
+
+// An annotation whose text the policy generates: a value, or one line per i in [0, count).
+struct annotation_item {
+  std::string name;
+  std::optional<template_string> value;
+  std::optional<template_string> line_count;
+  std::optional<template_string> line;
+  item_scope scope;
+};
+
+// Another container that receives the env and volume mounts too, when the pod has it.
+struct extra_container {
+  std::string name;
+  bool init = false;  // in spec.initContainers
+};
+
+// This policy takes over pods that would get `policy`, when the target container's command
+// (then args) starts with `command_prefix` — torchtune's `tune run` over torch.
+struct replacement {
+  std::string policy;
+  std::vector<std::string> command_prefix;
 };
 
 struct policy {
@@ -57,13 +102,23 @@ struct policy {
   std::string source;  // where it was read from, for messages
   std::vector<std::string> frameworks;
   bool is_default = false;
+  std::optional<replacement> replaces;
+  std::optional<condition> when;  // the policy injects nothing into pods where this is false
+  std::string when_source;
   std::string container = "node";
+  std::vector<extra_container> extra_containers;
   std::vector<std::string> training_roles = {"master", "worker", "node"};
   std::int64_t default_master_port = 29500;
   std::int64_t default_num_nodes = 1;
   nproc_setting default_nproc;
+  std::vector<std::pair<std::string, template_string>> default_replicas;  // role -> count
   std::vector<env_item> env;
   std::vector<port_item> ports;
+  std::vector<std::string> args_after;  // insert args right after these command tokens
+  std::vector<arg_item> args;
+  std::vector<volume_item> volumes;
+  std::vector<mount_item> volume_mounts;
+  std::vector<annotation_item> annotations;
 
   [[nodiscard]] bool is_training_role(std::string_view role) const;
 };
@@ -74,12 +129,21 @@ struct policy {
 // An immutable set of policies with constant-time selection by name and framework value.
 class policy_set {
  public:
+  policy_set() = default;
+  // replacements_ points into policies_: moves keep the elements in place, copies would not.
+  policy_set(const policy_set&) = delete;
+  policy_set& operator=(const policy_set&) = delete;
+  policy_set(policy_set&&) = default;
+  policy_set& operator=(policy_set&&) = default;
+
   // Rejects duplicate names, a framework value claimed twice and more than one default.
   [[nodiscard]] static result<policy_set> build(std::vector<policy> policies);
 
   [[nodiscard]] const policy* by_name(std::string_view name) const;
   [[nodiscard]] const policy* by_framework(std::string_view framework) const;
   [[nodiscard]] const policy* default_policy() const;
+  // The policies that declared `replaces: {policy: <name>}`.
+  [[nodiscard]] const std::vector<const policy*>& replacements_of(std::string_view name) const;
   [[nodiscard]] const std::vector<policy>& all() const { return policies_; }
 
  private:
@@ -93,6 +157,8 @@ class policy_set {
   index_map by_name_;
   index_map by_framework_;
   std::optional<std::size_t> default_;
+  std::unordered_map<std::string, std::vector<const policy*>, string_hash, std::equal_to<>>
+      replacements_;
 };
 
 // Shared validators (policies and pod annotations use the same rules).

@@ -1,6 +1,7 @@
-// Policy text templates: "${job}-node-0-0.${job}" compiled once at policy load, rendered per
-// request against the pod's variables. "$${" writes a literal "${"; any other "$" is literal,
-// so Kubernetes' own "$(VAR)" references pass through untouched.
+// Policy text templates: "${job}-node-0-0.${job}" or "${numNodes * max(gpusPerNode, 1)}",
+// compiled once at policy load and rendered per request against the pod's variables.
+// "$${" writes a literal "${"; any other "$" is literal, so Kubernetes' own "$(VAR)"
+// references pass through untouched.
 #pragma once
 
 #include <array>
@@ -27,11 +28,22 @@ enum class variable : std::uint8_t {
   master_port,
   world_size,
   rank,
+  gpus_per_node,
+  slots,
+  processes_per_node,
+  line,  // ${i}: the line number inside an annotation's `lines`
 };
-inline constexpr std::size_t variable_count = 9;
+inline constexpr std::size_t variable_count = 13;
+
+// The bit for `v` in a used() mask.
+[[nodiscard]] constexpr std::uint32_t variable_bit(variable v) {
+  return 1U << static_cast<unsigned>(v);
+}
 
 [[nodiscard]] std::string_view variable_name(variable v);
 [[nodiscard]] std::optional<variable> variable_from_name(std::string_view name);
+// Whole numbers, usable in arithmetic; the others are text.
+[[nodiscard]] bool is_integer_variable(variable v);
 // "job, namespace, role, ..." for error messages.
 [[nodiscard]] std::string variable_names();
 
@@ -43,43 +55,105 @@ class variable_values {
   void set_unavailable(variable v, std::string reason);
   [[nodiscard]] const std::string* get(variable v) const;
   [[nodiscard]] const std::string& unavailable_reason(variable v) const;
+  // replicas(<role>) in expressions; 0 for a role not listed.
+  void set_replicas(std::vector<std::pair<std::string, std::int64_t>> replicas) {
+    replicas_ = std::move(replicas);
+  }
+  [[nodiscard]] std::int64_t replicas(std::string_view role) const;
 
  private:
+  std::vector<std::pair<std::string, std::int64_t>> replicas_;
   std::array<std::optional<std::string>, variable_count> values_{};
   std::array<std::string, variable_count> reasons_{};
+};
+
+// One "${...}" body: a text variable alone ("job"), or integer arithmetic over integer
+// variables and literals with + - * and max(...), min(...), replicas(<role>) ("numNodes - 1").
+class expression {
+ public:
+  [[nodiscard]] static result<expression> compile(std::string_view text);
+
+  [[nodiscard]] bool uses(variable v) const { return (used_ & variable_bit(v)) != 0; }
+  [[nodiscard]] std::uint32_t used() const { return used_; }
+  [[nodiscard]] bool is_integer() const { return !text_variable_; }
+  [[nodiscard]] result<std::int64_t> evaluate(const variable_values& values) const;
+  [[nodiscard]] result<std::string> render(const variable_values& values) const;
+
+ private:
+  enum class op_kind : std::uint8_t {
+    constant,
+    load,
+    load_replicas,
+    add,
+    subtract,
+    multiply,
+    max,
+    min
+  };
+  struct op {
+    op_kind kind;
+    std::int64_t number = 0;  // constant; argument count for max/min
+    variable var = variable::job;
+    std::string role;  // load_replicas
+  };
+  friend class expression_parser;
+
+  std::vector<op> program_;  // postfix
+  std::optional<variable> text_variable_;
+  std::uint32_t used_ = 0;
+};
+
+// "<expression> <op> <expression>" with op one of == != < <= > >=: a policy item's `when`.
+class condition {
+ public:
+  [[nodiscard]] static result<condition> compile(std::string_view text);
+  [[nodiscard]] bool uses(variable v) const { return lhs_.uses(v) || rhs_.uses(v); }
+  [[nodiscard]] std::uint32_t used() const { return lhs_.used() | rhs_.used(); }
+  [[nodiscard]] result<bool> evaluate(const variable_values& values) const;
+
+ private:
+  expression lhs_;
+  expression rhs_;
+  std::string op_;
 };
 
 class template_string {
  public:
   struct segment {
-    std::string literal;          // emitted before the variable
-    std::optional<variable> var;  // none on a trailing literal
+    std::string literal;              // emitted before the expression
+    std::optional<expression> value;  // none on a trailing literal
   };
 
   [[nodiscard]] static result<template_string> compile(std::string_view text);
 
-  [[nodiscard]] bool uses(variable v) const;
-  [[nodiscard]] bool is_literal() const { return variables_used_ == 0; }
+  [[nodiscard]] bool uses(variable v) const { return (used_ & variable_bit(v)) != 0; }
+  [[nodiscard]] std::uint32_t used() const { return used_; }
+  [[nodiscard]] bool is_literal() const { return !has_expressions_; }
   [[nodiscard]] result<std::string> render(const variable_values& values) const;
   [[nodiscard]] const std::string& source() const { return source_; }
 
  private:
   std::vector<segment> segments_;
-  std::uint32_t variables_used_ = 0;  // bit per variable
+  std::uint32_t used_ = 0;  // bit per variable
+  bool has_expressions_ = false;
   std::string source_;
 };
 
-// A JSON value whose strings may hold templates (a policy's valueFrom, say).
+// A JSON value whose strings may hold templates (a policy's valueFrom or volume, say);
+// numbers, booleans and structure pass through as they are.
 class template_json {
  public:
   [[nodiscard]] static result<template_json> compile(const nlohmann::json& value);
 
-  [[nodiscard]] bool uses(variable v) const;
+  [[nodiscard]] bool uses(variable v) const { return (used_ & variable_bit(v)) != 0; }
+  [[nodiscard]] std::uint32_t used() const { return used_; }
   [[nodiscard]] result<nlohmann::json> render(const variable_values& values) const;
+  [[nodiscard]] const nlohmann::json& source() const { return value_; }
 
  private:
   nlohmann::json value_;
   std::vector<std::pair<nlohmann::json::json_pointer, template_string>> templated_strings_;
+  std::uint32_t used_ = 0;
 };
 
 }  // namespace trainenv::core

@@ -46,6 +46,9 @@ struct topology {
   std::int64_t num_nodes = 1;
   std::string nproc_per_node;  // resolved: a whole number, "auto" or "gpu"
   std::int64_t master_port = 0;
+  std::optional<std::int64_t> gpus_per_node;  // the target container's GPU count
+  std::string gpus_unknown_reason;            // why `gpus_per_node` is empty (a bad quantity)
+  std::optional<std::int64_t> nproc_count;    // the processes-per-node setting, when a number
   std::vector<std::pair<std::string, std::int64_t>> replicas;  // role -> count, as declared
   bool training_role = false;
   std::optional<std::int64_t> rank;        // training roles with a known index
