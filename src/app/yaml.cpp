@@ -20,6 +20,17 @@ core::result<json> plain_scalar(const std::string& s) {
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return json(nullptr);
   if (s == "true" || s == "True" || s == "TRUE") return json(true);
   if (s == "false" || s == "False" || s == "FALSE") return json(false);
+  // Octal and hex as Kubernetes' YAML reads them: "defaultMode: 0400" is 256.
+  static const std::regex octal(R"(0o?[0-7]+)");
+  static const std::regex hex(R"(0x[0-9a-fA-F]+)");
+  if (s.size() > 1 && (std::regex_match(s, octal) || std::regex_match(s, hex))) {
+    const bool is_hex = s[1] == 'x';
+    const std::size_t skip = is_hex || s[1] == 'o' ? 2 : 1;
+    std::int64_t n = 0;
+    auto [end, ec] = std::from_chars(s.data() + skip, s.data() + s.size(), n, is_hex ? 16 : 8);
+    if (ec == std::errc() && end == s.data() + s.size()) return json(n);
+    return json(s);
+  }
   if (std::regex_match(s, integer)) {
     std::int64_t n = 0;
     const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
