@@ -66,6 +66,12 @@ int run_serve(const std::vector<std::string>& args) {
   const unsigned threads =
       config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
   boost::asio::io_context ioc(static_cast<int>(threads));
+  // Policies follow their directory (a ConfigMap mount swaps a ..data link): inotify, and a
+  // poll every 2 s where inotify sees nothing.
+  app::policy_reloader reloader(ioc, config.policies, state, std::chrono::seconds(2),
+                                loaded.fingerprint);
+  reloader.start();
+
   app::server server(ioc, app::limits_from(config), state, tls);
   auto bound = server.start(config.listen, config.metrics_listen);
   if (!bound) {
@@ -78,6 +84,7 @@ int run_serve(const std::vector<std::string>& args) {
     if (ec) return;
     spdlog::info("received {}, shutting down", signal == SIGTERM ? "SIGTERM" : "SIGINT");
     state.ready = false;
+    reloader.stop();
     server.stop_accepting();
     ioc.stop();
   });

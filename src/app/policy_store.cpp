@@ -5,20 +5,36 @@
 #include <fstream>
 #include <sstream>
 
+#include <spdlog/spdlog.h>
+
+#include "trainenv/app/state.hpp"
 #include "trainenv/app/yaml.hpp"
 
 namespace trainenv::app {
+namespace {
 
 namespace fs = std::filesystem;
 
-policy_load load_policy_dir(const std::string& dir) {
-  policy_load out;
+struct policy_file {
+  std::string path;
+  std::string text;
+};
+
+struct policy_files {
+  std::vector<policy_file> files;
+  std::vector<std::string> errors;
+  std::size_t fingerprint = 0;
+};
+
+// Reads every candidate file; what is read, and only that, makes the fingerprint.
+policy_files read_policy_files(const std::string& dir) {
+  policy_files out;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     out.errors.push_back(dir + ": not a directory (set --policies to the policy directory)");
     return out;
   }
-  std::vector<fs::path> files;
+  std::vector<fs::path> paths;
   fs::directory_iterator it(dir, ec);
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const auto& path = it->path();
@@ -30,33 +46,50 @@ policy_load load_policy_dir(const std::string& dir) {
     // kubelet leaves for a moment while it swaps keys, is skipped rather than failing the load.
     std::error_code file_ec;
     if (!fs::is_regular_file(path, file_ec)) continue;
-    files.push_back(path);
+    paths.push_back(path);
   }
   if (ec) {
     out.errors.push_back(dir + ": cannot list the directory: " + ec.message());
     return out;
   }
-  std::sort(files.begin(), files.end());
-
-  std::vector<core::policy> policies;
-  for (const auto& path : files) {
-    const auto source = path.string();
-    out.files.push_back(source);
+  std::sort(paths.begin(), paths.end());
+  std::hash<std::string> hash;
+  for (const auto& path : paths) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream text;
     text << in.rdbuf();
     if (!in) {
-      out.errors.push_back(source + ": cannot read the file");
+      out.errors.push_back(path.string() + ": cannot read the file");
       continue;
     }
-    auto docs = parse_documents(text.str());
+    out.fingerprint = out.fingerprint * 31 + hash(path.string()) * 7 + hash(text.str());
+    out.files.push_back({path.string(), text.str()});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::size_t policy_dir_fingerprint(const std::string& dir) {
+  return read_policy_files(dir).fingerprint;
+}
+
+policy_load load_policy_dir(const std::string& dir) {
+  auto read = read_policy_files(dir);
+  policy_load out;
+  out.errors = std::move(read.errors);
+  out.fingerprint = read.fingerprint;
+  std::vector<core::policy> policies;
+  for (const auto& file : read.files) {
+    out.files.push_back(file.path);
+    auto docs = parse_documents(file.text);
     if (!docs) {
-      out.errors.push_back(source + ": " + docs.message());
+      out.errors.push_back(file.path + ": " + docs.message());
       continue;
     }
     for (std::size_t i = 0; i < docs->size(); ++i) {
       const auto where =
-          docs->size() > 1 ? source + " (document " + std::to_string(i + 1) + ")" : source;
+          docs->size() > 1 ? file.path + " (document " + std::to_string(i + 1) + ")" : file.path;
       auto p = core::parse_policy((*docs)[i], where);
       if (!p) {
         out.errors.push_back(p.message());
@@ -77,6 +110,32 @@ policy_load load_policy_dir(const std::string& dir) {
   }
   out.policies = std::make_shared<const core::policy_set>(std::move(*set));
   return out;
+}
+
+policy_reloader::policy_reloader(boost::asio::io_context& ioc, std::string dir, server_state& state,
+                                 std::chrono::milliseconds poll_interval,
+                                 std::size_t loaded_fingerprint)
+    : dir_(std::move(dir)),
+      state_(state),
+      fingerprint_(loaded_fingerprint),
+      watcher_(ioc, dir_, poll_interval, [this] { reload(); }) {}
+
+void policy_reloader::reload() {
+  if (policy_dir_fingerprint(dir_) == fingerprint_) return;
+  auto loaded = load_policy_dir(dir_);
+  // Remember even a failed set, so it is reported once, not at every poll.
+  fingerprint_ = loaded.fingerprint;
+  if (!loaded.errors.empty()) {
+    state_.policy_reload_errors.fetch_add(1, std::memory_order_relaxed);
+    for (const auto& e : loaded.errors)
+      spdlog::error("policy reload failed, keeping the last good set: {}", e);
+    return;
+  }
+  std::string names;
+  for (const auto& p : loaded.policies->all()) names += (names.empty() ? "" : ",") + p.name;
+  state_.policies.replace(std::move(loaded.policies));
+  state_.policy_reloads.fetch_add(1, std::memory_order_relaxed);
+  spdlog::info("policies reloaded from {}: [{}]", dir_, names);
 }
 
 }  // namespace trainenv::app

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include <boost/asio/connect.hpp>
@@ -10,6 +11,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
+
+#include <atomic>
+#include <fstream>
 
 #include "../test_support.hpp"
 #include "trainenv/app/server.hpp"
@@ -46,10 +50,14 @@ app::session_limits test_limits() {
 }
 
 struct running_server {
-  explicit running_server(app::session_limits limits = test_limits()) {
-    auto loaded = app::load_policy_dir(TRAINENV_POLICIES_DIR);
+  explicit running_server(app::session_limits limits = test_limits(),
+                          const std::string& policy_dir = TRAINENV_POLICIES_DIR) {
+    auto loaded = app::load_policy_dir(policy_dir);
     REQUIRE(loaded.errors.empty());
     state.policies.replace(loaded.policies);
+    reloader =
+        std::make_unique<app::policy_reloader>(ioc, policy_dir, state, 2s, loaded.fingerprint);
+    reloader->start();
     auto context = app::make_server_context({cert_dir() + "/tls.crt", cert_dir() + "/tls.key", ""});
     REQUIRE(context.ok());
     tls.replace(*context);
@@ -61,6 +69,7 @@ struct running_server {
     for (int i = 0; i < 2; ++i) threads.emplace_back([this] { ioc.run(); });
   }
   ~running_server() {
+    reloader.reset();
     ioc.stop();
     for (auto& t : threads) t.join();
   }
@@ -70,6 +79,7 @@ struct running_server {
   app::server_state state;
   app::tls_store tls;
   asio::io_context ioc;
+  std::unique_ptr<app::policy_reloader> reloader;
   std::unique_ptr<app::server> server;
   app::server::endpoints endpoints;
   std::vector<std::thread> threads;
@@ -439,4 +449,137 @@ TEST_CASE("a body nested a million levels deep is answered 400 on both routes",
   }
   CHECK(client.send(make_request(http::verb::get, "/healthz", "", "")).result() ==
         http::status::ok);
+}
+
+namespace {
+
+// A policy directory laid out as the kubelet mounts a ConfigMap: the files live in a
+// timestamped directory, `..data` links to it, and each key links through `..data`.
+class configmap_dir {
+ public:
+  configmap_dir()
+      : root_(std::filesystem::temp_directory_path() /
+              ("trainenv-policies-" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_);
+  }
+  ~configmap_dir() { std::filesystem::remove_all(root_); }
+
+  // Publishes a new version atomically, the kubelet's way: write, link ..data_tmp, rename it.
+  void publish(const std::map<std::string, std::string>& files) {
+    const auto version = "..v" + std::to_string(++versions_);
+    std::filesystem::create_directory(root_ / version);
+    for (const auto& [name, text] : files) std::ofstream(root_ / version / name) << text;
+    std::filesystem::create_symlink(version, root_ / "..data_tmp");
+    std::filesystem::rename(root_ / "..data_tmp", root_ / "..data");
+    for (const auto& [name, text] : files) {
+      if (!std::filesystem::is_symlink(root_ / name))
+        std::filesystem::create_symlink("..data/" + name, root_ / name);
+    }
+  }
+  [[nodiscard]] std::string path() const { return root_.string(); }
+
+ private:
+  std::filesystem::path root_;
+  int versions_ = 0;
+};
+
+const std::string paddle_policy = R"(apiVersion: trainenv.io/v1alpha1
+kind: TrainingPolicy
+metadata:
+  name: paddle
+spec:
+  frameworks: [paddle]
+  defaults:
+    masterPort: 36000
+  env:
+    - name: PADDLE_NNODES
+      value: "${numNodes}"
+    - name: PADDLE_MASTER
+      value: "${job}-node-0-0.${job}:${masterPort}"
+    - name: PADDLE_TRAINER_ID
+      value: "${index}"
+)";
+
+}  // namespace
+
+TEST_CASE("a new policy in a swapped ConfigMap directory applies within 2 s, requests flowing",
+          "[server][reload]") {
+  configmap_dir dir;
+  const auto shipped = [](const char* name) {
+    return test::read_file(std::string(TRAINENV_POLICIES_DIR) + "/" + name);
+  };
+  std::map<std::string, std::string> files = {{"torch.yaml", shipped("torch.yaml")},
+                                              {"platform.yaml", shipped("platform.yaml")}};
+  dir.publish(files);
+  running_server server(test_limits(), dir.path());
+
+  json paddle_pod = torch_pod(2);
+  paddle_pod["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "paddle";
+  const std::string paddle_review = review_for(paddle_pod, "paddle").dump();
+  const std::string torch_review = review_for(torch_pod(1), "torch").dump();
+
+  // One client sends both pods over one keep-alive connection until told to stop (at most 20 s).
+  std::atomic<bool> stop{false};
+  std::atomic<int> requests{0}, failures{0}, torch_unpatched{0};
+  std::atomic<long long> paddle_first_patched_ms{-1};
+  const auto started = std::chrono::steady_clock::now();
+  const auto elapsed_ms = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 started)
+        .count();
+  };
+  std::string paddle_master_seen;
+  std::thread client_thread([&] {
+    tls_client client(server.tls_port());
+    if (client.handshake()) {
+      ++failures;
+      return;
+    }
+    while (!stop && elapsed_ms() < 20'000) {
+      for (const auto* body : {&paddle_review, &torch_review}) {
+        const auto res = client.send(make_request(http::verb::post, "/mutate", *body));
+        ++requests;
+        if (res.result() != http::status::ok) {
+          ++failures;
+          continue;
+        }
+        const auto review = json::parse(res.body());
+        const bool has_patch = review["response"].contains("patch");
+        if (body == &torch_review && !has_patch) ++torch_unpatched;
+        if (body == &paddle_review && has_patch && paddle_first_patched_ms < 0) {
+          paddle_master_seen = env_value(patched(paddle_pod, review["response"]), "PADDLE_MASTER");
+          paddle_first_patched_ms = elapsed_ms();
+        }
+      }
+    }
+  });
+
+  std::this_thread::sleep_for(300ms);
+  CHECK(paddle_first_patched_ms == -1);  // unknown framework: denied so far
+  files["paddle.yaml"] = paddle_policy;
+  const auto published_ms = elapsed_ms();
+  dir.publish(files);
+  while (paddle_first_patched_ms < 0 && elapsed_ms() < published_ms + 5000)
+    std::this_thread::sleep_for(20ms);
+  REQUIRE(paddle_first_patched_ms >= 0);
+  CHECK(paddle_first_patched_ms - published_ms < 2000);
+  CHECK(paddle_master_seen == "llama-ft-node-0-0.llama-ft:36000");
+  CHECK(server.state.policy_reloads >= 1);
+
+  // An invalid set is refused; the last good one (with paddle) stays in force.
+  files["torch.yaml"] += "  bogus: [\n";
+  dir.publish(files);
+  while (server.state.policy_reload_errors == 0 && elapsed_ms() < published_ms + 8000)
+    std::this_thread::sleep_for(20ms);
+  CHECK(server.state.policy_reload_errors >= 1);
+  const auto requests_after_bad_set = requests.load();
+  while (requests < requests_after_bad_set + 20 && elapsed_ms() < 20'000)
+    std::this_thread::sleep_for(10ms);
+  stop = true;
+  client_thread.join();
+  CHECK(server.state.policies.current()->by_name("paddle") != nullptr);
+  CHECK(requests > 20);
+  CHECK(failures == 0);
+  CHECK(torch_unpatched == 0);
 }

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
+
+#include "trainenv/app/dir_watcher.hpp"
 #include "trainenv/core/policy.hpp"
 #include "trainenv/core/result.hpp"
 
@@ -16,11 +19,15 @@ struct policy_load {
   std::shared_ptr<const core::policy_set> policies;  // null when errors is not empty
   std::vector<std::string> errors;                   // "<file>: <field>: <problem>; <fix>"
   std::vector<std::string> files;                    // the files read
+  std::size_t fingerprint = 0;                       // of the files' names and contents
 };
 
 // Reads every *.yaml, *.yml and *.json file directly in `dir` (skipping dot-files, so a
 // ConfigMap mount's ..data links are not read twice), each possibly holding several documents.
 [[nodiscard]] policy_load load_policy_dir(const std::string& dir);
+
+// The fingerprint load_policy_dir would report, without parsing anything.
+[[nodiscard]] std::size_t policy_dir_fingerprint(const std::string& dir);
 
 class policy_store {
  public:
@@ -31,6 +38,30 @@ class policy_store {
 
  private:
   std::atomic<std::shared_ptr<const core::policy_set>> current_;
+};
+
+}  // namespace trainenv::app
+
+namespace trainenv::app {
+
+struct server_state;
+
+// Keeps the store in step with the directory: on a change, loads the whole set; a valid set
+// replaces the old one atomically, an invalid one is logged and the last good set stays.
+class policy_reloader {
+ public:
+  policy_reloader(boost::asio::io_context& ioc, std::string dir, server_state& state,
+                  std::chrono::milliseconds poll_interval, std::size_t loaded_fingerprint);
+  bool start() { return watcher_.start(); }
+  void stop() { watcher_.stop(); }
+
+ private:
+  void reload();
+
+  std::string dir_;
+  server_state& state_;
+  std::size_t fingerprint_;
+  dir_watcher watcher_;
 };
 
 }  // namespace trainenv::app

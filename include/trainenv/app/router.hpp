@@ -6,19 +6,13 @@
 
 #include <boost/beast/http.hpp>
 
-#include "trainenv/app/policy_store.hpp"
+#include "trainenv/app/state.hpp"
 
 namespace trainenv::app {
 
 namespace http = boost::beast::http;
 using http_request = http::request<http::string_body>;
 using http_response = http::response<http::string_body>;
-
-// What the listeners share: the policies in force and whether to report ready.
-struct server_state {
-  policy_store policies;
-  std::atomic<bool> ready{false};
-};
 
 class router {
  public:

@@ -1,0 +1,18 @@
+// What the listeners, the reloaders and (later) the metrics share.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "trainenv/app/policy_store.hpp"
+
+namespace trainenv::app {
+
+struct server_state {
+  policy_store policies;
+  std::atomic<bool> ready{false};
+  std::atomic<std::uint64_t> policy_reloads{0};
+  std::atomic<std::uint64_t> policy_reload_errors{0};
+};
+
+}  // namespace trainenv::app
