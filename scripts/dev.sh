@@ -15,7 +15,7 @@ cd "$root"
 build_dir="${BUILD_DIR:-build}"
 
 # Debian packages for building and running (the runtime image needs only their libraries).
-build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libssl-dev
+build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libssl-dev libbenchmark-dev
   nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev catch2)
 # Tools the test suite drives for real: curl over TLS, openssl to mint certificates, jq to read JSON.
 tool_packages=(openssl curl ca-certificates jq)

@@ -249,10 +249,19 @@ struct selection {
 
 selection select_policy(const pod_view& pod, const policy_set& policies,
                         const mutate_options& options) {
-  const auto known_names = [&] {
+  // The names a denial suggests; bounded, as a cluster may load hundreds of policies.
+  const auto listing = [](const std::vector<std::string>& names) {
+    constexpr std::size_t shown = 16;
     std::string out;
-    for (const auto& p : policies.all()) out += (out.empty() ? "" : ", ") + p.name;
+    for (std::size_t i = 0; i < names.size() && i < shown; ++i)
+      out += (out.empty() ? "" : ", ") + names[i];
+    if (names.size() > shown) out += " and " + std::to_string(names.size() - shown) + " more";
     return out.empty() ? std::string("none") : out;
+  };
+  const auto known_names = [&] {
+    std::vector<std::string> names;
+    for (const auto& p : policies.all()) names.push_back(p.name);
+    return listing(names);
   };
   const std::string* name =
       options.forced_policy.empty() ? pod.annotation(keys::policy) : &options.forced_policy;
@@ -267,14 +276,12 @@ selection select_policy(const pod_view& pod, const policy_set& policies,
   if (const auto* framework = pod.label(keys::framework)) {
     chosen = policies.by_framework(*framework);
     if (chosen == nullptr) {
-      std::string values;
-      for (const auto& p : policies.all()) {
-        for (const auto& f : p.frameworks) values += (values.empty() ? "" : ", ") + f;
-      }
-      return {nullptr,
-              "trainenv: label " + std::string(keys::framework) + " is " + quote(*framework) +
-                  ", which no policy lists; use one of: " + (values.empty() ? "none" : values) +
-                  ", or set annotation " + std::string(keys::policy)};
+      std::vector<std::string> values;
+      for (const auto& p : policies.all())
+        values.insert(values.end(), p.frameworks.begin(), p.frameworks.end());
+      return {nullptr, "trainenv: label " + std::string(keys::framework) + " is " +
+                           quote(*framework) + ", which no policy lists; use one of: " +
+                           listing(values) + ", or set annotation " + std::string(keys::policy)};
     }
   } else {
     chosen = policies.default_policy();
