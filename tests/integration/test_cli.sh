@@ -48,6 +48,20 @@ check "check-policies on a missing directory fails" exit_code 1 "$bin" check-pol
 check "preview of the torch example succeeds" exit_code 0 "$bin" preview -f "$src/examples/torch-pod.yaml" --policies "$src/policies"
 check "preview prints the patch as JSON" bash -c "jq -e '.allowed == true and .policy == \"torch\" and (.patch | length) == 3' '$work/out' >/dev/null"
 check "preview's mutated pod has RANK 0 of 4" bash -c "jq -e '[.object.spec.containers[0].env[] | {(.name): .value}] | add | .RANK == \"0\" and .WORLD_SIZE == \"4\"' '$work/out' >/dev/null"
+# Every example previews to its policy, with the variable that policy is known by.
+declare -A example_policy=([torch-pod]=torch:RANK [platform-pod]=platform:WORLD_SIZE [torchtune-pod]=torchtune:PET_NNODES
+  [mpi-launcher]=mpi:OMPI_MCA_orte_default_hostfile [mpi-node]=mpi: [intel-mpi-launcher]=intel-mpi:I_MPI_PERHOST
+  [mpich-launcher]=mpich:HYDRA_HOST_FILE [jax-pod]=jax:JAX_NUM_PROCESSES [xgboost-pod]=xgboost:DMLC_NUM_WORKER
+  [volcano-master]=volcano-pytorch:WORLD_SIZE [volcano-extra]=volcano-pytorch:)
+for example in "$src"/examples/*.yaml; do
+  name=$(basename "$example" .yaml)
+  expected="${example_policy[$name]:-}"
+  check "example $name has an expectation here" [ -n "$expected" ]
+  check "preview of example $name succeeds" exit_code 0 "$bin" preview -f "$example" --policies "$src/policies"
+  check "example $name gets policy ${expected%%:*}" bash -c "jq -e --arg p '${expected%%:*}' --arg v '${expected#*:}' \
+    '.policy == \$p and (.patch | length) > 0 and (\$v == \"\" or ([.object.spec.containers[0].env[]?.name] | index(\$v)) != null)' \
+    '$work/out' >/dev/null"
+done
 check "preview reads standard input" exit_code 0 bash -c "'$bin' preview --policies '$src/policies' < '$src/tests/fixtures/review-torch-jobset-node3.json'"
 check "preview of an AdmissionReview from stdin injects RANK 3" bash -c "jq -e '.object.spec.containers[0].env | map(select(.name == \"RANK\"))[0].value == \"3\"' '$work/out' >/dev/null"
 check "preview --policy forces a policy" exit_code 0 "$bin" preview -f "$src/examples/torch-pod.yaml" --policy platform --policies "$src/policies"
