@@ -21,15 +21,20 @@ core::result<json> plain_scalar(const std::string& s) {
   if (s == "true" || s == "True" || s == "TRUE") return json(true);
   if (s == "false" || s == "False" || s == "FALSE") return json(false);
   // Octal and hex as Kubernetes' YAML reads them: "defaultMode: 0400" is 256.
-  static const std::regex octal(R"(0o?[0-7]+)");
-  static const std::regex hex(R"(0x[0-9a-fA-F]+)");
-  if (s.size() > 1 && (std::regex_match(s, octal) || std::regex_match(s, hex))) {
-    const bool is_hex = s[1] == 'x';
-    const std::size_t skip = is_hex || s[1] == 'o' ? 2 : 1;
-    std::int64_t n = 0;
-    auto [end, ec] = std::from_chars(s.data() + skip, s.data() + s.size(), n, is_hex ? 16 : 8);
-    if (ec == std::errc() && end == s.data() + s.size()) return json(n);
-    return json(s);
+  static const std::regex octal(R"([-+]?0o?[0-7]+)");
+  static const std::regex hex(R"([-+]?0x[0-9a-fA-F]+)");
+  if (std::regex_match(s, octal) || std::regex_match(s, hex)) {
+    const bool negative = s[0] == '-';
+    const std::string_view digits = std::string_view(s).substr(s[0] == '-' || s[0] == '+' ? 1 : 0);
+    const bool is_hex = digits.size() > 1 && digits[1] == 'x';
+    const std::size_t skip = is_hex || (digits.size() > 1 && digits[1] == 'o') ? 2 : 1;
+    if (digits.size() > skip) {
+      std::int64_t n = 0;
+      auto [end, ec] =
+          std::from_chars(digits.data() + skip, digits.data() + digits.size(), n, is_hex ? 16 : 8);
+      if (ec == std::errc() && end == digits.data() + digits.size()) return json(negative ? -n : n);
+      return json(s);
+    }
   }
   if (std::regex_match(s, integer)) {
     std::int64_t n = 0;

@@ -193,22 +193,28 @@ void check_members(const json& value, const std::string& field,
   }
 }
 
-// prefix/name with a DNS-subdomain prefix and a name of [A-Za-z0-9._-], as Kubernetes has it.
+// Kubernetes' qualified name: an optional DNS-subdomain prefix and '/', then a name of at most
+// 63 of [A-Za-z0-9._-] that starts and ends with a letter or digit.
 bool is_annotation_key(std::string_view key) {
   const auto slash = key.find('/');
   const auto name = slash == std::string_view::npos ? key : key.substr(slash + 1);
   if (slash != std::string_view::npos) {
-    const auto prefix = key.substr(0, slash);
+    auto prefix = key.substr(0, slash);
     if (prefix.empty() || prefix.size() > 253) return false;
-    for (char c : prefix) {
-      if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+    while (!prefix.empty()) {
+      const auto dot = prefix.find('.');
+      if (!is_dns_label(prefix.substr(0, dot))) return false;
+      if (dot == std::string_view::npos) break;
+      prefix.remove_prefix(dot + 1);
+      if (prefix.empty()) return false;
     }
   }
-  if (name.empty() || name.size() > 63) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '.';
-  });
+  const auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  if (name.empty() || name.size() > 63 || !alnum(name.front()) || !alnum(name.back())) return false;
+  return std::all_of(name.begin(), name.end(),
+                     [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
 class parser {
@@ -291,8 +297,17 @@ class parser {
         if (!item["init"].is_boolean()) fail(field + ".init", "must be true or false");
         extra.init = item["init"].get<bool>();
       }
+      for (const auto& other : p_.extra_containers) {
+        if (other.name == extra.name && other.init == extra.init)
+          fail(field + ".name", "\"" + extra.name + "\" is listed twice");
+      }
       p_.extra_containers.push_back(std::move(extra));
     });
+    for (const auto& extra : p_.extra_containers) {
+      if (!extra.init && extra.name == p_.container) {
+        fail("spec.extraContainers", "\"" + extra.name + "\" is the target container already");
+      }
+    }
     if (spec.contains("trainingRoles")) {
       p_.training_roles = require_names(spec["trainingRoles"], "spec.trainingRoles");
       if (p_.training_roles.empty()) {
@@ -332,7 +347,10 @@ class parser {
     const auto& list = require_array(value, field);
     if (list.empty()) fail(field, "is empty; list the command's first words, e.g. [tune, run]");
     for (std::size_t i = 0; i < list.size(); ++i) {
-      out.push_back(require_string(list[i], field + "[" + std::to_string(i) + "]"));
+      auto token = require_string(list[i], field + "[" + std::to_string(i) + "]");
+      if (token.empty())
+        fail(field + "[" + std::to_string(i) + "]", "is empty; list the command's words");
+      out.push_back(std::move(token));
     }
     return out;
   }
@@ -363,6 +381,7 @@ class parser {
       for (const auto& [role, count] : replicas.items()) {
         const std::string field = "spec.defaults.replicas." + role;
         if (!is_dns_label(role)) fail(field, "\"" + role + "\" is not a role name");
+        // ${numNodes} only: a default may not depend on the replicas it defines.
         auto text = require_count_template(count, field, variable_bit(variable::num_nodes));
         p_.default_replicas.emplace_back(role, std::move(text));
       }
@@ -376,6 +395,10 @@ class parser {
       return require_template(json(std::to_string(require_int(value, field, 0, 1'000'000))), field);
     }
     auto text = require_template(value, field);
+    if (!text.is_integer()) {
+      fail(field,
+           "must be a whole number, or one ${...} that computes one, e.g. \"${numNodes - 1}\"");
+    }
     if ((text.used() & ~allowed) != 0) {
       std::string names;
       for (std::size_t i = 0; i < variable_count; ++i) {
@@ -639,6 +662,8 @@ class parser {
       if (!item.contains(key)) fail(field + "." + key, "missing");
       body[key] = require_string(item[key], field + "." + key);
     }
+    if (!is_dns_label(body["name"].get<std::string>()))
+      fail(field + ".name", "must be a volume name");
     mount.mount_path = body["mountPath"];
     if (mount.mount_path.empty() || mount.mount_path[0] != '/')
       fail(field + ".mountPath", "must be an absolute path");

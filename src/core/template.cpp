@@ -128,12 +128,16 @@ class expression_parser {
     if (pos_ < text_.size() && text_[pos_] == '(') {
       ++pos_;
       if (name == "replicas") {
-        skip_space();
-        const auto role = read_name();
-        skip_space();
-        if (role.empty() || pos_ >= text_.size() || text_[pos_] != ')')
-          return "write replicas(<role>), e.g. replicas(master)";
-        ++pos_;
+        // The argument is a role name, which may hold '-': read up to ')'.
+        const auto close = text_.find(')', pos_);
+        if (close == std::string_view::npos) return "missing ')'";
+        auto role = text_.substr(pos_, close - pos_);
+        while (!role.empty() && role.front() == ' ') role.remove_prefix(1);
+        while (!role.empty() && role.back() == ' ') role.remove_suffix(1);
+        if (!is_dns_label(role))
+          return "write replicas(<role>) with a role name, e.g. replicas(master)";
+        pos_ = close + 1;
+        out_.used_ |= replicas_bit;
         out_.program_.push_back(
             {expression::op_kind::load_replicas, 0, variable::job, std::string(role)});
         return {};
@@ -280,8 +284,13 @@ result<std::int64_t> expression::evaluate(const variable_values& values) const {
         const auto b = stack.back();
         stack.pop_back();
         auto& a = stack.back();
-        a = op.kind == op_kind::add ? a + b : op.kind == op_kind::subtract ? a - b : a * b;
-        if (a > max_magnitude || a < -max_magnitude) return error{"arithmetic result out of range"};
+        std::int64_t r = 0;
+        const bool overflow = op.kind == op_kind::add        ? __builtin_add_overflow(a, b, &r)
+                              : op.kind == op_kind::subtract ? __builtin_sub_overflow(a, b, &r)
+                                                             : __builtin_mul_overflow(a, b, &r);
+        if (overflow || r > max_magnitude || r < -max_magnitude)
+          return error{"arithmetic result out of range"};
+        a = r;
         break;
       }
       case op_kind::max:
@@ -374,6 +383,14 @@ result<template_string> template_string::compile(std::string_view text) {
   }
   if (!literal.empty() || out.segments_.empty()) out.segments_.push_back({std::move(literal), {}});
   return out;
+}
+
+bool template_string::is_integer() const {
+  if (!has_expressions_) {
+    const auto& text = segments_.front().literal;
+    return parse_decimal(text, std::numeric_limits<std::int64_t>::max()).has_value();
+  }
+  return segments_.size() == 1 && segments_[0].literal.empty() && segments_[0].value->is_integer();
 }
 
 result<std::string> template_string::render(const variable_values& values) const {

@@ -136,10 +136,11 @@ TEST_CASE("an explicit str tag keeps a plain scalar a string", "[yaml]") {
 }
 
 TEST_CASE("plain text scalars and template strings stay strings", "[yaml]") {
-  const json doc = parse_one("a: torch\nb: ${job}-node-0-0.${job}\nc: 0x10\nd: 1.2.3\n");
+  // (0x10 was here; hex is now an integer, see the octal and hex tests below.)
+  const json doc = parse_one("a: torch\nb: ${job}-node-0-0.${job}\nc: 0x1G\nd: 1.2.3\n");
   CHECK(doc["a"] == "torch");
   CHECK(doc["b"] == "${job}-node-0-0.${job}");
-  CHECK(doc["c"] == "0x10");
+  CHECK(doc["c"] == "0x1G");
   CHECK(doc["d"] == "1.2.3");
 }
 
@@ -309,4 +310,102 @@ TEST_CASE("a very deep JSON document is refused without crashing", "[yaml]") {
   });
   INFO("child exit code (-1: killed by a signal): " << code);
   CHECK(code == 0);
+}
+
+// --- octal and hex integers, as Kubernetes' YAML (YAML 1.1 via sigs.k8s.io/yaml) reads them ---
+
+TEST_CASE("a leading-zero integer is octal, so mode 0400 is 256", "[yaml][octal]") {
+  const json doc = parse_one("mode: 0400\nall: 0777\nx: 0644\nzero: 00\n");
+  CHECK(doc["mode"] == 256);
+  CHECK(doc["mode"].is_number_integer());
+  CHECK(doc["all"] == 511);
+  CHECK(doc["x"] == 420);
+  CHECK(doc["zero"] == 0);
+  CHECK(doc["zero"].is_number_integer());
+}
+
+TEST_CASE("a 0o-prefixed integer is octal", "[yaml][octal]") {
+  const json doc = parse_one("mode: 0o644\nother: 0o0\n");
+  CHECK(doc["mode"] == 420);
+  CHECK(doc["mode"].is_number_integer());
+  CHECK(doc["other"] == 0);
+}
+
+TEST_CASE("a 0x-prefixed integer is hexadecimal in either letter case", "[yaml][hex]") {
+  const json doc = parse_one("a: 0x1F\nb: 0x1f\nc: 0x0\nd: 0xFFFF\n");
+  CHECK(doc["a"] == 31);
+  CHECK(doc["a"].is_number_integer());
+  CHECK(doc["b"] == 31);
+  CHECK(doc["c"] == 0);
+  CHECK(doc["d"] == 65535);
+}
+
+TEST_CASE("a lone zero is the integer 0", "[yaml][octal]") {
+  const json doc = parse_one("a: 0\n");
+  CHECK(doc["a"] == 0);
+  CHECK(doc["a"].is_number_integer());
+}
+
+TEST_CASE("08 and 09 are not octal and read as decimal integers", "[yaml][octal]") {
+  // Kubernetes reads these as the float 8 (ParseInt fails, ParseFloat succeeds): the same value.
+  const json doc = parse_one("a: 08\nb: 09\nc: 0778\n");
+  CHECK(doc["a"] == 8);
+  CHECK(doc["a"].is_number_integer());
+  CHECK(doc["b"] == 9);
+  CHECK(doc["c"] == 778);
+}
+
+TEST_CASE("a quoted leading-zero number stays the string", "[yaml][octal]") {
+  const json doc = parse_one("a: \"0400\"\nb: '0o644'\nc: \"0x1F\"\nd: !!str 0400\n");
+  CHECK(doc["a"] == "0400");
+  CHECK(doc["b"] == "0o644");
+  CHECK(doc["c"] == "0x1F");
+  CHECK(doc["d"] == "0400");
+}
+
+TEST_CASE("octal and hex integers inside flow collections are read too", "[yaml][octal]") {
+  const json doc = parse_one("items: [{key: k, path: p, mode: 0640}, 0x10]\n");
+  CHECK(doc["items"][0]["mode"] == 416);
+  CHECK(doc["items"][1] == 16);
+}
+
+TEST_CASE("prefixes without digits and malformed octal or hex stay strings", "[yaml][octal]") {
+  const json doc = parse_one("a: 0x\nb: 0o\nc: 0o8\nd: 0xG1\ne: 0o1.5\n");
+  CHECK(doc["a"] == "0x");
+  CHECK(doc["b"] == "0o");
+  CHECK(doc["c"] == "0o8");
+  CHECK(doc["d"] == "0xG1");
+  CHECK(doc["e"] == "0o1.5");
+}
+
+TEST_CASE("an octal or hex integer beyond int64 stays text without crashing", "[yaml][octal]") {
+  const json doc = parse_one(
+      "a: 0777777777777777777777777\nb: 0x10000000000000000\nc: 0o7777777777777777777777\n");
+  CHECK(doc["a"] == "0777777777777777777777777");
+  CHECK(doc["b"] == "0x10000000000000000");
+  CHECK(doc["c"] == "0o7777777777777777777777");
+}
+
+TEST_CASE("the largest int64 in hex and octal is read", "[yaml][hex]") {
+  const json doc = parse_one("a: 0x7FFFFFFFFFFFFFFF\nb: 0777777777777777777777\n");
+  CHECK(doc["a"] == INT64_MAX);
+  CHECK(doc["b"] == INT64_MAX);
+}
+
+TEST_CASE("brace text with a leading-zero number is read as YAML flow, so octal", "[yaml][octal]") {
+  // Not JSON (no leading zeros there), so the YAML reader takes it.
+  const json doc = parse_one(R"({"mode": 0400, "n": 256, "s": "0400"})");
+  CHECK(doc["mode"] == 256);
+  CHECK(doc["n"] == 256);
+  CHECK(doc["s"] == "0400");
+}
+
+// Regression (fixed): Kubernetes' YAML (strconv.ParseInt with base 0) reads a signed octal "+0400"
+// as 256 and
+// "-0400" as -256, but plain_scalar's octal pattern has no sign, so they fall through to decimal:
+// "defaultMode: +0400" silently becomes 400 (0620), a valid but different file mode.
+TEST_CASE("a signed leading-zero integer is octal too", "[yaml][octal]") {
+  const json doc = parse_one("a: +0400\nb: -0400\n");
+  CHECK(doc["a"] == 256);
+  CHECK(doc["b"] == -256);
 }

@@ -39,6 +39,8 @@ inline constexpr std::size_t variable_count = 13;
 [[nodiscard]] constexpr std::uint32_t variable_bit(variable v) {
   return 1U << static_cast<unsigned>(v);
 }
+// The bit in a used() mask for a replicas(<role>) call.
+inline constexpr std::uint32_t replicas_bit = 1U << 31;
 
 [[nodiscard]] std::string_view variable_name(variable v);
 [[nodiscard]] std::optional<variable> variable_from_name(std::string_view name);
@@ -94,7 +96,7 @@ class expression {
     op_kind kind;
     std::int64_t number = 0;  // constant; argument count for max/min
     variable var = variable::job;
-    std::string role;  // load_replicas
+    std::string role = {};  // load_replicas
   };
   friend class expression_parser;
 
@@ -129,6 +131,9 @@ class template_string {
   [[nodiscard]] bool uses(variable v) const { return (used_ & variable_bit(v)) != 0; }
   [[nodiscard]] std::uint32_t used() const { return used_; }
   [[nodiscard]] bool is_literal() const { return !has_expressions_; }
+  // A whole number as written, or a single integer expression with no text around it: what a
+  // count or a port must be.
+  [[nodiscard]] bool is_integer() const;
   [[nodiscard]] result<std::string> render(const variable_values& values) const;
   [[nodiscard]] const std::string& source() const { return source_; }
 
