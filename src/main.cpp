@@ -56,12 +56,14 @@ int run_serve(const std::vector<std::string>& args) {
   state.policies.replace(loaded.policies);
 
   app::tls_store tls;
-  auto context = app::make_server_context({config.tls_cert, config.tls_key, config.client_ca});
-  if (!context) {
-    spdlog::critical("not starting: {}", context.message());
+  const app::tls_files tls_files{config.tls_cert, config.tls_key, config.client_ca};
+  auto bundle = app::load_server_tls(tls_files);
+  if (!bundle) {
+    spdlog::critical("not starting: {}", bundle.message());
     return exit_violation;
   }
-  tls.replace(*context);
+  tls.replace(bundle->context);
+  state.cert_not_after = bundle->not_after;
 
   const unsigned threads =
       config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
@@ -71,6 +73,10 @@ int run_serve(const std::vector<std::string>& args) {
   app::policy_reloader reloader(ioc, config.policies, state, std::chrono::seconds(2),
                                 loaded.fingerprint);
   reloader.start();
+
+  // The certificate too: cert-manager and Secret volumes rotate it in place.
+  app::tls_reloader tls_reloader(ioc, tls_files, tls, state, std::chrono::seconds(2));
+  tls_reloader.start();
 
   app::server server(ioc, app::limits_from(config), state, tls);
   auto bound = server.start(config.listen, config.metrics_listen);
@@ -85,6 +91,7 @@ int run_serve(const std::vector<std::string>& args) {
     spdlog::info("received {}, shutting down", signal == SIGTERM ? "SIGTERM" : "SIGINT");
     state.ready = false;
     reloader.stop();
+    tls_reloader.stop();
     server.stop_accepting();
     ioc.stop();
   });
@@ -101,6 +108,7 @@ int run_serve(const std::vector<std::string>& args) {
       config.tls_cert, config.tls_key, config.client_ca.empty() ? "-" : config.client_ca,
       config.policies, policy_names, threads, config.max_body_bytes, config.read_timeout.count(),
       config.idle_timeout.count());
+  spdlog::info("certificate serial {} valid until {}", bundle->serial, bundle->not_after);
   spdlog::info("listening https={}:{} http={}:{}", bound->tls.address().to_string(),
                bound->tls.port(), bound->plain.address().to_string(), bound->plain.port());
   state.ready = true;

@@ -16,6 +16,7 @@
 #include <fstream>
 
 #include "../test_support.hpp"
+#include "server_harness.hpp"
 #include "trainenv/app/server.hpp"
 #include "trainenv/core/admission.hpp"
 
@@ -26,139 +27,10 @@ namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using nlohmann::json;
 using namespace trainenv;
+using namespace trainenv::test;
 using namespace std::chrono_literals;
 
 namespace {
-
-const std::string& cert_dir() {
-  static const std::string dir = [] {
-    auto path = std::filesystem::temp_directory_path() /
-                ("trainenv-test-certs-" + std::to_string(::getpid()));
-    const auto command = std::string(TRAINENV_SOURCE_DIR) + "/certs/mint.sh --force " +
-                         path.string() + " >/dev/null 2>&1";
-    if (std::system(command.c_str()) != 0) throw std::runtime_error("certs/mint.sh failed");
-    return path.string();
-  }();
-  return dir;
-}
-
-app::session_limits test_limits() {
-  app::serve_config config;
-  auto limits = app::limits_from(config);
-  limits.linger_timeout = 500ms;
-  return limits;
-}
-
-struct running_server {
-  explicit running_server(app::session_limits limits = test_limits(),
-                          const std::string& policy_dir = TRAINENV_POLICIES_DIR) {
-    auto loaded = app::load_policy_dir(policy_dir);
-    REQUIRE(loaded.errors.empty());
-    state.policies.replace(loaded.policies);
-    reloader =
-        std::make_unique<app::policy_reloader>(ioc, policy_dir, state, 2s, loaded.fingerprint);
-    reloader->start();
-    auto context = app::make_server_context({cert_dir() + "/tls.crt", cert_dir() + "/tls.key", ""});
-    REQUIRE(context.ok());
-    tls.replace(*context);
-    server = std::make_unique<app::server>(ioc, limits, state, tls);
-    auto bound = server->start({"127.0.0.1", 0}, {"127.0.0.1", 0});
-    REQUIRE(bound.ok());
-    endpoints = *bound;
-    state.ready = true;
-    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { ioc.run(); });
-  }
-  ~running_server() {
-    reloader.reset();
-    ioc.stop();
-    for (auto& t : threads) t.join();
-  }
-  [[nodiscard]] unsigned short tls_port() const { return endpoints.tls.port(); }
-  [[nodiscard]] unsigned short plain_port() const { return endpoints.plain.port(); }
-
-  app::server_state state;
-  app::tls_store tls;
-  asio::io_context ioc;
-  std::unique_ptr<app::policy_reloader> reloader;
-  std::unique_ptr<app::server> server;
-  app::server::endpoints endpoints;
-  std::vector<std::thread> threads;
-};
-
-using response = http::response<http::string_body>;
-
-http::request<http::string_body> make_request(
-    http::verb verb, const std::string& target, std::string body = {},
-    const std::string& content_type = "application/json") {
-  http::request<http::string_body> req{verb, target, 11};
-  req.set(http::field::host, "localhost");
-  if (!content_type.empty()) req.set(http::field::content_type, content_type);
-  req.body() = std::move(body);
-  req.prepare_payload();
-  return req;
-}
-
-// A verifying TLS client (the CA minted above, host name localhost), every operation bounded.
-class tls_client {
- public:
-  explicit tls_client(unsigned short port, int max_version = 0) : ctx_(ssl::context::tls_client) {
-    ctx_.load_verify_file(cert_dir() + "/ca.crt");
-    ctx_.set_verify_mode(ssl::verify_peer);
-    if (max_version != 0) {
-      SSL_CTX_set_max_proto_version(ctx_.native_handle(), max_version);
-      // OpenSSL 3 refuses TLS < 1.2 on its own at the default security level; lower it so a
-      // refusal can only come from the server.
-      SSL_CTX_set_security_level(ctx_.native_handle(), 0);
-      SSL_CTX_set_cipher_list(ctx_.native_handle(), "DEFAULT:@SECLEVEL=0");
-    }
-    stream_ = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ioc_, ctx_);
-    SSL_set_tlsext_host_name(stream_->native_handle(), "localhost");
-    stream_->set_verify_callback(ssl::host_name_verification("localhost"));
-    beast::get_lowest_layer(*stream_).expires_after(5s);
-    beast::get_lowest_layer(*stream_).connect(
-        tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
-  }
-
-  boost::system::error_code handshake() {
-    boost::system::error_code ec;
-    stream_->handshake(ssl::stream_base::client, ec);
-    return ec;
-  }
-
-  response send(http::request<http::string_body> req) {
-    beast::get_lowest_layer(*stream_).expires_after(5s);
-    http::write(*stream_, req);
-    return receive();
-  }
-
-  response receive() {
-    response res;
-    http::read(*stream_, buffer_, res);
-    return res;
-  }
-
-  void write_raw(std::string_view bytes) { asio::write(*stream_, asio::buffer(bytes)); }
-
-  // How long until the server closes the connection; nullopt if it is still open after `limit`.
-  std::optional<std::chrono::milliseconds> time_until_closed(std::chrono::milliseconds limit) {
-    const auto start = std::chrono::steady_clock::now();
-    beast::get_lowest_layer(*stream_).expires_after(limit);
-    char byte;
-    boost::system::error_code ec;
-    stream_->read_some(asio::buffer(&byte, 1), ec);
-    if (!ec || ec == beast::error::timeout) return std::nullopt;
-    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                 start);
-  }
-
-  [[nodiscard]] std::string protocol() const { return SSL_get_version(stream_->native_handle()); }
-
- private:
-  asio::io_context ioc_;
-  ssl::context ctx_;
-  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> stream_;
-  beast::flat_buffer buffer_;
-};
 
 json review_for(json pod, const std::string& uid,
                 const std::string& api_version = "admission.k8s.io/v1") {

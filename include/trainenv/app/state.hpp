@@ -13,6 +13,9 @@ struct server_state {
   std::atomic<bool> ready{false};
   std::atomic<std::uint64_t> policy_reloads{0};
   std::atomic<std::uint64_t> policy_reload_errors{0};
+  std::atomic<std::uint64_t> tls_reloads{0};
+  std::atomic<std::uint64_t> tls_reload_errors{0};
+  std::atomic<std::int64_t> cert_not_after{0};  // Unix seconds
 };
 
 }  // namespace trainenv::app

@@ -1,14 +1,18 @@
 // The server's TLS context: TLS 1.2 minimum with 1.3 enabled, forward-secret AEAD ciphers
-// only, optional client-certificate verification. Held behind an atomic pointer so a new
-// certificate can replace it without touching connections already open.
+// only, optional client-certificate verification. Held behind an atomic pointer so that a
+// rotated certificate serves new handshakes while connections already open keep theirs.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
 
+#include "trainenv/app/dir_watcher.hpp"
 #include "trainenv/core/result.hpp"
 
 namespace trainenv::app {
@@ -19,9 +23,15 @@ struct tls_files {
   std::string client_ca;  // empty: no client certificate asked for
 };
 
-// Loads and checks the files (the key must match the certificate).
-[[nodiscard]] core::result<std::shared_ptr<boost::asio::ssl::context>> make_server_context(
-    const tls_files& files);
+// A loaded, checked context and what operators want to know about its certificate.
+struct tls_bundle {
+  std::shared_ptr<boost::asio::ssl::context> context;
+  std::string serial;          // hex
+  std::int64_t not_after = 0;  // Unix seconds
+};
+
+// Loads the files and checks them: the key matches the certificate, which is valid now.
+[[nodiscard]] core::result<tls_bundle> load_server_tls(const tls_files& files);
 
 class tls_store {
  public:
@@ -34,6 +44,27 @@ class tls_store {
 
  private:
   std::atomic<std::shared_ptr<boost::asio::ssl::context>> current_;
+};
+
+struct server_state;
+
+// Rotation: watches the certificate's directory (a Secret volume swaps a ..data link) and
+// loads the new pair when the files change; an invalid pair is refused and the old one kept.
+class tls_reloader {
+ public:
+  tls_reloader(boost::asio::io_context& ioc, tls_files files, tls_store& store, server_state& state,
+               std::chrono::milliseconds poll_interval);
+  bool start() { return watcher_.start(); }
+  void stop() { watcher_.stop(); }
+
+ private:
+  void reload();
+
+  tls_files files_;
+  tls_store& store_;
+  server_state& state_;
+  std::size_t fingerprint_;
+  dir_watcher watcher_;
 };
 
 }  // namespace trainenv::app

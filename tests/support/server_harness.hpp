@@ -1,0 +1,207 @@
+// The real server in-process on port 0, and a verifying TLS client, for integration tests.
+#pragma once
+
+#include <unistd.h>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <catch2/catch.hpp>
+
+#include "trainenv/app/policy_store.hpp"
+#include "trainenv/app/server.hpp"
+#include "trainenv/app/state.hpp"
+#include "trainenv/app/tls.hpp"
+
+namespace trainenv::test {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using namespace std::chrono_literals;
+
+inline const std::string& cert_dir() {
+  static const std::string dir = [] {
+    auto path = std::filesystem::temp_directory_path() /
+                ("trainenv-test-certs-" + std::to_string(::getpid()));
+    const auto command = std::string(TRAINENV_SOURCE_DIR) + "/certs/mint.sh --force " +
+                         path.string() + " >/dev/null 2>&1";
+    if (std::system(command.c_str()) != 0) throw std::runtime_error("certs/mint.sh failed");
+    return path.string();
+  }();
+  return dir;
+}
+
+inline app::session_limits test_limits() {
+  app::serve_config config;
+  auto limits = app::limits_from(config);
+  limits.linger_timeout = 500ms;
+  return limits;
+}
+
+struct server_options {
+  app::session_limits limits = test_limits();
+  std::string policy_dir = TRAINENV_POLICIES_DIR;
+  app::tls_files tls = {cert_dir() + "/tls.crt", cert_dir() + "/tls.key", ""};
+  bool rotate_certificates = false;
+};
+
+struct running_server {
+  explicit running_server(app::session_limits limits = test_limits(),
+                          const std::string& policy_dir = TRAINENV_POLICIES_DIR)
+      : running_server(server_options{limits, policy_dir}) {}
+
+  explicit running_server(const server_options& options) {
+    const auto& limits = options.limits;
+    const auto& policy_dir = options.policy_dir;
+    auto loaded = app::load_policy_dir(policy_dir);
+    REQUIRE(loaded.errors.empty());
+    state.policies.replace(loaded.policies);
+    reloader =
+        std::make_unique<app::policy_reloader>(ioc, policy_dir, state, 2s, loaded.fingerprint);
+    reloader->start();
+    auto bundle = app::load_server_tls(options.tls);
+    REQUIRE(bundle.ok());
+    tls.replace(bundle->context);
+    if (options.rotate_certificates) {
+      tls_reloader = std::make_unique<app::tls_reloader>(ioc, options.tls, tls, state, 2s);
+      tls_reloader->start();
+    }
+    server = std::make_unique<app::server>(ioc, limits, state, tls);
+    auto bound = server->start({"127.0.0.1", 0}, {"127.0.0.1", 0});
+    REQUIRE(bound.ok());
+    endpoints = *bound;
+    state.ready = true;
+    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { ioc.run(); });
+  }
+  ~running_server() {
+    reloader.reset();
+    tls_reloader.reset();
+    ioc.stop();
+    for (auto& t : threads) t.join();
+  }
+  [[nodiscard]] unsigned short tls_port() const { return endpoints.tls.port(); }
+  [[nodiscard]] unsigned short plain_port() const { return endpoints.plain.port(); }
+
+  app::server_state state;
+  app::tls_store tls;
+  asio::io_context ioc;
+  std::unique_ptr<app::policy_reloader> reloader;
+  std::unique_ptr<app::tls_reloader> tls_reloader;
+  std::unique_ptr<app::server> server;
+  app::server::endpoints endpoints;
+  std::vector<std::thread> threads;
+};
+
+using response = http::response<http::string_body>;
+
+inline http::request<http::string_body> make_request(
+    http::verb verb, const std::string& target, std::string body = {},
+    const std::string& content_type = "application/json") {
+  http::request<http::string_body> req{verb, target, 11};
+  req.set(http::field::host, "localhost");
+  if (!content_type.empty()) req.set(http::field::content_type, content_type);
+  req.body() = std::move(body);
+  req.prepare_payload();
+  return req;
+}
+
+// A verifying TLS client (the CA minted above, host name localhost), every operation bounded.
+struct client_options {
+  int max_version = 0;        // e.g. TLS1_2_VERSION; 0: the library's highest
+  std::string extra_ca_file;  // trusted besides the test CA
+  std::string cert_pem;       // a client certificate to present, with its key
+  std::string key_pem;
+};
+
+class tls_client {
+ public:
+  explicit tls_client(unsigned short port, int max_version = 0)
+      : tls_client(port, client_options{max_version}) {}
+
+  tls_client(unsigned short port, const client_options& o) : ctx_(ssl::context::tls_client) {
+    ctx_.load_verify_file(cert_dir() + "/ca.crt");
+    if (!o.extra_ca_file.empty()) ctx_.load_verify_file(o.extra_ca_file);
+    ctx_.set_verify_mode(ssl::verify_peer);
+    if (o.max_version != 0) {
+      SSL_CTX_set_max_proto_version(ctx_.native_handle(), o.max_version);
+      // OpenSSL 3 refuses TLS < 1.2 on its own at the default security level; lower it so a
+      // refusal can only come from the server.
+      SSL_CTX_set_security_level(ctx_.native_handle(), 0);
+      SSL_CTX_set_cipher_list(ctx_.native_handle(), "DEFAULT:@SECLEVEL=0");
+    }
+    if (!o.cert_pem.empty()) {
+      ctx_.use_certificate(asio::buffer(o.cert_pem), ssl::context::pem);
+      ctx_.use_private_key(asio::buffer(o.key_pem), ssl::context::pem);
+    }
+    stream_ = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(ioc_, ctx_);
+    SSL_set_tlsext_host_name(stream_->native_handle(), "localhost");
+    stream_->set_verify_callback(ssl::host_name_verification("localhost"));
+    beast::get_lowest_layer(*stream_).expires_after(5s);
+    beast::get_lowest_layer(*stream_).connect(
+        tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  }
+
+  // The serial of the certificate the server presented, in hex.
+  [[nodiscard]] std::string server_serial() const {
+    X509* cert = SSL_get1_peer_certificate(stream_->native_handle());
+    if (cert == nullptr) return {};
+    BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr);
+    char* hex = BN_bn2hex(bn);
+    std::string out = hex;
+    OPENSSL_free(hex);
+    BN_free(bn);
+    X509_free(cert);
+    return out;
+  }
+
+  boost::system::error_code handshake() {
+    boost::system::error_code ec;
+    stream_->handshake(ssl::stream_base::client, ec);
+    return ec;
+  }
+
+  response send(http::request<http::string_body> req) {
+    beast::get_lowest_layer(*stream_).expires_after(5s);
+    http::write(*stream_, req);
+    return receive();
+  }
+
+  response receive() {
+    response res;
+    http::read(*stream_, buffer_, res);
+    return res;
+  }
+
+  void write_raw(std::string_view bytes) { asio::write(*stream_, asio::buffer(bytes)); }
+
+  // How long until the server closes the connection; nullopt if it is still open after `limit`.
+  std::optional<std::chrono::milliseconds> time_until_closed(std::chrono::milliseconds limit) {
+    const auto start = std::chrono::steady_clock::now();
+    beast::get_lowest_layer(*stream_).expires_after(limit);
+    char byte;
+    boost::system::error_code ec;
+    stream_->read_some(asio::buffer(&byte, 1), ec);
+    if (!ec || ec == beast::error::timeout) return std::nullopt;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start);
+  }
+
+  [[nodiscard]] std::string protocol() const { return SSL_get_version(stream_->native_handle()); }
+
+ private:
+  asio::io_context ioc_;
+  ssl::context ctx_;
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> stream_;
+  beast::flat_buffer buffer_;
+};
+
+}  // namespace trainenv::test
