@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
 # Mints a development CA and a serving certificate for trainenv, then prints the caBundle.
 #
-#   certs/mint.sh [--force] [--days N] [DIR]     (DIR defaults to the directory of this script)
+#   certs/mint.sh [--force] [--days N] [--static-overlay OVERLAY] [DIR]
 #
+# DIR defaults to the directory of this script.
 # Writes DIR/ca.crt, DIR/ca.key, DIR/tls.crt, DIR/tls.key (ECDSA P-256). Existing files are
 # kept unless --force is given. The serving certificate's names cover a local run and the
 # in-cluster Service: localhost, 127.0.0.1, ::1, trainenv.trainenv-system.svc and
 # trainenv.trainenv-system.svc.cluster.local. Private keys are git-ignored; never commit them.
+# --static-overlay also writes tls.crt, tls.key and ca-bundle.yaml (the webhook's caBundle)
+# into OVERLAY, normally manifests/overlays/static-certs.
 set -euo pipefail
 
 force=0
 days=365
+overlay=""
 dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 while [ $# -gt 0 ]; do
   case "$1" in
     --force) force=1 ;;
     --days) days="$2"; shift ;;
-    -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --static-overlay) overlay="$(cd "$2" && pwd)"; shift ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "mint.sh: unknown flag $1" >&2; exit 2 ;;
     *) dir="$1" ;;
   esac
@@ -48,4 +53,14 @@ CNF
   chmod 0644 ca.crt tls.crt
   echo "certs: minted a development CA and serving certificate in $dir" >&2
 fi
-echo "caBundle: $(base64 -w0 < ca.crt)"
+bundle="$(base64 -w0 < ca.crt)"
+if [ -n "$overlay" ]; then
+  cp tls.crt tls.key "$overlay/"
+  cat > "$overlay/ca-bundle.yaml" <<YAML
+- op: add
+  path: /webhooks/0/clientConfig/caBundle
+  value: $bundle
+YAML
+  echo "certs: filled $overlay (tls.crt, tls.key, ca-bundle.yaml)" >&2
+fi
+echo "caBundle: $bundle"

@@ -17,8 +17,9 @@ build_dir="${BUILD_DIR:-build}"
 # Debian packages for building and running (the runtime image needs only their libraries).
 build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libssl-dev libbenchmark-dev
   nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev catch2)
-# Tools the test suite drives for real: curl over TLS, openssl to mint certificates, jq to read JSON.
-tool_packages=(openssl curl ca-certificates jq)
+# Tools the test suite drives for real: curl over TLS, openssl to mint certificates, jq to read
+# JSON, and Kubernetes' own object model (python3-kubernetes) to validate the manifests.
+tool_packages=(openssl curl ca-certificates jq python3-kubernetes python3-yaml)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 
@@ -27,6 +28,8 @@ deps() {
   for p in "${build_packages[@]}" "${tool_packages[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # kubectl renders the manifests (kubectl kustomize); Debian's package is kubernetes-client.
+  command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
   if [ ${#missing[@]} -eq 0 ]; then
     log "all packages present"
     return

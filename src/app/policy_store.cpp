@@ -42,6 +42,8 @@ policy_files read_policy_files(const std::string& dir) {
     const auto ext = path.extension().string();
     if (name.empty() || name[0] == '.') continue;
     if (ext != ".yaml" && ext != ".yml" && ext != ".json") continue;
+    // kustomize's own file, which lets the directory generate its ConfigMap (manifests/).
+    if (name == "kustomization.yaml" || name == "kustomization.yml") continue;
     // Follows symlinks (a ConfigMap mount's keys are links into ..data); a dangling one, which the
     // kubelet leaves for a moment while it swaps keys, is skipped rather than failing the load.
     std::error_code file_ec;

@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""Strict checks of rendered manifests (kubectl kustomize output on stdin).
+
+Every object is decoded against the Kubernetes object model from Debian's python3-kubernetes,
+field by field: an unknown field, a wrong type or a missing required field fails. cert-manager
+objects, which that model does not know, are checked against the few fields they may use. Then
+the settings the deployment depends on are asserted.
+
+    validate.py OVERLAY < rendered.yaml      (OVERLAY: base, cert-manager or static-certs)
+"""
+import base64
+import re
+import sys
+
+import kubernetes.client as k8s
+import yaml
+
+MODELS = {
+    ("v1", "Namespace"): "V1Namespace",
+    ("v1", "ServiceAccount"): "V1ServiceAccount",
+    ("v1", "ConfigMap"): "V1ConfigMap",
+    ("v1", "Secret"): "V1Secret",
+    ("v1", "Service"): "V1Service",
+    ("apps/v1", "Deployment"): "V1Deployment",
+    ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
+    ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): "V1MutatingWebhookConfiguration",
+}
+
+# cert-manager.io/v1 fields this project uses, as a nested whitelist (True: any scalar).
+CERT_MANAGER = {
+    "Issuer": {"spec": {"selfSigned": {}}},
+    "Certificate": {
+        "spec": {
+            "secretName": True, "duration": True, "renewBefore": True, "dnsNames": True,
+            "privateKey": {"algorithm": True, "size": True, "rotationPolicy": True},
+            "issuerRef": {"kind": True, "name": True, "group": True},
+        }
+    },
+}
+
+PRIMITIVES = {"str": str, "int": int, "bool": bool, "float": (int, float), "object": object, "datetime": str, "date": str}
+
+
+def check(value, type_name, path, errors):
+    if value is None:
+        return
+    m = re.fullmatch(r"list\[(.*)\]", type_name)
+    if m:
+        if not isinstance(value, list):
+            errors.append(f"{path}: expected a list")
+            return
+        for i, item in enumerate(value):
+            check(item, m.group(1), f"{path}[{i}]", errors)
+        return
+    m = re.fullmatch(r"dict\(([^,]*), (.*)\)", type_name)
+    if m:
+        if not isinstance(value, dict):
+            errors.append(f"{path}: expected a mapping")
+            return
+        for key, item in value.items():
+            check(item, m.group(2), f"{path}.{key}", errors)
+        return
+    if type_name in PRIMITIVES:
+        if (type_name == "int" and isinstance(value, bool)) or not isinstance(value, PRIMITIVES[type_name]):
+            errors.append(f"{path}: expected {type_name}, got {type(value).__name__} {value!r}")
+        return
+    model = getattr(k8s, type_name)
+    if not isinstance(value, dict):
+        errors.append(f"{path}: expected a {type_name} object")
+        return
+    by_json_name = {json: attr for attr, json in model.attribute_map.items()}
+    for key, item in value.items():
+        if key not in by_json_name:
+            errors.append(f"{path}.{key}: unknown field of {type_name}")
+            continue
+        check(item, model.openapi_types[by_json_name[key]], f"{path}.{key}", errors)
+    # Required fields: the model's constructor refuses None for them.
+    try:
+        model(**{by_json_name[key]: item for key, item in value.items() if key in by_json_name})
+    except ValueError as error:
+        errors.append(f"{path}: {error}")
+
+
+def check_whitelist(value, allowed, path, errors):
+    if allowed is True:
+        return
+    if not isinstance(value, dict):
+        errors.append(f"{path}: expected a mapping")
+        return
+    for key, item in value.items():
+        if key not in allowed:
+            errors.append(f"{path}.{key}: unknown field")
+        else:
+            check_whitelist(item, allowed[key], f"{path}.{key}", errors)
+
+
+def validate(obj, errors):
+    api, kind = obj.get("apiVersion"), obj.get("kind")
+    name = f"{kind}/{obj.get('metadata', {}).get('name')}"
+    if (api, kind) in MODELS:
+        check(obj, MODELS[(api, kind)], name, errors)
+    elif api == "cert-manager.io/v1" and kind in CERT_MANAGER:
+        check(obj.get("metadata"), "V1ObjectMeta", f"{name}.metadata", errors)
+        rest = {key: value for key, value in obj.items() if key not in ("apiVersion", "kind", "metadata")}
+        check_whitelist(rest, CERT_MANAGER[kind], name, errors)
+    else:
+        errors.append(f"{name}: {api} {kind} is not a kind this project deploys")
+
+
+def expect(condition, message, errors):
+    if not condition:
+        errors.append(message)
+
+
+def check_settings(objects, overlay, errors):
+    by_kind = {}
+    for obj in objects:
+        by_kind.setdefault(obj["kind"], []).append(obj)
+    for kind in ("Namespace", "ServiceAccount", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy",
+                 "ConfigMap", "MutatingWebhookConfiguration"):
+        expect(len(by_kind.get(kind, [])) == 1, f"expected one {kind}", errors)
+    if errors:
+        return
+    hook = by_kind["MutatingWebhookConfiguration"][0]["webhooks"][0]
+    expect(hook["objectSelector"] == {"matchLabels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+           "webhook objectSelector", errors)
+    excluded = {"kube-system", "kube-public", "kube-node-lease", "trainenv-system"}
+    expect(hook["namespaceSelector"]["matchExpressions"] == [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                                                             "values": sorted(excluded, key=list(excluded).index)}]
+           or set(hook["namespaceSelector"]["matchExpressions"][0]["values"]) == excluded, "namespaceSelector", errors)
+    expect(hook["sideEffects"] == "None", "sideEffects", errors)
+    expect(hook["admissionReviewVersions"] == ["v1"], "admissionReviewVersions", errors)
+    expect(isinstance(hook.get("timeoutSeconds"), int) and 1 <= hook["timeoutSeconds"] <= 30, "timeoutSeconds", errors)
+    expect(hook.get("failurePolicy") in ("Fail", "Ignore"), "failurePolicy", errors)
+    expect(hook.get("reinvocationPolicy") == "IfNeeded", "reinvocationPolicy", errors)
+    expect(hook["clientConfig"]["service"] == {"name": "trainenv", "namespace": "trainenv-system", "path": "/mutate",
+                                               "port": 443}, "clientConfig.service", errors)
+    expect(hook["rules"] == [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                              "resources": ["pods"], "scope": "Namespaced"}], "rules", errors)
+
+    deployment = by_kind["Deployment"][0]
+    pod = deployment["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    expect(deployment["spec"]["replicas"] == 2, "two replicas", errors)
+    expect(pod["securityContext"]["runAsNonRoot"] is True, "runAsNonRoot", errors)
+    expect(pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, "seccomp", errors)
+    expect(container["securityContext"]["readOnlyRootFilesystem"] is True, "readOnlyRootFilesystem", errors)
+    expect(container["securityContext"]["capabilities"] == {"drop": ["ALL"]}, "capabilities", errors)
+    expect(container["securityContext"]["allowPrivilegeEscalation"] is False, "allowPrivilegeEscalation", errors)
+    expect("readinessProbe" in container and "livenessProbe" in container, "probes", errors)
+    expect("requests" in container["resources"] and "limits" in container["resources"], "resources", errors)
+    expect(pod["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname", "spread", errors)
+    service = by_kind["Service"][0]
+    expect({"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"} in service["spec"]["ports"],
+           "service 443 -> https", errors)
+    expect(container["ports"][0] == {"name": "https", "containerPort": 8443, "protocol": "TCP"}, "port 8443", errors)
+    for obj in objects:
+        if obj["kind"] not in ("Namespace", "MutatingWebhookConfiguration"):
+            expect(obj["metadata"].get("namespace") == "trainenv-system", f"{obj['kind']} namespace", errors)
+    config_map = by_kind["ConfigMap"][0]
+    expect(config_map["metadata"]["name"] == "trainenv-policies", "ConfigMap name without hash", errors)
+    expect("torch.yaml" in config_map["data"], "policies in the ConfigMap", errors)
+
+    annotations = by_kind["MutatingWebhookConfiguration"][0]["metadata"].get("annotations", {})
+    if overlay == "cert-manager":
+        expect(annotations.get("cert-manager.io/inject-ca-from") == "trainenv-system/trainenv-serving-cert",
+               "cert-manager inject-ca-from", errors)
+        certificate = by_kind.get("Certificate", [{}])[0]
+        expect(certificate.get("spec", {}).get("secretName") == "trainenv-tls", "Certificate secretName", errors)
+        expect("trainenv.trainenv-system.svc" in certificate.get("spec", {}).get("dnsNames", []), "dnsNames", errors)
+    if overlay == "static-certs":
+        bundle = base64.b64decode(hook["clientConfig"].get("caBundle", ""))
+        expect(bundle.startswith(b"-----BEGIN CERTIFICATE-----"), "caBundle holds the CA", errors)
+        secret = by_kind.get("Secret", [{}])[0]
+        expect(secret.get("type") == "kubernetes.io/tls" and secret["metadata"]["name"] == "trainenv-tls",
+               "TLS Secret", errors)
+
+
+def main():
+    overlay = sys.argv[1]
+    objects = [obj for obj in yaml.safe_load_all(sys.stdin) if obj]
+    errors = []
+    for obj in objects:
+        validate(obj, errors)
+    check_settings(objects, overlay, errors)
+    for error in errors:
+        print(f"{overlay}: {error}")
+    print(f"{overlay}: {len(objects)} objects, {len(errors)} problems")
+    sys.exit(1 if errors else 0)
+
+
+if __name__ == "__main__":
+    main()
