@@ -20,5 +20,7 @@ COPY --from=build /src/build/trainenv /usr/local/bin/trainenv
 COPY --from=build /src/policies /etc/trainenv/policies
 USER 65532:65532
 EXPOSE 8443 9090
-ENTRYPOINT ["/usr/local/bin/trainenv", "serve", "--policies", "/etc/trainenv/policies", \
-            "--tls-cert", "/etc/trainenv/tls/tls.crt", "--tls-key", "/etc/trainenv/tls/tls.key"]
+ENTRYPOINT ["/usr/local/bin/trainenv"]
+# The manifests' Deployment replaces this with its own args (starting with "serve").
+CMD ["serve", "--policies=/etc/trainenv/policies", \
+     "--tls-cert=/etc/trainenv/tls/tls.crt", "--tls-key=/etc/trainenv/tls/tls.key"]

@@ -29,5 +29,15 @@ if [ "$listed" != "$present" ]; then
   echo "FAILED: policies/kustomization.yaml lists [$(echo $listed)] but the directory has [$(echo $present)]"
   status=1
 fi
+# The image is built by the same script as the README's commands, so they cannot drift.
+for needle in "scripts/dev.sh deps" "scripts/dev.sh build"; do
+  grep -q "^RUN.*$needle" "$src/Dockerfile" || { echo "FAILED: the Dockerfile does not run $needle"; status=1; }
+done
+for needle in "scripts/dev.sh serve" "scripts/dev.sh test"; do
+  grep -q "^$needle" "$src/README.md" || { echo "FAILED: the README does not give $needle"; status=1; }
+done
+grep -q "scripts/dev.sh test" "$src/.ci/run" || { echo "FAILED: .ci/run does not run scripts/dev.sh test"; status=1; }
+# The image runs as the numeric user the Deployment expects.
+grep -q "^USER 65532:65532" "$src/Dockerfile" || { echo "FAILED: Dockerfile USER is not 65532"; status=1; }
 [ $status -eq 0 ] && echo "manifests: base and both overlays render and validate"
 exit $status

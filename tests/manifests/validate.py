@@ -155,6 +155,7 @@ def check_settings(objects, overlay, errors):
     expect({"name": "https", "port": 443, "targetPort": "https", "protocol": "TCP"} in service["spec"]["ports"],
            "service 443 -> https", errors)
     expect(container["ports"][0] == {"name": "https", "containerPort": 8443, "protocol": "TCP"}, "port 8443", errors)
+    expect(container["args"][0] == "serve", "the image's entrypoint is the binary: args start with serve", errors)
     for obj in objects:
         if obj["kind"] not in ("Namespace", "MutatingWebhookConfiguration"):
             expect(obj["metadata"].get("namespace") == "trainenv-system", f"{obj['kind']} namespace", errors)
