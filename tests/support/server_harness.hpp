@@ -116,10 +116,10 @@ inline http::request<http::string_body> make_request(
 
 // A verifying TLS client (the CA minted above, host name localhost), every operation bounded.
 struct client_options {
-  int max_version = 0;        // e.g. TLS1_2_VERSION; 0: the library's highest
-  std::string extra_ca_file;  // trusted besides the test CA
-  std::string cert_pem;       // a client certificate to present, with its key
-  std::string key_pem;
+  int max_version = 0;             // e.g. TLS1_2_VERSION; 0: the library's highest
+  std::string extra_ca_file = {};  // trusted besides the test CA
+  std::string cert_pem = {};       // a client certificate to present, with its key
+  std::string key_pem = {};
 };
 
 class tls_client {
