@@ -18,8 +18,9 @@ build_dir="${BUILD_DIR:-build}"
 build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libssl-dev libbenchmark-dev
   nlohmann-json3-dev libspdlog-dev libyaml-cpp-dev catch2)
 # Tools the test suite drives for real: curl over TLS, openssl to mint certificates, jq to read
-# JSON, and Kubernetes' own object model (python3-kubernetes) to validate the manifests.
-tool_packages=(openssl curl ca-certificates jq python3-kubernetes python3-yaml)
+# JSON, Kubernetes' own object model (python3-kubernetes) to validate the manifests, and promtool
+# (prometheus) to check the metrics.
+tool_packages=(openssl curl ca-certificates jq python3-kubernetes python3-yaml prometheus)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 

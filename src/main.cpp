@@ -2,6 +2,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -10,6 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "trainenv/app/config.hpp"
 #include "trainenv/app/logging.hpp"
@@ -85,15 +87,51 @@ int run_serve(const std::vector<std::string>& args) {
     return exit_violation;
   }
 
+  // SIGTERM or SIGINT: /readyz turns 503 at once so endpoints drop this pod, serving goes on for
+  // the drain delay, then new connections are refused, idle ones closed, busy ones finish
+  // their request; the process exits 0 when none is left, or at the deadline. A second signal
+  // stops at once.
   boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
+  boost::asio::steady_timer drain_timer(ioc);
+  boost::asio::steady_timer deadline_timer(ioc);
+  boost::asio::steady_timer idle_check(ioc);
+  std::function<void()> stop_when_idle = [&] {
+    if (state.metrics.open_connections.load() == 0) {
+      ioc.stop();
+      return;
+    }
+    idle_check.expires_after(std::chrono::milliseconds(20));
+    idle_check.async_wait([&](const boost::system::error_code& ec) {
+      if (!ec) stop_when_idle();
+    });
+  };
   signals.async_wait([&](const boost::system::error_code& ec, int signal) {
     if (ec) return;
-    spdlog::info("received {}, shutting down", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+    spdlog::info("received {}: not ready; draining for {} ms, exiting within {} ms",
+                 signal == SIGTERM ? "SIGTERM" : "SIGINT", config.drain_delay.count(),
+                 config.shutdown_deadline.count());
     state.ready = false;
-    reloader.stop();
-    tls_reloader.stop();
-    server.stop_accepting();
-    ioc.stop();
+    signals.async_wait([&](const boost::system::error_code& again, int) {
+      if (again) return;
+      spdlog::warn("second signal: stopping now");
+      ioc.stop();
+    });
+    deadline_timer.expires_after(config.shutdown_deadline);
+    deadline_timer.async_wait([&](const boost::system::error_code& e) {
+      if (e) return;
+      spdlog::warn("shutdown deadline reached with {} connection(s) open; stopping",
+                   state.metrics.open_connections.load());
+      ioc.stop();
+    });
+    drain_timer.expires_after(config.drain_delay);
+    drain_timer.async_wait([&](const boost::system::error_code& e) {
+      if (e) return;
+      reloader.stop();
+      tls_reloader.stop();
+      server.stop_accepting();
+      server.close_connections();
+      stop_when_idle();
+    });
   });
 
   std::string policy_names;
@@ -106,8 +144,10 @@ int run_serve(const std::vector<std::string>& args) {
       config.listen.host + ":" + std::to_string(config.listen.port),
       config.metrics_listen.host + ":" + std::to_string(config.metrics_listen.port),
       config.tls_cert, config.tls_key, config.client_ca.empty() ? "-" : config.client_ca,
-      config.policies, policy_names, threads, config.max_body_bytes, config.read_timeout.count(),
-      config.idle_timeout.count());
+      config.policies, policy_names, threads, config.max_body_bytes, config.max_header_bytes,
+      config.max_connections, config.read_timeout.count(), config.idle_timeout.count(),
+      config.drain_delay.count(), config.shutdown_deadline.count(), config.log_format,
+      config.log_level);
   spdlog::info("certificate serial {} valid until {}", bundle->serial, bundle->not_after);
   spdlog::info("listening https={}:{} http={}:{}", bound->tls.address().to_string(),
                bound->tls.port(), bound->plain.address().to_string(), bound->plain.port());
@@ -118,6 +158,7 @@ int run_serve(const std::vector<std::string>& args) {
   ioc.run();
   for (auto& t : pool) t.join();
   spdlog::info("stopped");
+  app::stop_logging();
   return exit_ok;
 }
 

@@ -167,7 +167,7 @@ std::string serve_help() {
          "\n"
          "Runs the admission webhook: POST /mutate and /preview, GET /healthz and /readyz over "
          "HTTPS,\n"
-         "and /healthz, /readyz over plain HTTP on --metrics-listen.\n"
+         "and /metrics, /healthz, /readyz over plain HTTP on --metrics-listen.\n"
          "\n"
          "Flags:\n"
          "  --listen HOST:PORT         HTTPS address (default 0.0.0.0:8443; port 0 picks a free "
@@ -189,7 +189,13 @@ std::string serve_help() {
          "10)\n"
          "  --idle-timeout SECONDS     keep-alive connection idle time before closing (default "
          "120)\n"
-         "  --handshake-timeout SECONDS TLS handshake time limit (default 10)\n";
+         "  --handshake-timeout SECONDS TLS handshake time limit (default 10)\n"
+         "  --max-connections N        open connections, both listeners; more are closed at once "
+         "(default 10000)\n"
+         "  --drain-delay SECONDS      on SIGTERM/SIGINT, keep serving this long with /readyz at "
+         "503 (default 5)\n"
+         "  --shutdown-deadline SECONDS exit by then after the signal, in-flight requests done "
+         "(default 25)\n";
 }
 
 std::string preview_help() {
@@ -238,6 +244,17 @@ parsed<serve_config> parse_serve(const std::vector<std::string>& args) {
       {"--read-timeout", seconds_flag(c.read_timeout)},
       {"--idle-timeout", seconds_flag(c.idle_timeout)},
       {"--handshake-timeout", seconds_flag(c.handshake_timeout)},
+      {"--max-connections", size_flag(c.max_connections, 1, 1'000'000)},
+      {"--drain-delay",
+       {true,
+        [&c](const std::string& v) {
+          if (v == "0") {
+            c.drain_delay = std::chrono::milliseconds(0);
+            return std::string();
+          }
+          return seconds_flag(c.drain_delay).apply(v);
+        }}},
+      {"--shutdown-deadline", seconds_flag(c.shutdown_deadline)},
   };
   auto failure = parse_flags(args, flags, serve_help(), nullptr);
   return finish(std::move(c), std::move(failure));

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "trainenv/app/logging.hpp"
 #include "trainenv/app/preview.hpp"
 #include "trainenv/core/admission.hpp"
 #include "trainenv/core/engine.hpp"
@@ -15,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-enum class route { mutate, preview, healthz, readyz, none };
+using route = route_label;
 
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
@@ -27,7 +28,8 @@ route route_of(std::string_view target, bool admission_routes) {
   if (path == "/readyz") return route::readyz;
   if (admission_routes && path == "/mutate") return route::mutate;
   if (admission_routes && path == "/preview") return route::preview;
-  return route::none;
+  if (!admission_routes && path == "/metrics") return route::metrics;
+  return route::other;
 }
 
 // The media type without parameters, lower-cased: "Application/JSON; charset=utf-8" ->
@@ -95,10 +97,12 @@ std::optional<http_response> router::check_header(const http_request& header) co
   const auto r = route_of(header.target(), admission_routes_);
   const unsigned version = header.version();
   const bool keep_alive = header.keep_alive();
-  if (r == route::none) {
+  if (r == route::other) {
     return error_response(http::status::not_found,
-                          "no such path; try /mutate, /preview, /healthz or /readyz", version,
-                          keep_alive);
+                          admission_routes_
+                              ? "no such path; try /mutate, /preview, /healthz or /readyz"
+                              : "no such path; try /metrics, /healthz or /readyz",
+                          version, keep_alive);
   }
   const bool is_post_route = r == route::mutate || r == route::preview;
   const auto method = header.method();
@@ -125,23 +129,51 @@ std::optional<http_response> router::check_header(const http_request& header) co
 }
 
 http_response router::handle(const http_request& request) const {
-  switch (route_of(request.target(), admission_routes_)) {
-    case route::mutate:
-      return mutate(request);
-    case route::preview:
-      return preview(request);
-    case route::healthz:
-      return health(request, false);
-    case route::readyz:
-      return health(request, true);
-    case route::none:
-      break;
-  }
-  return error_response(http::status::not_found, "no such path", request.version(),
-                        request.keep_alive());
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = route_of(request.target(), admission_routes_);
+  auto& m = state_.metrics;
+  m.in_flight.fetch_add(1, std::memory_order_relaxed);
+  outcome result;
+  http_response res = [&] {
+    switch (r) {
+      case route::mutate:
+        return mutate(request, result);
+      case route::preview:
+        return preview(request, result);
+      case route::healthz:
+        return health(request, false);
+      case route::readyz:
+        return health(request, true);
+      case route::metrics:
+        return metrics_page(request);
+      case route::other:
+        break;
+    }
+    return error_response(http::status::not_found, "no such path", request.version(),
+                          request.keep_alive());
+  }();
+  if (res.result_int() >= 400) result.decision = decision_label::error;
+  m.in_flight.fetch_sub(1, std::memory_order_relaxed);
+  m.record(r, result.decision, result.policy, result.patch_ops,
+           std::chrono::steady_clock::now() - started);
+  return res;
 }
 
-http_response router::mutate(const http_request& request) const {
+void router::count_refused(const http_request& header) const {
+  state_.metrics.record(route_of(header.target(), admission_routes_), decision_label::error, {}, 0,
+                        {});
+}
+
+http_response router::metrics_page(const http_request& request) const {
+  http_response res{http::status::ok, request.version()};
+  res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+  res.keep_alive(request.keep_alive());
+  res.body() = state_.metrics.render(state_);
+  res.prepare_payload();
+  return res;
+}
+
+http_response router::mutate(const http_request& request, outcome& result) const {
   const auto started = std::chrono::steady_clock::now();
   auto review = core::decode_review(request.body());
   if (!review) {
@@ -152,18 +184,26 @@ http_response router::mutate(const http_request& request) const {
   const auto policies = state_.policies.current();
   try {
     const auto d = core::mutate(*review, *policies);
+    result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
+                        : decision_label::denied,
+              d.policy, d.patch.size()};
     auto res = json_response(http::status::ok, core::encode_response(*review, d), request);
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - started)
                             .count();
     const core::pod_view pod(review->object);
     const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
-    spdlog::info(
-        "admission uid={} namespace={} pod={} operation={} dryRun={} policy={} decision={} ops={} "
-        "duration_us={}{}",
-        review->uid, review->namespace_name, pod_name != nullptr ? *pod_name : "-",
-        review->operation, review->dry_run, d.policy.empty() ? "-" : d.policy, decision_name(d),
-        d.patch.size(), micros, d.allowed ? "" : " message=" + core::quote(d.message, 200));
+    nlohmann::ordered_json fields = {{"uid", review->uid},
+                                     {"namespace", review->namespace_name},
+                                     {"pod", pod_name != nullptr ? *pod_name : "-"},
+                                     {"operation", review->operation},
+                                     {"dryRun", review->dry_run},
+                                     {"policy", d.policy.empty() ? "-" : d.policy},
+                                     {"decision", decision_name(d)},
+                                     {"ops", d.patch.size()},
+                                     {"duration_us", micros}};
+    if (!d.allowed) fields["message"] = d.message;
+    log_event("admission", fields);
     return res;
   } catch (const std::exception& e) {
     spdlog::error("internal error on admission uid={}: {}", review->uid, e.what());
@@ -173,7 +213,7 @@ http_response router::mutate(const http_request& request) const {
   }
 }
 
-http_response router::preview(const http_request& request) const {
+http_response router::preview(const http_request& request, outcome& result) const {
   core::mutate_options options;
   if (auto policy = query_param(request.target(), "policy")) {
     if (!core::is_dns_label(*policy)) {
@@ -188,6 +228,11 @@ http_response router::preview(const http_request& request) const {
     if (!answer)
       return error_response(http::status::bad_request, answer.message(), request.version(),
                             request.keep_alive());
+    const bool allowed = (*answer)["allowed"].get<bool>();
+    result = {allowed
+                  ? ((*answer)["patch"].empty() ? decision_label::allowed : decision_label::patched)
+                  : decision_label::denied,
+              (*answer)["policy"].get<std::string>(), 0};
     return json_response(http::status::ok, *answer, request);
   } catch (const std::exception& e) {
     spdlog::error("internal error on /preview: {}", e.what());

@@ -1,6 +1,10 @@
 #include "trainenv/app/server.hpp"
 
 #include <spdlog/spdlog.h>
+#include <list>
+#include <mutex>
+
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -42,11 +46,77 @@ http_response too_large(const session_limits& limits) {
                         11, false);
 }
 
-// Serves requests on one connection until it closes, errs or times out.
+// What shutdown needs to reach one connection: whether it waits between requests, and its
+// socket to cancel that wait. Touched only on the session's strand.
+struct session_handle {
+  beast::tcp_stream* socket = nullptr;  // null once the session has ended
+  bool idle = false;
+};
+
+// The open sessions, so that shutdown can close idle keep-alive connections at once and let
+// busy ones finish their request. Locked only when a connection opens or closes.
+class session_registry {
+ public:
+  using entry = std::pair<asio::any_io_executor, std::shared_ptr<session_handle>>;
+
+  std::list<entry>::iterator add(asio::any_io_executor executor,
+                                 std::shared_ptr<session_handle> handle) {
+    std::lock_guard lock(mutex_);
+    return sessions_.emplace(sessions_.end(), std::move(executor), std::move(handle));
+  }
+  void remove(std::list<entry>::iterator it) {
+    std::lock_guard lock(mutex_);
+    sessions_.erase(it);
+  }
+  // Marks the server closing and cancels every idle wait, each on its own strand.
+  void close_idle() {
+    closing_.store(true);
+    std::lock_guard lock(mutex_);
+    for (auto& [executor, handle] : sessions_) {
+      asio::post(executor, [handle = handle] {
+        boost::system::error_code ignored;
+        if (handle->socket != nullptr && handle->idle) handle->socket->socket().cancel(ignored);
+      });
+    }
+  }
+  [[nodiscard]] bool closing() const { return closing_.load(std::memory_order_relaxed); }
+
+ private:
+  std::mutex mutex_;
+  std::list<entry> sessions_;
+  std::atomic<bool> closing_{false};
+};
+
+// Registers a session for as long as it runs. Sessions share ownership of the registry: their
+// frames may be destroyed with the io_context, after the server.
+class registered_session {
+ public:
+  registered_session(std::shared_ptr<session_registry> registry, beast::tcp_stream& socket)
+      : registry_(std::move(registry)), handle_(std::make_shared<session_handle>()) {
+    handle_->socket = &socket;
+    it_ = registry_->add(socket.get_executor(), handle_);
+  }
+  ~registered_session() {
+    handle_->socket = nullptr;
+    registry_->remove(it_);
+  }
+  registered_session(const registered_session&) = delete;
+  registered_session& operator=(const registered_session&) = delete;
+  session_handle& handle() { return *handle_; }
+
+ private:
+  std::shared_ptr<session_registry> registry_;
+  std::shared_ptr<session_handle> handle_;
+  std::list<session_registry::entry>::iterator it_;
+};
+
+// Serves requests on one connection until it closes, errs, times out or the server closes.
 template <class Stream>
 asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limits,
-                                     const router& routes) {
+                                     const router& routes,
+                                     const std::shared_ptr<session_registry>& registry) {
   auto& socket = beast::get_lowest_layer(stream);
+  registered_session registration(registry, socket);
   beast::flat_buffer buffer;
   const auto send = [&](http_response& response) -> asio::awaitable<bool> {
     socket.expires_after(limits.write_timeout);
@@ -55,6 +125,7 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
   };
   // Answer, then close: used when the rest of the request will not be read.
   const auto refuse = [&](http_response response) -> asio::awaitable<void> {
+    routes.count_refused(http_request{});
     response.keep_alive(false);
     if (co_await send(response)) co_await linger(stream, limits);
   };
@@ -62,8 +133,11 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
   for (;;) {
     if (buffer.size() == 0) {
       // Idle between requests: the long timeout applies until the next request's first byte.
+      if (registry->closing()) co_return;
       socket.expires_after(limits.idle_timeout);
+      registration.handle().idle = true;
       auto [ec, n] = co_await stream.async_read_some(buffer.prepare(8 * 1024), use_nothrow);
+      registration.handle().idle = false;
       if (ec) co_return;
       buffer.commit(n);
     }
@@ -111,13 +185,32 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
       }
     }
 
+    if (early) routes.count_refused(parser.get());
     auto response = early ? std::move(*early) : routes.handle(parser.get());
+    // While closing, each connection ends after the answer it is giving.
+    if (registry->closing()) response.keep_alive(false);
     if (!co_await send(response) || !response.keep_alive()) co_return;
   }
 }
 
+// Counts a connection open for as long as its session runs.
+class connection_guard {
+ public:
+  explicit connection_guard(metrics& m) : m_(m) {
+    m_.open_connections.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~connection_guard() { m_.open_connections.fetch_sub(1, std::memory_order_relaxed); }
+  connection_guard(const connection_guard&) = delete;
+  connection_guard& operator=(const connection_guard&) = delete;
+
+ private:
+  metrics& m_;
+};
+
 asio::awaitable<void> tls_session(tcp::socket socket, std::shared_ptr<asio::ssl::context> context,
-                                  session_limits limits, const router& routes) {
+                                  session_limits limits, const router& routes, metrics& m,
+                                  std::shared_ptr<session_registry> registry) {
+  const connection_guard counted(m);
   beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), *context);
   beast::get_lowest_layer(stream).expires_after(limits.handshake_timeout);
   if (auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_nothrow);
@@ -125,16 +218,17 @@ asio::awaitable<void> tls_session(tcp::socket socket, std::shared_ptr<asio::ssl:
     spdlog::debug("TLS handshake failed: {}", ec.message());
     co_return;
   }
-  co_await serve_requests(stream, limits, routes);
+  co_await serve_requests(stream, limits, routes, registry);
   beast::get_lowest_layer(stream).expires_after(limits.write_timeout);
   // A peer that just drops the connection (stream_truncated) is a normal close here.
   co_await stream.async_shutdown(use_nothrow);
 }
 
-asio::awaitable<void> plain_session(tcp::socket socket, session_limits limits,
-                                    const router& routes) {
+asio::awaitable<void> plain_session(tcp::socket socket, session_limits limits, const router& routes,
+                                    metrics& m, std::shared_ptr<session_registry> registry) {
+  const connection_guard counted(m);
   beast::tcp_stream stream(std::move(socket));
-  co_await serve_requests(stream, limits, routes);
+  co_await serve_requests(stream, limits, routes, registry);
   boost::system::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
 }
@@ -167,6 +261,7 @@ session_limits limits_from(const serve_config& config) {
   limits.read_timeout = config.read_timeout;
   limits.idle_timeout = config.idle_timeout;
   limits.write_timeout = config.read_timeout;
+  limits.max_connections = config.max_connections;
   return limits;
 }
 
@@ -174,6 +269,7 @@ struct server::impl {
   impl(asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls)
       : ioc(ioc),
         limits(limits),
+        state(state),
         tls(tls),
         admission_routes(state, true),
         health_routes(state, false),
@@ -194,6 +290,15 @@ struct server::impl {
         co_await backoff.async_wait(use_nothrow);
         continue;
       }
+      // Beyond the limit, close at once: the client sees a closed connection and retries another
+      // replica; connections already open are untouched.
+      if (limits.max_connections != 0 &&
+          state.metrics.open_connections.load(std::memory_order_relaxed) >=
+              static_cast<std::int64_t>(limits.max_connections)) {
+        state.metrics.refused_connections.fetch_add(1, std::memory_order_relaxed);
+        socket.close(ec);
+        continue;
+      }
       socket.set_option(tcp::no_delay(true), ec);
       start_session(std::move(socket));
     }
@@ -201,11 +306,13 @@ struct server::impl {
 
   asio::io_context& ioc;
   session_limits limits;
+  server_state& state;
   tls_store& tls;
   router admission_routes;
   router health_routes;
   tcp::acceptor tls_acceptor;
   tcp::acceptor plain_acceptor;
+  std::shared_ptr<session_registry> sessions = std::make_shared<session_registry>();
 };
 
 server::server(asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls)
@@ -229,7 +336,8 @@ core::result<server::endpoints> server::start(const endpoint_spec& tls_listen,
                                 auto executor = socket.get_executor();
                                 asio::co_spawn(executor,
                                                tls_session(std::move(socket), self->tls.current(),
-                                                           self->limits, self->admission_routes),
+                                                           self->limits, self->admission_routes,
+                                                           self->state.metrics, self->sessions),
                                                asio::detached);
                               }),
                  asio::detached);
@@ -239,11 +347,16 @@ core::result<server::endpoints> server::start(const endpoint_spec& tls_listen,
                                 auto executor = socket.get_executor();
                                 asio::co_spawn(executor,
                                                plain_session(std::move(socket), self->limits,
-                                                             self->health_routes),
+                                                             self->health_routes,
+                                                             self->state.metrics, self->sessions),
                                                asio::detached);
                               }),
                  asio::detached);
   return endpoints{impl_->tls_acceptor.local_endpoint(), impl_->plain_acceptor.local_endpoint()};
+}
+
+void server::close_connections() {
+  impl_->sessions->close_idle();
 }
 
 void server::stop_accepting() {

@@ -20,6 +20,40 @@ std::string string_or_empty(const json& object, std::string_view key) {
   return s != nullptr ? *s : std::string();
 }
 
+// "PET_NNODES,WORLD_SIZE,port 29500,volume mpi-ssh-auth,...": what a patch adds, for the audit
+// log; bounded, since audit events are stored.
+std::string describe_patch(const json& patch) {
+  std::string out;
+  const auto add = [&](const std::string& item) { out += (out.empty() ? "" : ",") + item; };
+  const auto describe = [&](const std::string& path, const json& value) {
+    if (path.find("/ports") != std::string::npos) {
+      add("port " + value.value("containerPort", json()).dump());
+    } else if (path.find("/volumeMounts") != std::string::npos) {
+      add("mount " + value.value("mountPath", std::string("?")));
+    } else if (path.rfind("/spec/volumes", 0) == 0) {
+      add("volume " + value.value("name", std::string("?")));
+    } else if (path.find("/args") != std::string::npos) {
+      add("arg " + (value.is_string() ? value.get<std::string>() : value.dump()));
+    } else if (path.rfind("/metadata/annotations", 0) == 0) {
+      add("annotation");
+    } else if (const auto* name = string_member(value, "name")) {
+      add(*name);
+    }
+  };
+  for (const auto& op : patch) {
+    const auto& path = op["path"].get_ref<const std::string&>();
+    const auto& value = op["value"];
+    if (value.is_array()) {
+      for (const auto& item : value) describe(path, item);
+    } else {
+      describe(path, value);
+    }
+  }
+  constexpr std::size_t max_length = 1024;
+  if (out.size() > max_length) out = out.substr(0, max_length - 3) + "...";
+  return out;
+}
+
 }  // namespace
 
 bool admission_request::is_pod_create() const {
@@ -111,7 +145,11 @@ json encode_response(const admission_request& request, const decision& d) {
     response["patch"] = base64_encode(d.patch.dump());
   }
   if (!d.warnings.empty()) response["warnings"] = d.warnings;
-  if (!d.policy.empty()) response["auditAnnotations"] = {{"policy", d.policy}};
+  if (!d.policy.empty()) {
+    // Keys without '/', at most 63 characters: the apiserver prefixes them with the webhook's name.
+    response["auditAnnotations"] = {{"policy", d.policy}};
+    if (d.mutated()) response["auditAnnotations"]["injected"] = describe_patch(d.patch);
+  }
   return {{"apiVersion", request.api_version},
           {"kind", "AdmissionReview"},
           {"response", std::move(response)}};

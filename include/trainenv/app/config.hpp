@@ -28,6 +28,9 @@ struct serve_config {
   unsigned threads = 0;  // 0: one per core
   std::size_t max_body_bytes = 7 * 1024 * 1024;
   std::size_t max_header_bytes = 16 * 1024;
+  std::size_t max_connections = 10'000;
+  std::chrono::milliseconds drain_delay{5'000};
+  std::chrono::milliseconds shutdown_deadline{25'000};
   std::chrono::milliseconds handshake_timeout{10'000};
   std::chrono::milliseconds read_timeout{10'000};
   std::chrono::milliseconds idle_timeout{120'000};

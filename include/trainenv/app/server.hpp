@@ -24,6 +24,7 @@ struct session_limits {
   // After refusing a body (413 and the like), how long to keep reading and discarding what the
   // client still sends, so that it sees the answer instead of a connection reset.
   std::chrono::milliseconds linger_timeout{2000};
+  std::size_t max_connections = 0;  // both listeners together; 0: no limit
 };
 
 [[nodiscard]] session_limits limits_from(const serve_config& config);
@@ -45,6 +46,8 @@ class server {
                                               const endpoint_spec& plain_listen);
   // Stops accepting new connections; connections already open run to their end.
   void stop_accepting();
+  // Closes idle keep-alive connections now, and every other one after the answer it is giving.
+  void close_connections();
 
  private:
   struct impl;

@@ -4,12 +4,14 @@
 #include <atomic>
 #include <cstdint>
 
+#include "trainenv/app/metrics.hpp"
 #include "trainenv/app/policy_store.hpp"
 
 namespace trainenv::app {
 
 struct server_state {
   policy_store policies;
+  app::metrics metrics;
   std::atomic<bool> ready{false};
   std::atomic<std::uint64_t> policy_reloads{0};
   std::atomic<std::uint64_t> policy_reload_errors{0};
