@@ -123,5 +123,9 @@ check "oversized headers are answered 431" [ "$(curl -s -o /dev/null -w '%{http_
   -H "X-Padding: $big" "https://localhost:$https_port/healthz")" = 431 ]
 kill -TERM "$server_pid"; wait "$server_pid"
 
+# --- the alert rules docs/operations.md recommends -------------------------------------------
+sed -n '/^groups:/,/^```$/p' "$src/docs/operations.md" | sed '$d' >"$work/rules.yaml"
+check "the documented alert rules pass promtool" bash -c "promtool check rules '$work/rules.yaml' >/dev/null"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
