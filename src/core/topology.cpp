@@ -358,50 +358,34 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p) {
 
 variable_values topology::variables() const {
   variable_values v;
+  // A number when known, else the reason it is not, which a policy item needing it reports.
+  const auto set_number = [&v](variable var, std::optional<std::int64_t> value,
+                               const std::string& reason) {
+    if (value) {
+      v.set(var, std::to_string(*value));
+    } else {
+      v.set_unavailable(var, reason);
+    }
+  };
   v.set(variable::job, job);
   v.set(variable::namespace_name, namespace_name);
   v.set(variable::role, role);
-  if (index) {
-    v.set(variable::index, std::to_string(*index));
-  } else {
-    v.set_unavailable(variable::index, index_unknown_reason);
-  }
+  set_number(variable::index, index, index_unknown_reason);
   v.set(variable::num_nodes, std::to_string(num_nodes));
   v.set(variable::nproc_per_node, nproc_per_node);
   v.set(variable::master_port, std::to_string(master_port));
   // Policies are validated so that only items scoped to training roles use these two.
   const std::string not_training = "trainenv: role " + quote(role) + " is not a training role";
-  if (world_size) {
-    v.set(variable::world_size, std::to_string(*world_size));
-  } else {
-    v.set_unavailable(variable::world_size, not_training);
-  }
-  if (rank) {
-    v.set(variable::rank, std::to_string(*rank));
-  } else {
-    v.set_unavailable(variable::rank, training_role ? index_unknown_reason : not_training);
-  }
-  if (gpus_per_node) {
-    v.set(variable::gpus_per_node, std::to_string(*gpus_per_node));
-  } else {
-    v.set_unavailable(variable::gpus_per_node, gpus_unknown_reason);
-  }
+  set_number(variable::world_size, world_size, not_training);
+  set_number(variable::rank, rank, training_role ? index_unknown_reason : not_training);
+  set_number(variable::gpus_per_node, gpus_per_node, gpus_unknown_reason);
+  const auto gpus_or_one =
+      gpus_per_node ? std::optional(std::max<std::int64_t>(*gpus_per_node, 1)) : std::nullopt;
   // MPI slots: the processes-per-node setting when a number, else the GPUs, else 1.
-  if (nproc_count) {
-    v.set(variable::slots, std::to_string(*nproc_count));
-  } else if (gpus_per_node) {
-    v.set(variable::slots, std::to_string(std::max<std::int64_t>(*gpus_per_node, 1)));
-  } else {
-    v.set_unavailable(variable::slots, gpus_unknown_reason);
-  }
+  set_number(variable::slots, nproc_count ? nproc_count : gpus_or_one, gpus_unknown_reason);
   // Processes per node as a number: the resolved count, or for auto/gpu the GPUs (at least 1).
-  if (const auto n = parse_decimal(nproc_per_node, max_count)) {
-    v.set(variable::processes_per_node, std::to_string(*n));
-  } else if (gpus_per_node) {
-    v.set(variable::processes_per_node, std::to_string(std::max<std::int64_t>(*gpus_per_node, 1)));
-  } else {
-    v.set_unavailable(variable::processes_per_node, gpus_unknown_reason);
-  }
+  const auto resolved = parse_decimal(nproc_per_node, max_count);
+  set_number(variable::processes_per_node, resolved ? resolved : gpus_or_one, gpus_unknown_reason);
   v.set_unavailable(variable::line, "trainenv: ${i} exists only inside an annotation's lines");
   v.set_replicas(replicas);
   return v;

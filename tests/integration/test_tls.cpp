@@ -63,11 +63,7 @@ std::string serial_of(const pem_pair& pair) {
   BIO* bio = BIO_new_mem_buf(pair.cert.data(), static_cast<int>(pair.cert.size()));
   X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr);
   BIO_free(bio);
-  BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr);
-  char* hex = BN_bn2hex(bn);
-  std::string out = hex;
-  OPENSSL_free(hex);
-  BN_free(bn);
+  std::string out = serial_hex(cert);
   X509_free(cert);
   return out;
 }

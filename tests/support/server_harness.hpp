@@ -14,6 +14,7 @@
 #include <boost/beast/ssl.hpp>
 #include <catch2/catch.hpp>
 
+#include "test_certs.hpp"
 #include "trainenv/app/policy_store.hpp"
 #include "trainenv/app/server.hpp"
 #include "trainenv/app/state.hpp"
@@ -154,11 +155,7 @@ class tls_client {
   [[nodiscard]] std::string server_serial() const {
     X509* cert = SSL_get1_peer_certificate(stream_->native_handle());
     if (cert == nullptr) return {};
-    BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr);
-    char* hex = BN_bn2hex(bn);
-    std::string out = hex;
-    OPENSSL_free(hex);
-    BN_free(bn);
+    std::string out = serial_hex(cert);
     X509_free(cert);
     return out;
   }

@@ -96,6 +96,16 @@ inline pem_pair make_cert(const cert_options& o, const pem_pair* issuer = nullpt
   return out;
 }
 
+// A certificate's serial number in hex, as OpenSSL prints it.
+inline std::string serial_hex(const X509* cert) {
+  BIGNUM* bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), nullptr);
+  char* hex = BN_bn2hex(bn);
+  std::string out = hex;
+  OPENSSL_free(hex);
+  BN_free(bn);
+  return out;
+}
+
 inline void write_file(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "../test_support.hpp"
+#include "shipped_policies.hpp"
 #include "trainenv/app/policy_store.hpp"
 #include "trainenv/app/yaml.hpp"
 #include "trainenv/core/engine.hpp"
@@ -16,9 +17,7 @@ using namespace trainenv;
 namespace {
 
 const core::policy_set& shipped() {
-  static const auto load = app::load_policy_dir(TRAINENV_POLICIES_DIR);
-  if (!load.errors.empty()) FAIL(load.errors.front());
-  return *load.policies;
+  return test::shipped_policies();
 }
 
 json pod_of(const std::string& fixture_name) {

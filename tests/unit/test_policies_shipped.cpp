@@ -10,6 +10,7 @@
 #include <set>
 
 #include "../test_support.hpp"
+#include "shipped_policies.hpp"
 #include "trainenv/app/policy_store.hpp"
 #include "trainenv/app/yaml.hpp"
 #include "trainenv/core/engine.hpp"
@@ -20,9 +21,7 @@ using namespace trainenv;
 namespace {
 
 const core::policy_set& shipped() {
-  static const auto load = app::load_policy_dir(TRAINENV_POLICIES_DIR);
-  if (!load.errors.empty()) FAIL(load.errors.front());
-  return *load.policies;
+  return test::shipped_policies();
 }
 
 struct pod_spec {
