@@ -136,9 +136,12 @@ const json* container_resource(const json& container, std::string_view name, std
   return nullptr;
 }
 
-bool asks_for_gpu(const json& container) {
+// Calls `visit(section, name, value)` for each resource of the container whose name contains
+// "gpu" (case-insensitive), requests before limits, until it returns false.
+template <class Visit>
+void for_each_gpu_resource(const json& container, Visit visit) {
   const auto* resources = member(container, "resources");
-  if (resources == nullptr) return false;
+  if (resources == nullptr) return;
   for (std::string_view section : {"requests", "limits"}) {
     const auto* list = member(*resources, section);
     if (list == nullptr || !list->is_object()) continue;
@@ -146,38 +149,42 @@ bool asks_for_gpu(const json& container) {
       std::string lower = name;
       std::transform(lower.begin(), lower.end(), lower.begin(),
                      [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (lower.find("gpu") != std::string::npos) return true;
+      if (lower.find("gpu") != std::string::npos && !visit(section, name, value)) return;
     }
   }
-  return false;
+}
+
+bool asks_for_gpu(const json& container) {
+  bool found = false;
+  for_each_gpu_resource(container, [&](std::string_view, const std::string&, const json&) {
+    found = true;
+    return false;
+  });
+  return found;
 }
 
 // The first resource whose name contains "gpu" with a count above 0, requests before limits
 // (Kubeflow Trainer's GetNumGPUPerNode); 0 when there is none.
 result<std::int64_t> gpu_count(const json& container) {
-  const auto* resources = member(container, "resources");
-  if (resources == nullptr) return std::int64_t{0};
-  for (std::string_view section : {"requests", "limits"}) {
-    const auto* list = member(*resources, section);
-    if (list == nullptr || !list->is_object()) continue;
-    for (const auto& [name, value] : list->items()) {
-      std::string lower = name;
-      std::transform(lower.begin(), lower.end(), lower.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (lower.find("gpu") == std::string::npos) continue;
-      const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-      const auto q = value.is_string() || value.is_number() ? parse_quantity(text) : std::nullopt;
-      const auto n = q ? q->ceil() : std::nullopt;
-      if (!n) {
-        const auto* cname = string_member(container, "name");
-        return error{"trainenv: resources." + std::string(section) + "." + name + " of container " +
-                     quote(cname ? *cname : "") + " is " + quote(text) +
-                     "; expected a whole number of GPUs"};
-      }
-      if (*n > 0) return *n;
-    }
-  }
-  return std::int64_t{0};
+  std::optional<error> bad;
+  std::int64_t count = 0;
+  for_each_gpu_resource(
+      container, [&](std::string_view section, const std::string& name, const json& value) {
+        const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+        const auto q = value.is_string() || value.is_number() ? parse_quantity(text) : std::nullopt;
+        const auto n = q ? q->ceil() : std::nullopt;
+        if (!n) {
+          const auto* cname = string_member(container, "name");
+          bad = error{"trainenv: resources." + std::string(section) + "." + name +
+                      " of container " + quote(cname ? *cname : "") + " is " + quote(text) +
+                      "; expected a whole number of GPUs"};
+          return false;
+        }
+        count = *n;
+        return count <= 0;  // keep looking past a zero count
+      });
+  if (bad) return std::move(*bad);
+  return std::max<std::int64_t>(count, 0);
 }
 
 result<std::int64_t> cpu_count(const json& container) {
