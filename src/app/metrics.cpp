@@ -33,6 +33,13 @@ std::string label_value(std::string_view v) {
 
 }  // namespace
 
+metrics::~metrics() {
+  for (auto& s : series_) {
+    const std::string* name = s.name.load(std::memory_order_acquire);
+    if (name != &no_policy) delete name;
+  }
+}
+
 metrics::policy_series& metrics::series_for(std::string_view policy) {
   const std::size_t start = std::hash<std::string_view>{}(policy) % policy_slots;
   for (std::size_t probe = 0; probe < policy_slots; ++probe) {

@@ -20,6 +20,11 @@ inline constexpr std::size_t decision_count = 4;
 
 class metrics {
  public:
+  metrics() = default;
+  ~metrics();  // frees the policy names the table took
+  metrics(const metrics&) = delete;
+  metrics& operator=(const metrics&) = delete;
+
   // Buckets from 25 µs to 10 s, in seconds.
   static constexpr std::array<double, 18> latency_buckets = {
       0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
@@ -37,7 +42,7 @@ class metrics {
 
  private:
   // Series per (route, decision, policy). Policies come and go with reloads, so their names
-  // live in a fixed table filled by compare-and-swap: lock-free, never freed (bounded).
+  // live in a fixed table filled by compare-and-swap: lock-free, freed only with the table.
   static constexpr std::size_t policy_slots = 512;
   struct policy_series {
     std::atomic<const std::string*> name{nullptr};
