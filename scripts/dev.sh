@@ -3,7 +3,8 @@
 # commands, .ci/run and the Dockerfile all go through here, so they cannot drift apart.
 #
 #   scripts/dev.sh serve [trainenv serve flags]   install, build, mint dev certs, run the webhook
-#   scripts/dev.sh test                           install, build, run the whole test suite
+#   scripts/dev.sh test                           install, build, run the whole test suite (also
+#                                                 under ASan+UBSan, in build-sanitize/)
 #   scripts/dev.sh deps | build | certs           the individual steps
 #
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), CMAKE_ARGS (extra
@@ -76,6 +77,11 @@ test_suite() {
   deps
   build
   ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j "$(nproc)"
+  # The same suite again under AddressSanitizer (with leak checks) and UndefinedBehaviorSanitizer.
+  log "the whole suite again under ASan+UBSan (build-sanitize/)"
+  BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE=ON" build_dir=build-sanitize build
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-sanitize --output-on-failure --timeout 300 -j "$(nproc)"
 }
 
 case "${1:-}" in
