@@ -89,18 +89,9 @@ check "serve refuses a bad --listen" exit_code 2 "$bin" serve --listen nowhere
 check "serve refuses invalid policies" exit_code 1 "$bin" serve --policies "$work/bad" --tls-cert "$work/certs/tls.crt" \
   --tls-key "$work/certs/tls.key" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0
 
-"$bin" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --tls-cert "$work/certs/tls.crt" \
-  --tls-key "$work/certs/tls.key" --policies "$src/policies" 2>"$work/server.log" &
-server_pid=$!
-https_port=""
-for _ in $(seq 1 100); do
-  https_port=$(sed -n 's/.*listening https=127.0.0.1:\([0-9]*\) http=127.0.0.1:\([0-9]*\).*/\1/p' "$work/server.log")
-  [ -n "$https_port" ] && break
-  sleep 0.1
-done
-http_port=$(sed -n 's/.*listening https=127.0.0.1:[0-9]* http=127.0.0.1:\([0-9]*\).*/\1/p' "$work/server.log")
-[ -n "$https_port" ] || { echo "FAILED: server did not start" >&2; cat "$work/server.log" >&2; exit 1; }
-curl_tls() { curl --silent --show-error --max-time 10 --cacert "$work/certs/ca.crt" "$@"; }
+# shellcheck source=server_lib.sh
+source "$src/tests/integration/server_lib.sh"
+start_server "$work/server.log"
 
 check "curl /preview with the README's line" bash -c "curl --silent --max-time 10 --cacert '$work/certs/ca.crt' \
   --data-binary @'$src/examples/torch-pod.yaml' https://localhost:$https_port/preview >'$work/preview.json'"

@@ -25,21 +25,11 @@ check() {
 "$src/certs/mint.sh" "$work/certs" >/dev/null 2>&1
 review="$src/tests/fixtures/review-torch-jobset-node3.json"
 
-start() {  # start LOG [flags...]: sets server_pid, https_port, http_port
-  local log="$1"
-  shift
-  "$bin" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --tls-cert "$work/certs/tls.crt" \
-    --tls-key "$work/certs/tls.key" --policies "$src/policies" "$@" 2>"$log" &
-  server_pid=$!
+# shellcheck source=server_lib.sh
+source "$src/tests/integration/server_lib.sh"
+start() {  # start LOG [flags...]: start_server, remembering the pid for cleanup
+  start_server "$@"
   pids+=("$server_pid")
-  https_port=""
-  for _ in $(seq 1 100); do
-    https_port=$(sed -n 's/.*listening https=127.0.0.1:\([0-9]*\) .*/\1/p' "$log")
-    [ -n "$https_port" ] && break
-    sleep 0.05
-  done
-  http_port=$(sed -n 's/.*listening https=127.0.0.1:[0-9]* http=127.0.0.1:\([0-9]*\).*/\1/p' "$log")
-  [ -n "$https_port" ] || { echo "server did not start:" >&2; cat "$log" >&2; exit 1; }
 }
 mutate() {  # mutate [curl args...]: one admission, prints the HTTP code
   curl -s -o /dev/null -w '%{http_code}\n' --max-time 10 --cacert "$work/certs/ca.crt" \
