@@ -1,12 +1,96 @@
-// Micro benchmarks over the pure core. Run: build/bench/core_bench [--benchmark_filter=...]
+// Micro benchmarks over the core, one stage at a time, for the four pod shapes of
+// pod_shapes.hpp and the shipped policies. Run: build/bench/core_bench [--benchmark_filter=...]
+//
+//   review/<shape>    what /mutate does between the bytes in and the bytes out: decode, mutate,
+//                     encode, serialise (the HTTP and TLS layers are bench/e2e.sh's business)
+//   decode/<shape>    JSON text -> admission_request (parse, depth pre-scan, field extraction)
+//   mutate/<shape>    admission_request -> decision (select, topology, render, patch)
+//   render/<shape>    policy selection done: topology + the wanted entries, no diff
+//   patch/<shape>     wanted entries -> JSON Patch (diff against the pod's lists)
+//   encode/<shape>    decision -> AdmissionReview response text (patch dump, base64, audit)
+//   select_among_policies/N   mutate with N loaded policies, the pod selecting the last one
 #include <benchmark/benchmark.h>
 
+#include "pod_shapes.hpp"
 #include "synthetic_policies.hpp"
+#include "trainenv/app/policy_store.hpp"
 #include "trainenv/core/engine.hpp"
+#include "trainenv/core/topology.hpp"
 
 namespace {
 
 using namespace trainenv;
+
+const core::policy_set& shipped() {
+  static const auto load = app::load_policy_dir(TRAINENV_POLICIES_DIR);
+  if (!load.errors.empty()) throw std::runtime_error(load.errors.front());
+  return *load.policies;
+}
+
+core::admission_request decoded(const std::string& body) {
+  auto request = core::decode_review(body);
+  if (!request) throw std::runtime_error(request.message());
+  return std::move(*request);
+}
+
+void review(benchmark::State& state, const std::string& body) {
+  const auto& policies = shipped();
+  for (auto _ : state) {
+    auto request = decoded(body);
+    const auto d = core::mutate(request, policies);
+    auto out = core::encode_response(request, d);
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+
+void decode(benchmark::State& state, const std::string& body) {
+  for (auto _ : state) {
+    auto request = core::decode_review(body);
+    benchmark::DoNotOptimize(request);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+
+void mutate(benchmark::State& state, const std::string& body) {
+  const auto request = decoded(body);
+  const auto& policies = shipped();
+  for (auto _ : state) {
+    auto d = core::mutate(request, policies);
+    benchmark::DoNotOptimize(d);
+  }
+}
+
+const core::policy& torch() { return *shipped().by_name("torch"); }
+
+void render(benchmark::State& state, const std::string& body) {
+  const auto request = decoded(body);
+  const core::pod_view pod(request.object);
+  for (auto _ : state) {
+    auto want = core::render(torch(), core::resolve_topology(pod, torch()).value(), pod);
+    benchmark::DoNotOptimize(want);
+  }
+}
+
+void patch(benchmark::State& state, const std::string& body) {
+  const auto request = decoded(body);
+  const core::pod_view pod(request.object);
+  const auto want = core::render(torch(), core::resolve_topology(pod, torch()).value(), pod).value();
+  for (auto _ : state) {
+    auto d = core::build_patch(request.object, want, "torch");
+    benchmark::DoNotOptimize(d);
+  }
+}
+
+void encode(benchmark::State& state, const std::string& body) {
+  const auto request = decoded(body);
+  const auto d = core::mutate(request, shipped());
+  if (!d.mutated()) throw std::runtime_error("the shape is not patched");
+  for (auto _ : state) {
+    auto out = core::encode_response(request, d);
+    benchmark::DoNotOptimize(out);
+  }
+}
 
 // Selection by framework value is a hash lookup: the cost of mutate must not grow with the
 // number of loaded policies. The pod selects the last policy, the worst case for a scan.
@@ -19,8 +103,28 @@ void BM_select_among_policies(benchmark::State& state) {
     benchmark::DoNotOptimize(d);
   }
 }
-BENCHMARK(BM_select_among_policies)->Arg(2)->Arg(50)->Arg(500);
+BENCHMARK(BM_select_among_policies)->Name("select_among_policies")->Arg(2)->Arg(50)->Arg(500);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  // Stage by stage, each over every shape, so a row's neighbours are its comparisons.
+  const auto shapes = bench::pod_shapes();
+  for (const auto& [stage, fn] :
+       std::initializer_list<std::pair<const char*, void (*)(benchmark::State&, const std::string&)>>{
+           {"review", review},
+           {"decode", decode},
+           {"mutate", mutate},
+           {"render", render},
+           {"patch", patch},
+           {"encode", encode}}) {
+    for (const auto& shape : shapes) {
+      benchmark::RegisterBenchmark((std::string(stage) + "/" + shape.name).c_str(), fn, shape.body)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+}

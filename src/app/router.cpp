@@ -67,13 +67,18 @@ std::optional<std::string> query_param(std::string_view target, std::string_view
   return std::nullopt;
 }
 
-http_response json_response(http::status status, const json& body, const http_request& request) {
+// A JSON body already written as text.
+http_response text_response(http::status status, std::string body, const http_request& request) {
   http_response res{status, request.version()};
   res.set(http::field::content_type, "application/json");
   res.keep_alive(request.keep_alive());
-  res.body() = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  res.body() = std::move(body);
   res.prepare_payload();
   return res;
+}
+
+http_response json_response(http::status status, const json& body, const http_request& request) {
+  return text_response(status, body.dump(-1, ' ', false, json::error_handler_t::replace), request);
 }
 
 const char* decision_name(const core::decision& d) {
@@ -187,7 +192,7 @@ http_response router::mutate(const http_request& request, outcome& result) const
     result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
                         : decision_label::denied,
               d.policy, d.patch.size()};
-    auto res = json_response(http::status::ok, core::encode_response(*review, d), request);
+    auto res = text_response(http::status::ok, core::encode_response(*review, d), request);
     const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - started)
                             .count();

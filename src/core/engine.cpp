@@ -328,17 +328,21 @@ decision mutate_pod(const json& pod, const policy_set& policies, const mutate_op
     return pass("policy " + quote(p.name) + " does not apply: its condition " +
                 quote(p.when_source) + " is false");
   }
-  if (auto problem = check_shape(pod, *want); !problem.empty())
-    return deny(std::move(problem), p.name);
+  return build_patch(pod, *want, p.name);
+}
+
+decision build_patch(const json& pod, const wants& want, const std::string& policy) {
+  if (auto problem = check_shape(pod, want); !problem.empty())
+    return deny(std::move(problem), policy);
 
   decision d;
-  d.policy = p.name;
-  for (auto& w : want->warnings) d.warnings.push_back(make_warning(std::move(w)));
+  d.policy = policy;
+  for (const auto& w : want.warnings) d.warnings.push_back(make_warning(w));
   patch_builder patch;
-  for (const auto& c : want->containers)
+  for (const auto& c : want.containers)
     diff_container(pod["spec"][c.list][c.index], c, patch, d.warnings);
   merge_list(
-      pod["spec"], "/spec", "volumes", want->volumes,
+      pod["spec"], "/spec", "volumes", want.volumes,
       [](const json& list, const json& w) {
         return find_by(list, "name", w["name"].get<std::string>());
       },
@@ -346,7 +350,7 @@ decision mutate_pod(const json& pod, const policy_set& policies, const mutate_op
         return "trainenv: kept user-set volume " + w["name"].get<std::string>();
       },
       patch, d.warnings);
-  diff_annotations(pod["metadata"], want->annotations, patch, d.warnings);
+  diff_annotations(pod["metadata"], want.annotations, patch, d.warnings);
   d.patch = patch.take();
   return d;
 }

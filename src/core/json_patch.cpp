@@ -20,7 +20,13 @@ std::string escape_pointer_token(std::string_view token) {
 }
 
 void patch_builder::add(std::string path, nlohmann::json value) {
-  ops_.push_back({{"op", "add"}, {"path", std::move(path)}, {"value", std::move(value)}});
+  // Member by member: an initializer list would build (and copy) a temporary array per pair.
+  nlohmann::json op(nlohmann::json::value_t::object);
+  auto& members = op.get_ref<nlohmann::json::object_t&>();
+  members.emplace("op", "add");
+  members.emplace("path", std::move(path));
+  members.emplace("value", std::move(value));
+  ops_.push_back(std::move(op));
 }
 
 void patch_builder::append(const nlohmann::json& parent, std::string_view parent_path,

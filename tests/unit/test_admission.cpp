@@ -45,6 +45,20 @@ std::string decode_error(const std::string& body) {
   return r.message();
 }
 
+// The pod as decode_review builds it, written out by hand: what the engine reads, nothing else.
+json read_parts(json pod) {
+  pod.erase("status");
+  auto& metadata = pod["metadata"];
+  for (const auto* key : {"ownerReferences", "managedFields", "uid", "resourceVersion"})
+    metadata.erase(key);
+  json spec = json::object();
+  for (const auto* key : {"containers", "initContainers", "volumes", "subdomain"}) {
+    if (pod["spec"].contains(key)) spec[key] = pod["spec"][key];
+  }
+  pod["spec"] = spec;
+  return pod;
+}
+
 }  // namespace
 
 TEST_CASE("decode_review reads the torch jobset fixture", "[admission]") {
@@ -60,7 +74,7 @@ TEST_CASE("decode_review reads the torch jobset fixture", "[admission]") {
   CHECK(r.namespace_name == "team-a");
   CHECK(r.name.empty());
   CHECK_FALSE(r.dry_run);
-  CHECK(r.object == review["request"]["object"]);
+  CHECK(r.object == read_parts(review["request"]["object"]));
   CHECK(r.is_pod_create());
 }
 
@@ -70,7 +84,7 @@ TEST_CASE("decode_review reads the mpi launcher fixture", "[admission]") {
   CHECK(r.uid == "63b5a628-4991-5704-a030-66bcafd2aed4");
   CHECK(r.namespace_name == "team-a");
   CHECK(r.object["metadata"]["generateName"] == "ds-job-launcher-0-0-");
-  CHECK(r.object == review["request"]["object"]);
+  CHECK(r.object == read_parts(review["request"]["object"]));
   CHECK(r.is_pod_create());
 }
 
@@ -211,7 +225,7 @@ TEST_CASE("encode_response keeps the received apiVersion and uid", "[admission]"
   for (const char* version : {"admission.k8s.io/v1", "admission.k8s.io/v1beta1"}) {
     INFO("apiVersion " << version);
     const auto r = decode_ok(minimal_review(version));
-    const json out = encode_response(r, decision{});
+    const json out = json::parse(encode_response(r, decision{}));
     CHECK(out["apiVersion"] == version);
     CHECK(out["kind"] == "AdmissionReview");
     CHECK(out["response"]["uid"] == "705ab4f5-6393-11e8-b7cc-42010a800002");
@@ -227,7 +241,7 @@ TEST_CASE("encode_response base64-encodes the JSON patch", "[admission]") {
     {"op": "add", "path": "/metadata/annotations", "value": {"trainenv.io/injected": "torch"}},
     {"op": "add", "path": "/spec/containers/0/env/-", "value": {"name": "X", "value": "é\"\n"}}
   ])");
-  const json out = encode_response(r, d);
+  const json out = json::parse(encode_response(r, d));
   const json& response = out["response"];
   CHECK(response["allowed"] == true);
   CHECK(response["patchType"] == "JSONPatch");
@@ -242,7 +256,7 @@ TEST_CASE("encode_response includes status code 400 and the message when denied"
   decision d;
   d.allowed = false;
   d.message = "trainenv: annotation trainenv.io/num-nodes: \"abc\" is not a whole number >= 1";
-  const json out = encode_response(r, d);
+  const json out = json::parse(encode_response(r, d));
   const json& response = out["response"];
   CHECK(response["allowed"] == false);
   CHECK(response["status"]["code"] == 400);
@@ -255,7 +269,7 @@ TEST_CASE("encode_response includes status code 400 and the message when denied"
 TEST_CASE("encode_response omits patch fields and status when allowed without a patch",
           "[admission]") {
   const auto r = decode_ok(minimal_review());
-  const json out = encode_response(r, decision{});
+  const json out = json::parse(encode_response(r, decision{}));
   const json& response = out["response"];
   CHECK_FALSE(response.contains("patch"));
   CHECK_FALSE(response.contains("patchType"));
@@ -267,9 +281,25 @@ TEST_CASE("encode_response carries the warnings", "[admission]") {
   const auto r = decode_ok(minimal_review());
   decision d;
   d.warnings = {"trainenv: kept user-set WORLD_SIZE=8 in container \"node\""};
-  const json out = encode_response(r, d);
+  const json out = json::parse(encode_response(r, d));
   CHECK(out["response"]["warnings"] ==
         json::array({"trainenv: kept user-set WORLD_SIZE=8 in container \"node\""}));
+}
+
+TEST_CASE("encode_response escapes text and replaces broken UTF-8 rather than failing",
+          "[admission]") {
+  auto r = decode_ok(minimal_review());
+  r.uid = "quote\" back\\ newline\n tab\t nul" + std::string(1, '\0');
+  decision d;
+  d.allowed = false;
+  // A message cut inside a two-byte character, as a bounded quote of a user's value can be.
+  d.message = "trainenv: value \"caf\xc3";
+  d.warnings = {"w\x01"};
+  const auto text = encode_response(r, d);
+  const json out = json::parse(text);
+  CHECK(out["response"]["uid"] == r.uid);
+  CHECK(out["response"]["status"]["message"] == "trainenv: value \"caf\xef\xbf\xbd");
+  CHECK(out["response"]["warnings"][0] == "w\x01");
 }
 
 TEST_CASE("base64 round trips every length from 0 to 10", "[admission]") {
@@ -313,14 +343,4 @@ TEST_CASE("base64_decode rejects malformed input", "[admission]") {
     INFO("text \"" << bad << "\"");
     CHECK_FALSE(base64_decode(bad).has_value());
   }
-}
-
-TEST_CASE("parse_json parses valid JSON and reports the byte offset of invalid JSON",
-          "[admission]") {
-  auto ok = parse_json(R"({"a": [1, 2]})");
-  REQUIRE(ok.ok());
-  CHECK(*ok == json{{"a", {1, 2}}});
-  auto bad = parse_json("[1, 2,");
-  REQUIRE_FALSE(bad.ok());
-  CHECK_THAT(bad.message(), Contains("byte"));
 }

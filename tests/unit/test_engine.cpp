@@ -3,6 +3,7 @@
 // json::patch, an applier this project did not write, and fed back in for idempotence.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <map>
 
 #include "../test_support.hpp"
@@ -350,7 +351,7 @@ TEST_CASE("contract violations deny with status 400 and a message naming key, va
     core::admission_request request;
     request.api_version = "admission.k8s.io/v1";
     request.uid = "u";
-    const auto response = core::encode_response(request, d);
+    const auto response = json::parse(core::encode_response(request, d));
     CHECK(response["response"]["allowed"] == false);
     CHECK(response["response"]["status"]["code"] == 400);
     CHECK(response["response"]["status"]["message"] == d.message);
@@ -365,4 +366,39 @@ TEST_CASE("warnings are single printable lines of at most 120 characters", "[eng
   REQUIRE(d.warnings.size() == 1);
   CHECK(d.warnings[0].size() <= 120);
   for (char c : d.warnings[0]) CHECK((c >= 0x20 && c < 0x7f));
+}
+
+// decode_review builds only the parts of the pod the engine reads (pod_fields_read); if a
+// reader of another field were added without listing it, this would catch the difference.
+TEST_CASE("a review decoded from text gets the same decision as its whole pod",
+          "[engine][decode]") {
+  std::vector<std::pair<std::string, json>> pods;
+  for (const auto* name : {"review-torch-jobset-node3.json", "review-mpi-launcher.json",
+                           "review-volcano-worker1.json"})
+    pods.emplace_back(name, pod_of(name));
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(TRAINENV_SOURCE_DIR) + "/examples"))
+    pods.emplace_back(entry.path().filename().string(), example(entry.path().filename().string()));
+  REQUIRE(pods.size() >= 14);
+  for (const auto& [name, pod] : pods) {
+    INFO("pod " << name);
+    const json review = {{"apiVersion", "admission.k8s.io/v1"},
+                         {"kind", "AdmissionReview"},
+                         {"request",
+                          {{"uid", "u-1"},
+                           {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+                           {"operation", "CREATE"},
+                           {"namespace", "team-a"},
+                           {"object", pod}}}};
+    const auto request = core::decode_review(review.dump());
+    REQUIRE(request.ok());
+    const auto from_text = core::mutate(*request, shipped());
+    const auto whole = core::mutate_pod(pod, shipped());
+    CHECK(from_text.allowed == whole.allowed);
+    CHECK(from_text.policy == whole.policy);
+    CHECK(from_text.patch == whole.patch);
+    CHECK(from_text.warnings == whole.warnings);
+    CHECK(from_text.message == whole.message);
+    CHECK(whole.mutated());
+  }
 }

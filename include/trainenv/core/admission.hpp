@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/json_text.hpp"
 #include "trainenv/core/result.hpp"
 
 namespace trainenv::core {
@@ -27,23 +28,14 @@ struct admission_request {
   [[nodiscard]] bool is_pod_create() const;
 };
 
-// Errors are for a 400: not JSON, not an AdmissionReview, no request.uid.
+// Errors are for a 400: not JSON, not an AdmissionReview, no request.uid. Of the pod, only
+// what the engine reads (pod_fields_read) is built; the rest of the text is validated only.
 [[nodiscard]] result<admission_request> decode_review(std::string_view body);
+// A review already parsed whole (the preview path, where the mutated pod is shown).
 [[nodiscard]] result<admission_request> decode_review_json(nlohmann::json document);
 
-[[nodiscard]] nlohmann::json encode_response(const admission_request& request, const decision& d);
-
-// Deepest nesting accepted from untrusted text. Pods nest a few dozen levels; nlohmann's copy,
-// comparison and dump recurse, so a deeper document could overflow the stack.
-inline constexpr int max_json_depth = 1000;
-
-// Where `text` first opens more than `limit` arrays/objects outside strings, if it does: a
-// linear scan before any parser recurses or builds anything.
-[[nodiscard]] std::optional<std::size_t> nesting_exceeded_at(std::string_view text,
-                                                             int limit = max_json_depth);
-
-// Parses untrusted JSON text; the error names the byte offset, or the nesting limit.
-[[nodiscard]] result<nlohmann::json> parse_json(std::string_view text);
+// The AdmissionReview response, as JSON text, in the version received.
+[[nodiscard]] std::string encode_response(const admission_request& request, const decision& d);
 
 [[nodiscard]] std::string base64_encode(std::string_view bytes);
 [[nodiscard]] std::optional<std::string> base64_decode(std::string_view text);

@@ -10,6 +10,7 @@
 
 #include "trainenv/core/admission.hpp"
 #include "trainenv/core/policy.hpp"
+#include "trainenv/core/render.hpp"
 
 namespace trainenv::core {
 
@@ -31,6 +32,12 @@ struct mutate_options {
 
 [[nodiscard]] decision mutate_pod(const nlohmann::json& pod, const policy_set& policies,
                                   const mutate_options& options = {});
+
+// mutate_pod's last step, on its own so benchmarks can time it: the patch that adds to `pod`
+// what `want` lacks (warning where the user set something else), or a denial when the parts of
+// the pod the patch touches do not have the shapes it assumes.
+[[nodiscard]] decision build_patch(const nlohmann::json& pod, const wants& want,
+                                   const std::string& policy);
 
 // Pods on CREATE go to mutate_pod; every other request is allowed unchanged.
 [[nodiscard]] decision mutate(const admission_request& request, const policy_set& policies,

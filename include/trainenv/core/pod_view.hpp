@@ -8,7 +8,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/json_text.hpp"
+
 namespace trainenv::core {
+
+// Every part of a Pod that the engine reads (pod_view, topology, render, the patch diff).
+// decode_review builds only these from the text, so a new reader of another field must be
+// added here; the tests and the decode fuzz target check that a pod decoded this way gets the
+// same decision as the whole pod.
+inline constexpr json_keep pod_metadata_read[] = {
+    {"name"}, {"generateName"}, {"namespace"}, {"labels"}, {"annotations"}};
+inline constexpr json_keep pod_spec_read[] = {
+    {"containers"}, {"initContainers"}, {"volumes"}, {"subdomain"}};
+inline constexpr json_keep pod_fields_read[] = {
+    {"apiVersion"}, {"kind"}, {"metadata", pod_metadata_read}, {"spec", pod_spec_read}};
 
 class pod_view {
  public:

@@ -1,0 +1,44 @@
+// Untrusted JSON text -> nlohmann::json. simdjson validates the text and finds its structure
+// (at gigabytes per second, iteratively, so depth cannot overflow the stack); only then are
+// nlohmann values built, and only for the members asked for: building values is what costs.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "trainenv/core/result.hpp"
+
+namespace trainenv::core {
+
+// Deepest nesting accepted from untrusted text. Pods nest a few dozen levels; nlohmann's copy,
+// comparison and dump recurse, so a deeper document could overflow the stack.
+inline constexpr int max_json_depth = 1000;
+
+// Where `text` first opens more than `limit` arrays/objects outside strings, if it does: a
+// linear scan before any recursive parser (yaml-cpp) sees the text.
+[[nodiscard]] std::optional<std::size_t> nesting_exceeded_at(std::string_view text,
+                                                             int limit = max_json_depth);
+
+// Which members of an object to build: `key` with all of its value when `only` is empty, else
+// (when the value is an object) just the members `only` lists. A value that is not an object is
+// built whole, so the reader sees every shape the text had at the paths it reads.
+struct json_keep {
+  std::string_view key;
+  std::span<const json_keep> only = {};
+};
+
+// The whole document. Errors name the byte offset (or the nesting limit); a key that appears
+// twice in one object is an error, as silently picking one is how two readers of the same
+// text come to disagree.
+[[nodiscard]] result<nlohmann::json> parse_json(std::string_view text);
+
+// The same validation over the whole text, but of the root object only the members in `only`
+// are built (duplicate keys are found only among what is built).
+[[nodiscard]] result<nlohmann::json> parse_json(std::string_view text,
+                                                std::span<const json_keep> only);
+
+}  // namespace trainenv::core

@@ -1,0 +1,175 @@
+#include "trainenv/core/json_text.hpp"
+
+#include <string>
+
+#include <simdjson.h>
+
+
+namespace trainenv::core {
+namespace {
+
+using nlohmann::json;
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+// Bodies up to this size reuse a per-thread parser; larger ones get their own, freed after, so a
+// thread does not keep ~14 bytes of parser state per byte of the largest body it ever saw.
+constexpr std::size_t reused_capacity = 64 * 1024;
+
+class builder {
+ public:
+  // The first problem met; building stops adding once set.
+  std::string problem;
+
+  json whole(element e) {
+    switch (e.type()) {
+      case element_type::OBJECT: {
+        json out = json::object();
+        const simdjson::dom::object object = e.get_object().value_unsafe();
+        for (const auto field : object) add(out, field.key, whole(field.value));
+        return out;
+      }
+      case element_type::ARRAY: {
+        json out = json::array();
+        const simdjson::dom::array array = e.get_array().value_unsafe();
+        for (const auto item : array) out.push_back(whole(item));
+        return out;
+      }
+      case element_type::STRING:
+        return std::string(e.get_string().value_unsafe());
+      case element_type::INT64: {
+        // As nlohmann's own parser types them: non-negative integers are unsigned.
+        const auto n = e.get_int64().value_unsafe();
+        return n >= 0 ? json(static_cast<std::uint64_t>(n)) : json(n);
+      }
+      case element_type::UINT64:
+        return e.get_uint64().value_unsafe();
+      case element_type::DOUBLE:
+        return e.get_double().value_unsafe();
+      case element_type::BOOL:
+        return e.get_bool().value_unsafe();
+      case element_type::NULL_VALUE:
+        break;
+    }
+    return nullptr;
+  }
+
+  json only(element e, std::span<const json_keep> keep) {
+    if (e.type() != element_type::OBJECT) return whole(e);
+    json out = json::object();
+    const simdjson::dom::object object = e.get_object().value_unsafe();
+    for (const auto field : object) {
+      for (const auto& k : keep) {
+        if (k.key != field.key) continue;
+        add(out, field.key, k.only.empty() ? whole(field.value) : only(field.value, k.only));
+        break;
+      }
+    }
+    return out;
+  }
+
+ private:
+  void add(json& object, std::string_view key, json value) {
+    const auto [at, added] = object.emplace(std::string(key), std::move(value));
+    if (!added && problem.empty()) problem = "duplicate key " + quote(std::string(key)) + " in an object";
+  }
+};
+
+// nlohmann's lexer, without building anything: only to name the byte of an error simdjson found.
+struct no_values : nlohmann::json_sax<json> {
+  std::size_t error_at = 0;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&,
+                   const nlohmann::detail::exception&) override {
+    error_at = position;
+    return false;
+  }
+};
+
+error describe_failure(std::string_view text, simdjson::error_code code) {
+  if (const auto at = nesting_exceeded_at(text, max_json_depth)) {
+    return error{"nests deeper than " + std::to_string(max_json_depth) + " levels (at byte " +
+                 std::to_string(*at) + ")"};
+  }
+  no_values sax;
+  if (!json::sax_parse(text, &sax)) {
+    return error{"not valid JSON (at byte " + std::to_string(sax.error_at) + ")"};
+  }
+  // Text both read as JSON but simdjson refuses, e.g. an integer beyond 64 bits.
+  return error{std::string("not valid JSON: ") + simdjson::error_message(code)};
+}
+
+template <class Build>
+result<json> parse_with(std::string_view text, Build build) {
+  thread_local simdjson::dom::parser reused;
+  thread_local std::string reused_buffer;
+  simdjson::dom::parser own;
+  std::string own_buffer;
+  const bool small = text.size() <= reused_capacity;
+  auto& parser = small ? reused : own;
+  auto& buffer = small ? reused_buffer : own_buffer;
+  if (parser.max_depth() != static_cast<std::size_t>(max_json_depth) ||
+      parser.capacity() < text.size()) {
+    const auto capacity = small ? reused_capacity : text.size();
+    if (parser.allocate(capacity, max_json_depth) != simdjson::SUCCESS)
+      return error{"not parsed: out of memory"};
+  }
+  // simdjson reads up to SIMDJSON_PADDING bytes past the end; give it room to.
+  buffer.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+  buffer.assign(text);
+  element root;
+  if (const auto code =
+          parser.parse(buffer.data(), buffer.size(), false).get(root);
+      code != simdjson::SUCCESS) {
+    return describe_failure(text, code);
+  }
+  builder b;
+  json out = build(b, root);
+  if (!b.problem.empty()) return error{"not valid JSON: " + b.problem};
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::size_t> nesting_exceeded_at(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return std::nullopt;
+}
+
+result<json> parse_json(std::string_view text) {
+  return parse_with(text, [](builder& b, element root) { return b.whole(root); });
+}
+
+result<json> parse_json(std::string_view text, std::span<const json_keep> only) {
+  return parse_with(text, [only](builder& b, element root) { return b.only(root, only); });
+}
+
+}  // namespace trainenv::core

@@ -1,0 +1,115 @@
+// core/json_text.hpp: untrusted JSON text through simdjson into nlohmann values (SPEC §6).
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "trainenv/core/json_text.hpp"
+
+using Catch::Matchers::Contains;
+using nlohmann::json;
+using namespace trainenv::core;
+
+namespace {
+
+std::string parse_error(const std::string& text) {
+  auto r = parse_json(text);
+  INFO("text: " << text.substr(0, 200));
+  REQUIRE_FALSE(r.ok());
+  return r.message();
+}
+
+}  // namespace
+
+TEST_CASE("parse_json builds the same values as nlohmann's own parser", "[json_text]") {
+  const std::string text = R"({"s": "x\u00e9\"\n", "i": -3, "u": 29500, "big": 18446744073709551615,
+      "f": 1.5e3, "t": true, "n": null, "a": [1, [2, {}], []], "o": {"k": {"deep": [false]}}})";
+  const auto r = parse_json(text);
+  REQUIRE(r.ok());
+  CHECK(*r == json::parse(text));
+  CHECK(r->dump() == json::parse(text).dump());
+  // nlohmann types non-negative integers as unsigned; the reader keeps that, for equal dumps.
+  CHECK((*r)["u"].is_number_unsigned());
+  CHECK((*r)["i"].is_number_integer());
+}
+
+TEST_CASE("parse_json reports the byte offset of invalid JSON", "[json_text]") {
+  CHECK_THAT(parse_error("[1, 2,"), Contains("not valid JSON (at byte"));
+  CHECK_THAT(parse_error(R"({"a": ?})"), Contains("at byte 7"));
+  CHECK_THAT(parse_error(""), Contains("not valid JSON"));
+  CHECK_THAT(parse_error("{} {}"), Contains("not valid JSON"));
+}
+
+TEST_CASE("parse_json refuses a key given twice in one object", "[json_text]") {
+  CHECK_THAT(parse_error(R"({"a": 1, "a": 2})"), Contains("duplicate key \"a\""));
+  CHECK_THAT(parse_error(R"({"x": [{"env": [], "env": []}]})"), Contains("duplicate key \"env\""));
+}
+
+TEST_CASE("parse_json refuses nesting past the limit, at any depth, without recursing",
+          "[json_text]") {
+  const auto nested = [](int depth) {
+    return std::string(static_cast<std::size_t>(depth), '[') +
+           std::string(static_cast<std::size_t>(depth), ']');
+  };
+  CHECK(parse_json(nested(max_json_depth)).ok());
+  CHECK_THAT(parse_error(nested(max_json_depth + 1)), Contains("nests deeper than 1000 levels"));
+  CHECK_THAT(parse_error(nested(100'000)), Contains("nests deeper than 1000 levels"));
+  CHECK_THAT(parse_error(std::string(1'000'000, '{')), Contains("nests deeper"));
+}
+
+TEST_CASE("parse_json refuses invalid UTF-8, raw control characters and numbers out of range",
+          "[json_text]") {
+  CHECK_THAT(parse_error("{\"a\": \"\xff\xfe\"}"), Contains("not valid JSON"));
+  CHECK_THAT(parse_error("{\"a\": \"\xc3\"}"), Contains("not valid JSON"));
+  CHECK_THAT(parse_error("{\"a\": \"line\nbreak\"}"), Contains("not valid JSON"));
+  CHECK_THAT(parse_error(R"({"a": 1e400})"), Contains("not valid JSON"));
+  // Beyond 64 bits: nlohmann would read a double; refusing keeps every integer exact.
+  CHECK_THAT(parse_error(R"({"a": 123456789012345678901234567890})"), Contains("not valid JSON"));
+}
+
+TEST_CASE("parse_json reads bodies above the reused parser's size the same way", "[json_text]") {
+  json big = json::object();
+  for (int i = 0; i < 5000; ++i) big["key-" + std::to_string(i)] = std::string(40, 'v');
+  const auto text = big.dump();
+  REQUIRE(text.size() > 128 * 1024);
+  for (int round = 0; round < 2; ++round) {
+    const auto r = parse_json(text);
+    REQUIRE(r.ok());
+    CHECK(*r == big);
+  }
+  const auto small = parse_json(R"({"after": "big"})");
+  REQUIRE(small.ok());
+  CHECK((*small)["after"] == "big");
+}
+
+TEST_CASE("parse_json with a keep list builds only the members asked for", "[json_text]") {
+  static constexpr json_keep meta[] = {{"labels"}};
+  static constexpr json_keep keep[] = {{"metadata", meta}, {"kind"}};
+  const auto r = parse_json(
+      R"({"kind": "Pod", "status": {"x": 1}, "metadata": {"labels": {"a": "b"},
+          "managedFields": [{"big": true}]}})",
+      keep);
+  REQUIRE(r.ok());
+  CHECK(*r == json{{"kind", "Pod"}, {"metadata", {{"labels", {{"a", "b"}}}}}});
+}
+
+TEST_CASE("parse_json with a keep list keeps a value that is not an object whole",
+          "[json_text]") {
+  static constexpr json_keep meta[] = {{"labels"}};
+  static constexpr json_keep keep[] = {{"metadata", meta}};
+  // The reader must see the wrong shape to refuse it, so it is not dropped or reshaped.
+  for (const char* shape : {R"("text")", "[1, 2]", "null", "7"}) {
+    const auto r = parse_json(std::string(R"({"metadata": )") + shape + "}", keep);
+    REQUIRE(r.ok());
+    CHECK((*r)["metadata"] == json::parse(shape));
+  }
+  const auto root = parse_json("[1]", keep);
+  REQUIRE(root.ok());
+  CHECK(*root == json::array({1}));
+}
+
+TEST_CASE("parse_json with a keep list still validates what it does not build", "[json_text]") {
+  static constexpr json_keep keep[] = {{"kind"}};
+  CHECK_FALSE(parse_json(R"({"kind": "Pod", "status": {"x": 01}})", keep).ok());
+  CHECK_FALSE(parse_json("{\"kind\": \"Pod\", \"status\": \"\xff\"}", keep).ok());
+  CHECK_FALSE(parse_json(R"({"kind": "Pod", "kind": "Node"})", keep).ok());
+}
