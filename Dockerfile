@@ -14,7 +14,7 @@ FROM debian:bookworm-slim
 # Only the shared libraries the binary links (ldd build/trainenv).
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libssl3 libspdlog1.10 libfmt9 libyaml-cpp0.7 libsimdjson14 \
+      libssl3 libspdlog1.10 libfmt9 libyaml-0-2 libsimdjson14 libjemalloc2 \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /src/build/trainenv /usr/local/bin/trainenv
 COPY --from=build /src/policies /etc/trainenv/policies

@@ -17,7 +17,7 @@ build_dir="${BUILD_DIR:-build}"
 
 # Debian packages for building and running (the runtime image needs only their libraries).
 build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libssl-dev libbenchmark-dev
-  nlohmann-json3-dev libsimdjson-dev libspdlog-dev libyaml-cpp-dev catch2)
+  nlohmann-json3-dev libsimdjson-dev libjemalloc-dev libspdlog-dev libyaml-dev catch2)
 # Tools the test suite drives for real: curl over TLS, openssl to mint certificates, jq to read
 # JSON, Kubernetes' own object model (python3-kubernetes) to validate the manifests, and promtool
 # (prometheus) to check the metrics.

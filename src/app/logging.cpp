@@ -6,19 +6,51 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 namespace trainenv::app {
 namespace {
 
-// Text values with spaces or quotes are quoted, so a line splits back into its fields.
-std::string core_quote_if_needed(const std::string& value) {
-  if (!value.empty() && value.find_first_of(" \"=") == std::string::npos) return value;
-  return nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+// Marks a payload that log_event already wrote as JSON members, for the JSON formatter to wrap
+// without parsing it again. A control character: no caller's text starts with it.
+constexpr char json_members_mark = '\x1e';
+
+bool json_lines = false;
+
+void append(std::string& out, std::string_view text) { out.append(text.data(), text.size()); }
+
+// A JSON string literal, escaped by nlohmann (invalid UTF-8 replaced), so a pod name with
+// quotes or newlines cannot break the line.
+void append_json_string(std::string& out, std::string_view text) {
+  append(out, nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
-// {"ts": "...Z", "level": "info", "msg": "..."}: the message is escaped by nlohmann, so a
-// pod name with quotes or newlines cannot break the line.
+// Text values with spaces, quotes or '=' are quoted, so a line splits back into its fields.
+void append_text_value(std::string& out, std::string_view value) {
+  const bool plain = !value.empty() && value.find_first_of(" \"=") == std::string_view::npos &&
+                     std::all_of(value.begin(), value.end(), [](char c) {
+                       return static_cast<unsigned char>(c) >= 0x20;
+                     });
+  if (plain) {
+    append(out, value);
+  } else {
+    append_json_string(out, value);
+  }
+}
+
+void append_value(std::string& out, const log_field& field, bool as_json) {
+  if (const auto* text = std::get_if<std::string_view>(&field.value)) {
+    as_json ? append_json_string(out, *text) : append_text_value(out, *text);
+  } else if (const auto* number = std::get_if<std::int64_t>(&field.value)) {
+    append(out, std::to_string(*number));
+  } else if (const auto* flag = std::get_if<bool>(&field.value)) {
+    append(out, *flag ? "true" : "false");
+  }
+}
+
+// {"ts": "...Z", "level": "info", "msg": "...", ...}.
 class json_formatter final : public spdlog::formatter {
  public:
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
@@ -28,36 +60,29 @@ class json_formatter final : public spdlog::formatter {
         1'000'000;
     std::tm utc{};
     gmtime_r(&time, &utc);
-    char stamp[64];
-    std::snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", utc.tm_year + 1900,
-                  utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
-                  static_cast<long long>(micros));
+    char head[128];
     const auto level = spdlog::level::to_string_view(msg.level);
+    const int n = std::snprintf(
+        head, sizeof head, R"({"ts":"%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ","level":"%.*s",)",
+        utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+        static_cast<long long>(micros), static_cast<int>(level.size()), level.data());
+    dest.append(head, head + n);
     const std::string_view payload(msg.payload.data(), msg.payload.size());
-    nlohmann::ordered_json line = {{"ts", stamp},
-                                   {"level", std::string(level.data(), level.size())}};
-    // log_event hands over its fields as a JSON object: merge them in; anything else is "msg".
-    auto fields = !payload.empty() && payload.front() == '{'
-                      ? nlohmann::ordered_json::parse(payload, nullptr, false)
-                      : nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded);
-    if (fields.is_object()) {
-      line.update(fields);
+    std::string body;
+    if (!payload.empty() && payload.front() == json_members_mark) {
+      append(body, payload.substr(1));
     } else {
-      line["msg"] = std::string(payload);
+      append(body, R"("msg":)");
+      append_json_string(body, payload);
     }
-    const auto text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    dest.append(text.data(), text.data() + text.size());
-    dest.push_back('\n');
+    body += "}\n";
+    dest.append(body.data(), body.data() + body.size());
   }
   [[nodiscard]] std::unique_ptr<spdlog::formatter> clone() const override {
     return std::make_unique<json_formatter>();
   }
 };
 
-}  // namespace
-
-namespace {
-bool json_lines = false;
 }  // namespace
 
 void setup_logging(const std::string& format, const std::string& level) {
@@ -81,22 +106,36 @@ void stop_logging() {
   spdlog::shutdown();
 }
 
-void log_event(std::string_view event, const nlohmann::ordered_json& fields) {
-  if (!spdlog::default_logger_raw()->should_log(spdlog::level::info)) return;
+bool info_enabled() {
+  return spdlog::default_logger_raw()->should_log(spdlog::level::info);
+}
+
+void log_event(std::string_view event, std::initializer_list<log_field> fields) {
+  if (!info_enabled()) return;
+  std::string line;
+  line.reserve(256);
   if (json_lines) {
-    nlohmann::ordered_json line = {{"msg", event}};
-    line.update(fields);
-    spdlog::info("{}", line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    return;
+    line += json_members_mark;
+    append(line, R"("msg":)");
+    append_json_string(line, event);
+    for (const auto& field : fields) {
+      if (std::holds_alternative<std::monostate>(field.value)) continue;
+      line += ',';
+      append_json_string(line, field.key);
+      line += ':';
+      append_value(line, field, true);
+    }
+  } else {
+    append(line, event);
+    for (const auto& field : fields) {
+      if (std::holds_alternative<std::monostate>(field.value)) continue;
+      line += ' ';
+      append(line, field.key);
+      line += '=';
+      append_value(line, field, false);
+    }
   }
-  std::string text(event);
-  for (const auto& [key, value] : fields.items()) {
-    text += ' ';
-    text += key;
-    text += '=';
-    text += value.is_string() ? core_quote_if_needed(value.get<std::string>()) : value.dump();
-  }
-  spdlog::info("{}", text);
+  spdlog::info("{}", line);
 }
 
 }  // namespace trainenv::app

@@ -193,22 +193,25 @@ http_response router::mutate(const http_request& request, outcome& result) const
                         : decision_label::denied,
               d.policy, d.patch.size()};
     auto res = text_response(http::status::ok, core::encode_response(*review, d), request);
-    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::steady_clock::now() - started)
-                            .count();
-    const core::pod_view pod(review->object);
-    const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
-    nlohmann::ordered_json fields = {{"uid", review->uid},
-                                     {"namespace", review->namespace_name},
-                                     {"pod", pod_name != nullptr ? *pod_name : "-"},
-                                     {"operation", review->operation},
-                                     {"dryRun", review->dry_run},
-                                     {"policy", d.policy.empty() ? "-" : d.policy},
-                                     {"decision", decision_name(d)},
-                                     {"ops", d.patch.size()},
-                                     {"duration_us", micros}};
-    if (!d.allowed) fields["message"] = d.message;
-    log_event("admission", fields);
+    if (info_enabled()) {
+      const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::steady_clock::now() - started)
+                              .count();
+      const core::pod_view pod(review->object);
+      const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
+      log_field message{"message", {}};  // only on a denial
+      if (!d.allowed) message.value = std::string_view(d.message);
+      log_event("admission", {{"uid", review->uid},
+                              {"namespace", review->namespace_name},
+                              {"pod", pod_name != nullptr ? std::string_view(*pod_name) : "-"},
+                              {"operation", review->operation},
+                              {"dryRun", review->dry_run},
+                              {"policy", d.policy.empty() ? "-" : std::string_view(d.policy)},
+                              {"decision", decision_name(d)},
+                              {"ops", static_cast<std::int64_t>(d.patch.size())},
+                              {"duration_us", static_cast<std::int64_t>(micros)},
+                              message});
+    }
     return res;
   } catch (const std::exception& e) {
     spdlog::error("internal error on admission uid={}: {}", review->uid, e.what());

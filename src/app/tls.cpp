@@ -70,6 +70,9 @@ core::result<tls_bundle> load_server_tls(const tls_files& files) {
   SSL_CTX* native = ctx->native_handle();
   SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
   SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // An idle keep-alive connection then holds no 2 x 16 KiB record buffers: the apiserver keeps
+  // many connections open, and most sit idle between pod creations.
+  SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
   if (SSL_CTX_set_cipher_list(native, tls12_ciphers) != 1)
     return core::error{"cannot set the TLS cipher list"};
 

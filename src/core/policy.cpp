@@ -157,7 +157,10 @@ struct member_rule {
 void check_members(const json& value, const std::string& field,
                    std::initializer_list<member_rule> rules) {
   require_object(value, field);
-  for (const auto& [key, member] : value.items()) {
+  for (const auto& item : value.items()) {
+    // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
+    const auto& key = item.key();
+    const auto& member = item.value();
     const auto rule = std::find_if(rules.begin(), rules.end(),
                                    [&](const member_rule& r) { return r.name == key; });
     if (rule == rules.end()) {

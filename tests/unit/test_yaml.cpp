@@ -1,6 +1,8 @@
 // app/yaml.hpp: YAML or JSON text into JSON documents, typed by the YAML 1.2 core schema.
 #include <catch2/catch.hpp>
 
+#include "../test_support.hpp"
+
 #include <csignal>
 #include <string>
 
@@ -408,4 +410,38 @@ TEST_CASE("a signed leading-zero integer is octal too", "[yaml][octal]") {
   const json doc = parse_one("a: +0400\nb: -0400\n");
   CHECK(doc["a"] == 256);
   CHECK(doc["b"] == -256);
+}
+
+// Regression (fixed, found by fuzz_policy): yaml-cpp 0.7 never returned from this 600-byte
+// mangled policy, allocating as it looped; POST /preview and a policy file reached it. libyaml
+// refuses it at once. The input is kept in tests/fuzz/regressions/fuzz_policy.
+TEST_CASE("a mangled policy that hung yaml-cpp is refused at once", "[yaml]") {
+  const auto text = trainenv::test::read_file(std::string(TRAINENV_SOURCE_DIR) +
+                                              "/tests/fuzz/regressions/fuzz_policy/yaml-cpp-hang.yaml");
+  CHECK_THAT(parse_error(text), Contains("not valid YAML: line "));
+}
+
+TEST_CASE("YAML aliases are refused, so a few bytes cannot stand for billions of values",
+          "[yaml]") {
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (char c = 'b'; c <= 'j'; ++c) {
+    const char prev = static_cast<char>(c - 1);
+    laughs += std::string(1, c) + ": &" + c + " [*" + prev + ", *" + prev + ", *" + prev + ", *" +
+              prev + ", *" + prev + "]\n";
+  }
+  CHECK_THAT(parse_error(laughs), Contains("aliases"));
+  CHECK_THAT(parse_error("a: &x 1\nb: *x\n"), Contains("line 2"));
+  // An anchor alone is harmless and accepted.
+  auto docs = parse_documents("a: &x 1\n");
+  REQUIRE(docs.ok());
+  CHECK((*docs)[0] == json{{"a", 1}});
+}
+
+TEST_CASE("a long plain scalar is typed without recursing per character", "[yaml]") {
+  const std::string digits(200'000, '7');
+  auto docs = parse_documents("a: " + digits + "\nb: 1." + digits + "\nc: 0" + digits + "\n");
+  REQUIRE(docs.ok());
+  CHECK((*docs)[0]["a"] == digits);  // beyond int64: kept as text
+  CHECK((*docs)[0]["b"].is_number_float());
+  CHECK((*docs)[0]["c"].is_string());
 }

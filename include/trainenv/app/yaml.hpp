@@ -1,5 +1,6 @@
-// YAML or JSON text -> nlohmann::json documents. yaml-cpp does the YAML; plain scalars are
-// typed by the YAML 1.2 core schema (null, booleans, integers, floats), quoted ones stay strings.
+// YAML or JSON text -> nlohmann::json documents. libyaml reads the YAML (as events, turned into
+// values without recursion); plain scalars are typed by the YAML 1.2 core schema (null,
+// booleans, integers, floats), quoted ones stay strings. Aliases are refused.
 #pragma once
 
 #include <string_view>
