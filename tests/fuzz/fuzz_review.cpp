@@ -37,7 +37,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   auto whole_request = core::decode_review_json(std::move(*whole));
-  fuzz::require(whole_request.ok(), "a whole review decodes like its text", body.data());
+  fuzz::require(whole_request.ok(), "a whole review decodes like its text", std::string(body));
   const auto reference = core::mutate(*whole_request, policies);
   fuzz::require(d.allowed == reference.allowed && d.patch == reference.patch &&
                     d.warnings == reference.warnings && d.message == reference.message,
