@@ -1,0 +1,353 @@
+#!/usr/bin/env bash
+# End-to-end benchmark: trainenv against the webhook a team would write in Go (bench/peers/
+# go-webhook: net/http, crypto/tls, encoding/json), both over real HTTPS on loopback, driven by
+# wrk, with real AdmissionReview bodies (build/bench/pod_bodies: small, typical, large, huge).
+#
+#   bench/e2e.sh [--duration S] [--quick] [--out FILE] [--bodies DIR] [--requests N] [--keep]
+#
+#   --duration S   seconds per wrk run (default 10)
+#   --quick        a smoke run: 3 s per run, 200k requests for the RSS-flatness run, 5 startups
+#   --out FILE     where the summary goes (default bench/results/e2e-<UTC date>.md)
+#   --bodies DIR   use DIR/{small,typical,large,huge}.json instead of building pod_bodies
+#   --requests N   requests for the RSS-flatness run (default 1000000)
+#   --keep         keep the work directory (wrk outputs, logs, responses, results.jsonl)
+#
+# Environment: BUILD_DIR (default build) and BUILD_TYPE (default RelWithDebInfo), as for
+# scripts/dev.sh, which builds trainenv and pod_bodies. Needs wrk, go (standard library only,
+# built offline), curl, python3 (with python3-jsonpatch: installed through apt if missing).
+#
+# What it does, in order (every server and client on 127.0.0.1, every step bounded in time):
+#  1. builds trainenv, pod_bodies and the Go peer; mints throw-away certificates; starts both
+#     servers with request logging at warn (trainenv --log-level warn: one info line per
+#     admission would otherwise be part of what is measured; the Go peer logs nothing);
+#  2. correctness: each body POSTed once to each server with curl; each patch applied with
+#     python-jsonpatch; the target container's env and ports must be the same from both;
+#  3. startup-to-ready of trainenv (spawn -> /readyz 200), 10 times;
+#  4. keep-alive load with the typical body at 1, 8, 64 and 256 connections, alternating the
+#     servers: req/s, p50/p99/p99.9, server CPU, wrk CPU, everything else's CPU, peak RSS;
+#     any wrk error (socket error, non-2xx, timeout) fails the run;
+#  5. a new TLS connection per request ("Connection: close"), checked against the kernel's
+#     count of accepted connections: handshakes/s;
+#  6. the four body shapes at 1 and 8 connections;
+#  7. RSS flatness over 1,000,000 requests at 64 connections: RSS after ~100k and at the end;
+#  8. RSS with 1000 idle keep-alive TLS connections.
+# Then it prints the summary (Markdown) and writes it to --out.
+# The machine must be otherwise idle: each run records the CPU that neither wrk nor the server
+# used ("other CPU"), and the summary warns when it is not negligible.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+here="$root/bench/e2e"
+
+duration=10
+flat_requests=1000000
+startups=10
+out=""
+bodies=""
+keep=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) duration="$2"; shift ;;
+    --quick) duration=3; flat_requests=200000; startups=5 ;;
+    --out) out="$2"; shift ;;
+    --bodies) bodies="$(cd "$2" && pwd)"; shift ;;
+    --requests) flat_requests="$2"; shift ;;
+    --keep) keep=1 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "e2e.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ -n "$out" ] || out="$root/bench/results/e2e-$(date -u +%Y%m%dT%H%M%SZ).md"
+
+log() { printf 'e2e: %s\n' "$*" >&2; }
+die() { printf 'e2e: FAILED: %s\n' "$*" >&2; exit 1; }
+
+for tool in wrk go curl python3 jq openssl ss timeout; do
+  command -v "$tool" >/dev/null || die "$tool is not installed"
+done
+
+# A python3 that has jsonpatch (the RFC 6902 applier used for the correctness check).
+py=""
+for candidate in python3 /usr/bin/python3; do
+  if "$candidate" -c 'import jsonpatch' 2>/dev/null; then py="$candidate"; break; fi
+done
+if [ -z "$py" ]; then
+  log "installing python3-jsonpatch"
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends python3-jsonpatch >/dev/null
+  py=/usr/bin/python3
+fi
+
+# 1000 idle connections plus wrk's need descriptors in this shell's children (the servers).
+ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+[ "$(ulimit -n)" -ge 4096 ] || die "ulimit -n is $(ulimit -n); the idle-connection run needs more"
+
+work="$(mktemp -d /tmp/trainenv-e2e.XXXXXX)"
+pids=()
+cleanup() {
+  local pid
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  if [ "$keep" = 1 ]; then log "work directory kept: $work"; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+results="$work/results.jsonl"
+: > "$results"
+
+# ---- 1. build, certificates, servers ----
+
+build_dir="${BUILD_DIR:-build}"
+case "$build_dir" in /*) ;; *) build_dir="$root/$build_dir" ;; esac
+if [ -n "$bodies" ]; then
+  BUILD_DIR="$build_dir" scripts/dev.sh build trainenv
+else
+  BUILD_DIR="$build_dir" scripts/dev.sh build trainenv pod_bodies
+  bodies="$work/bodies"
+  mkdir -p "$bodies"
+  "$build_dir/bench/pod_bodies" "$bodies"
+fi
+shapes=(small typical large huge)
+for s in "${shapes[@]}"; do [ -s "$bodies/$s.json" ] || die "no body $bodies/$s.json"; done
+trainenv="$build_dir/trainenv"
+
+# The Go peer: standard library only, so it builds offline; its caches live in the build dir
+# because HOME may not be writable.
+log "building the Go peer"
+(cd bench/peers/go-webhook &&
+  GOCACHE="$build_dir/e2e-go/cache" GOPATH="$build_dir/e2e-go/path" GOFLAGS="" GOPROXY=off \
+    go build -trimpath -o "$build_dir/e2e-go/go-webhook" .)
+go_webhook="$build_dir/e2e-go/go-webhook"
+
+certs/mint.sh "$work/certs" >/dev/null 2>&1
+ca="$work/certs/ca.crt"
+
+# Three distinct free loopback ports, held open together so they differ. A command
+# substitution (not "read < <(...)") so the picker has exited, and freed them, before use.
+ports="$("$py" -c '
+import socket
+ss = [socket.socket() for _ in range(3)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in ss))')"
+read -r tls_port metrics_port go_port <<< "$ports"
+
+trainenv_flags=(--listen "127.0.0.1:$tls_port" --tls-cert "$work/certs/tls.crt"
+  --tls-key "$work/certs/tls.key" --policies "$root/policies" --log-level warn
+  --max-connections 20000)
+"$trainenv" serve "${trainenv_flags[@]}" --metrics-listen "127.0.0.1:$metrics_port" \
+  > "$work/trainenv.log" 2>&1 &
+trainenv_pid=$!
+pids+=("$trainenv_pid")
+"$go_webhook" -addr "127.0.0.1:$go_port" -cert "$work/certs/tls.crt" -key "$work/certs/tls.key" \
+  > "$work/go.log" 2>&1 &
+go_pid=$!
+pids+=("$go_pid")
+
+wait_for() {  # wait_for WHAT CMD...: retry CMD for up to 10 s
+  local what="$1" _
+  shift
+  for _ in $(seq 1 200); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  die "$what did not come up within 10 s"
+}
+wait_for "trainenv" curl -sf --max-time 1 "http://127.0.0.1:$metrics_port/readyz"
+wait_for "the Go peer" curl -sf --max-time 1 --cacert "$ca" "https://127.0.0.1:$go_port/healthz"
+log "trainenv pid $trainenv_pid on :$tls_port (metrics :$metrics_port), go pid $go_pid on :$go_port"
+
+server_pid() { if [ "$1" = trainenv ]; then echo "$trainenv_pid"; else echo "$go_pid"; fi; }
+server_port() { if [ "$1" = trainenv ]; then echo "$tls_port"; else echo "$go_port"; fi; }
+# utime+stime in clock ticks; the fields after "(comm)" are counted from the closing paren.
+cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+# Connections the kernel accepted (all loopback traffic here is ours).
+passive_opens() { awk '$1 == "Tcp:" && $2 ~ /^[0-9]/ {print $6}' /proc/net/snmp; }
+hz="$(getconf CLK_TCK)"
+# Busy clock ticks of the whole machine (user nice system irq softirq steal).
+machine_busy() { awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8 + $9; exit}' /proc/stat; }
+
+# Two cores shared by wrk and the server leave no room for anything else: say so up front.
+b0="$(machine_busy)"
+sleep 2
+quiet_pct=$(( ($(machine_busy) - b0) * 100 / (2 * hz) ))
+[ "$quiet_pct" -le 10 ] ||
+  log "WARNING: the machine was ${quiet_pct}% busy (100% = one core) before any load; numbers will be noisy"
+
+# ---- 2. correctness, like for like ----
+
+log "correctness: every body through both servers, patches applied with python-jsonpatch"
+mkdir -p "$work/responses"
+for s in "${shapes[@]}"; do
+  for server in trainenv go; do
+    code="$(curl -sS --max-time 10 --cacert "$ca" -H 'Content-Type: application/json' \
+      --data-binary @"$bodies/$s.json" -o "$work/responses/$server-$s.json" -w '%{http_code}' \
+      "https://127.0.0.1:$(server_port "$server")/mutate")"
+    [ "$code" = 200 ] || die "$server answered $code for $s"
+  done
+done
+body_files=()
+for s in "${shapes[@]}"; do body_files+=("$bodies/$s.json"); done
+"$py" "$here/check_patches.py" "$work/responses" "${body_files[@]}" | sed 's/^/e2e: /' >&2 ||
+  die "correctness check: the servers must inject the same env and ports (like for like)"
+
+# ---- measuring one wrk run ----
+
+# run_wrk KIND SERVER CONNECTIONS SHAPE [close]: one wrk run of $duration seconds (or $run_for
+# if set); appends a JSON record to $results and leaves it in $last.
+last=""
+run_wrk() {
+  local kind="$1" server="$2" conc="$3" shape="$4" mode="${5:-}"
+  local secs="${run_for:-$duration}" pid threads url wout t0 t1 o0 o1 m0 m1 line user sys
+  pid="$(server_pid "$server")"
+  threads=$((conc < 2 ? conc : 2))  # two cores: wrk never gets more than two threads
+  url="https://127.0.0.1:$(server_port "$server")/mutate"
+  wout="$work/wrk-$kind-$server-$shape-c$conc.out"
+  echo 5 > "/proc/$pid/clear_refs"  # resets VmHWM so the peak is this run's
+  t0="$(cpu_ticks "$pid")"
+  o0="$(passive_opens)"
+  m0="$(machine_busy)"
+  local TIMEFORMAT='%U %S'  # wrk's own CPU (user, system), via bash's time
+  local -a args=("$bodies/$shape.json")
+  [ -z "$mode" ] || args+=("$mode")
+  { time timeout $((secs + 30)) wrk -t"$threads" -c"$conc" -d"${secs}s" --timeout 5s --latency \
+      -s "$here/post.lua" "$url" -- "${args[@]}" > "$wout" 2>&1; } 2> "$wout.time" ||
+    { cat "$wout" >&2; die "wrk failed ($kind $server c=$conc $shape)"; }
+  t1="$(cpu_ticks "$pid")"
+  o1="$(passive_opens)"
+  m1="$(machine_busy)"
+  read -r user sys < "$wout.time"
+  line="$(sed -n 's/^E2E //p' "$wout")"
+  [ -n "$line" ] || { cat "$wout" >&2; die "no summary from wrk ($kind $server c=$conc $shape)"; }
+  last="$(jq -c --arg kind "$kind" --arg server "$server" --arg shape "$shape" --arg mode "${mode:-keep-alive}" \
+    --argjson conc "$conc" --argjson threads "$threads" --argjson ticks $((t1 - t0)) --argjson hz "$hz" \
+    --argjson opens $((o1 - o0)) --argjson busy $((m1 - m0)) --argjson wrk_user "$user" --argjson wrk_sys "$sys" \
+    --argjson hwm "$(status_kb "$pid" VmHWM)" --argjson rss "$(status_kb "$pid" VmRSS)" \
+    '. + {kind: $kind, server: $server, shape: $shape, mode: $mode, conc: $conc, threads: $threads,
+          rps: (.requests / (.duration_us / 1e6)), server_cpu_s: ($ticks / $hz),
+          wrk_cpu_s: ($wrk_user + $wrk_sys), machine_cpu_s: ($busy / $hz), passive_opens: $opens, hwm_kb: $hwm, rss_kb: $rss}' <<< "$line")"
+  echo "$last" >> "$results"
+  jq -r '"\(.server) \(.kind) \(.shape) c=\(.conc): \(.rps | floor) req/s, p50 \(.p50_us) us, p99 \(.p99_us) us, p99.9 \(.p999_us) us, server CPU \((100 * .server_cpu_s / (.duration_us / 1e6)) | floor)%, wrk CPU \((100 * .wrk_cpu_s / (.duration_us / 1e6)) | floor)%, other CPU \((100 * (.machine_cpu_s - .server_cpu_s - .wrk_cpu_s) / (.duration_us / 1e6)) | floor)%"' \
+    <<< "$last" | sed 's/^/e2e: /' >&2
+  local errors
+  errors="$(jq '.err_connect + .err_read + .err_write + .err_status + .err_timeout' <<< "$last")"
+  if [ "$errors" != 0 ] || [ "$(jq .requests <<< "$last")" = 0 ]; then
+    cat "$wout" >&2
+    die "$server: $errors errors (connect/read/write/non-2xx/timeout) in $kind c=$conc $shape: $last"
+  fi
+}
+
+# ---- 3. startup to ready ----
+
+log "startup to ready, $startups times"
+"$py" "$here/startup.py" "$startups" "$trainenv" serve --listen 127.0.0.1:0 \
+  --tls-cert "$work/certs/tls.crt" --tls-key "$work/certs/tls.key" --policies "$root/policies" \
+  --log-level warn | jq -c '. + {kind: "startup"}' >> "$results"
+tail -1 "$results" | sed 's/^/e2e: /' >&2
+
+# ---- 4. keep-alive load, typical body, alternating the servers ----
+
+log "keep-alive load, typical body, ${duration} s per run"
+for conc in 1 8 64 256; do
+  for server in trainenv go; do run_wrk load "$server" "$conc" typical; done
+done
+
+# ---- 5. a new TLS connection per request ----
+
+log "new TLS connection per request (Connection: close), 8 connections"
+for server in trainenv go; do
+  run_wrk handshake "$server" 8 typical close
+  # Every request must have come over its own connection: the kernel's accepted-connection
+  # count must be at least the requests wrk completed.
+  jq -e '.passive_opens >= .requests' <<< "$last" >/dev/null ||
+    die "$server: only $(jq .passive_opens <<< "$last") connections for $(jq .requests <<< "$last") requests: wrk reused connections"
+done
+
+# ---- 6. body shapes ----
+
+log "body shapes at 1 and 8 connections"
+for s in "${shapes[@]}"; do
+  for conc in 1 8; do
+    for server in trainenv go; do run_wrk shape "$server" "$conc" "$s"; done
+  done
+done
+
+# ---- 7. RSS flatness over $flat_requests requests ----
+
+for server in trainenv go; do
+  log "$server: RSS over $flat_requests requests at 64 connections"
+  rps="$(jq -s --arg s "$server" 'map(select(.kind == "load" and .server == $s and .conc == 64))[0].rps | floor' "$results")"
+  # First about 100k requests (a tenth of the run when it is shorter), then the rest in runs of
+  # at most two minutes.
+  first=$((flat_requests / 10 < 100000 ? flat_requests / 10 : 100000))
+  run_for=$((first / rps + 1)) run_wrk flat "$server" 64 typical
+  done_requests="$(jq .requests <<< "$last")"
+  first_rss="$(status_kb "$(server_pid "$server")" VmRSS)"
+  first_done="$done_requests"
+  while [ "$done_requests" -lt "$flat_requests" ]; do
+    secs=$(((flat_requests - done_requests) / rps + 1))
+    run_for=$((secs > 120 ? 120 : secs)) run_wrk flat "$server" 64 typical
+    done_requests=$((done_requests + $(jq .requests <<< "$last")))
+  done
+  end_rss="$(status_kb "$(server_pid "$server")" VmRSS)"
+  jq -nc --arg server "$server" --argjson n1 "$first_done" --argjson n "$done_requests" \
+    --argjson r1 "$first_rss" --argjson r "$end_rss" \
+    '{kind: "flatness", server: $server, requests_first: $n1, requests: $n, rss_first_kb: $r1, rss_end_kb: $r}' \
+    | tee -a "$results" | sed 's/^/e2e: /' >&2
+done
+
+# ---- 8. RSS with 1000 idle keep-alive TLS connections ----
+# Last, because memory a server does not hand back after the connections close would inflate
+# every peak RSS measured after it.
+
+idle_conns=1000
+for server in trainenv go; do
+  pid="$(server_pid "$server")"
+  before="$(status_kb "$pid" VmRSS)"
+  # The holder keeps its connections while its stdin (a fifo we hold open) stays open.
+  rm -f "$work/idle.fifo"
+  mkfifo "$work/idle.fifo"
+  timeout 120 "$py" "$here/idle_conns.py" 127.0.0.1 "$(server_port "$server")" "$idle_conns" "$ca" \
+    < "$work/idle.fifo" > "$work/idle-$server.out" 2>&1 &
+  holder=$!
+  pids+=("$holder")
+  exec 9> "$work/idle.fifo"
+  for _ in $(seq 1 600); do
+    grep -q '^ready' "$work/idle-$server.out" && break
+    kill -0 "$holder" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q "^ready $idle_conns" "$work/idle-$server.out" ||
+    { cat "$work/idle-$server.out" >&2; die "could not hold $idle_conns connections to $server"; }
+  sleep 1  # let the server settle after the last handshake
+  open="$(ss -Htn state established "( sport = :$(server_port "$server") )" | wc -l)"
+  after="$(status_kb "$pid" VmRSS)"
+  exec 9>&-
+  wait "$holder" || die "the idle-connection holder failed for $server"
+  [ "$open" -ge "$idle_conns" ] || die "$server had only $open established connections, not $idle_conns"
+  jq -nc --arg server "$server" --argjson before "$before" --argjson after "$after" \
+    --argjson conns "$idle_conns" --argjson open "$open" \
+    '{kind: "idle", server: $server, conns: $conns, established: $open, rss_before_kb: $before, rss_after_kb: $after}' \
+    | tee -a "$results" | sed 's/^/e2e: /' >&2
+done
+
+# ---- summary ----
+
+kill -0 "$trainenv_pid" || die "trainenv died during the run"
+kill -0 "$go_pid" || die "the Go peer died during the run"
+git_rev="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+git diff --quiet HEAD 2>/dev/null || git_rev="$git_rev (with uncommitted changes)"
+jq -nc --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg git "$git_rev" --arg nproc "$(nproc)" \
+  --arg cpu "$(lscpu | sed -n 's/^Model name: *//p' | head -1)" --arg kernel "$(uname -r)" \
+  --arg go "$(go version)" --arg wrk "$(wrk -v 2>&1 | head -1)" --arg openssl "$(openssl version)" \
+  --arg duration "$duration" --argjson quiet "$quiet_pct" --arg flags "${trainenv_flags[*]}" --arg bodies "$bodies" \
+  --arg sizes "$(for s in "${shapes[@]}"; do printf '%s=%s ' "$s" "$(stat -c %s "$bodies/$s.json")"; done)" \
+  '{kind: "meta", date: $date, git: $git, nproc: $nproc, cpu: $cpu, kernel: $kernel, go: $go,
+    wrk: $wrk, openssl: $openssl, duration: $duration, busy_before_pct: $quiet, trainenv_flags: $flags, body_sizes: $sizes}' >> "$results"
+mkdir -p "$(dirname "$out")"
+"$py" "$here/report.py" "$results" | tee "$out"
+log "summary written to $out"

@@ -1,0 +1,3 @@
+module trainenv.io/bench/go-webhook
+
+go 1.19
