@@ -1,5 +1,7 @@
 #include "trainenv/app/server.hpp"
 
+#include "trainenv/app/tls_stream.hpp"
+
 #include <spdlog/spdlog.h>
 #include <list>
 #include <mutex>
@@ -13,7 +15,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 
 namespace trainenv::app {
 namespace {
@@ -28,15 +29,19 @@ bool is_parse_error(const boost::system::error_code& ec) {
          ec != http::error::end_of_stream && ec != http::error::partial_message;
 }
 
-// Reads and drops whatever the client still sends, for a bounded time, so that closing with
-// unread data does not reset the connection before the client has read our answer.
+// Reads and drops whatever the client still sends, for a bounded time and at most as many bytes
+// as a body may have, so that closing with unread data does not reset the connection before the
+// client has read our answer. A client that keeps sending past that is cut off: a refused body
+// is not read in full, however fast it comes.
 template <class Stream>
 asio::awaitable<void> linger(Stream& stream, const session_limits& limits) {
   beast::get_lowest_layer(stream).expires_after(limits.linger_timeout);
   std::array<char, 16 * 1024> sink{};
+  std::size_t left = limits.max_body_bytes;
   for (;;) {
     auto [ec, n] = co_await stream.async_read_some(asio::buffer(sink), use_nothrow);
-    if (ec) co_return;
+    if (ec || n >= left) co_return;
+    left -= n;
   }
 }
 
@@ -136,7 +141,9 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
       if (registry->closing()) co_return;
       socket.expires_after(limits.idle_timeout);
       registration.handle().idle = true;
-      auto [ec, n] = co_await stream.async_read_some(buffer.prepare(8 * 1024), use_nothrow);
+      // An idle connection keeps no request buffer: the apiserver holds many of them open.
+      buffer.shrink_to_fit();
+      auto [ec, n] = co_await stream.async_read_some(buffer.prepare(1024), use_nothrow);
       registration.handle().idle = false;
       if (ec) co_return;
       buffer.commit(n);
@@ -211,16 +218,15 @@ asio::awaitable<void> tls_session(tcp::socket socket, std::shared_ptr<asio::ssl:
                                   session_limits limits, const router& routes, metrics& m,
                                   std::shared_ptr<session_registry> registry) {
   const connection_guard counted(m);
-  beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), *context);
+  tls_stream stream(beast::tcp_stream(std::move(socket)), *context);
   beast::get_lowest_layer(stream).expires_after(limits.handshake_timeout);
-  if (auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, use_nothrow);
-      ec) {
+  if (auto [ec, n] = co_await stream.async_handshake(use_nothrow); ec) {
     spdlog::debug("TLS handshake failed: {}", ec.message());
     co_return;
   }
   co_await serve_requests(stream, limits, routes, registry);
+  // close_notify, without waiting for the peer's (tls_stream never does).
   beast::get_lowest_layer(stream).expires_after(limits.write_timeout);
-  // A peer that just drops the connection (stream_truncated) is a normal close here.
   co_await stream.async_shutdown(use_nothrow);
 }
 

@@ -73,6 +73,12 @@ core::result<tls_bundle> load_server_tls(const tls_files& files) {
   // An idle keep-alive connection then holds no 2 x 16 KiB record buffers: the apiserver keeps
   // many connections open, and most sit idle between pod creations.
   SSL_CTX_set_mode(native, SSL_MODE_RELEASE_BUFFERS);
+  // No session resumption: the apiserver's webhook client keeps connections alive rather than
+  // resuming sessions, so tickets and a session cache would cost each handshake and each open
+  // connection for nothing.
+  SSL_CTX_set_num_tickets(native, 0);
+  SSL_CTX_set_options(native, SSL_OP_NO_TICKET);
+  SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
   if (SSL_CTX_set_cipher_list(native, tls12_ciphers) != 1)
     return core::error{"cannot set the TLS cipher list"};
 
