@@ -4,7 +4,9 @@
 #
 #   scripts/dev.sh serve [trainenv serve flags]   install, build, mint dev certs, run the webhook
 #   scripts/dev.sh test                           install, build, run the whole test suite (also
-#                                                 under ASan+UBSan, in build-sanitize/)
+#                                                 under ASan+UBSan, in build-sanitize/, the
+#                                                 server tests under TSan, in build-tsan/, and
+#                                                 each fuzz target for a minute, in build-fuzz/)
 #   scripts/dev.sh deps | build | certs           the individual steps
 #
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), CMAKE_ARGS (extra
@@ -82,6 +84,16 @@ test_suite() {
   BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE=ON" build_dir=build-sanitize build
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-sanitize --output-on-failure --timeout 300 -j "$(nproc)"
+  # The server's tests once more under ThreadSanitizer: the listeners, sessions, reloaders and
+  # metrics shared across the I/O threads. Only app_tests is built; a race stops the run.
+  log "the server tests again under TSan (build-tsan/)"
+  BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE_THREAD=ON" build_dir=build-tsan build app_tests
+  TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
+    build-tsan/tests/app_tests "[server],[adversarial],[tls]"
+  # Each fuzz target briefly (a regression shows within a minute), after replaying the inputs
+  # that once broke something. scripts/fuzz.sh --seconds 1800 is the long run.
+  log "the fuzz targets, a minute each (build-fuzz/)"
+  scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-60}"
 }
 
 case "${1:-}" in
@@ -90,5 +102,5 @@ case "${1:-}" in
   deps) shift; deps "$@" ;;
   build) shift; build "$@" ;;
   certs) certs ;;
-  *) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -180,6 +180,12 @@ class tls_client {
 
   void write_raw(std::string_view bytes) { asio::write(*stream_, asio::buffer(bytes)); }
 
+  // Half-closes the TCP connection (no TLS close_notify): the server reads end of stream.
+  void shutdown_send() {
+    boost::system::error_code ignored;
+    beast::get_lowest_layer(*stream_).socket().shutdown(tcp::socket::shutdown_send, ignored);
+  }
+
   // How long until the server closes the connection; nullopt if it is still open after `limit`.
   std::optional<std::chrono::milliseconds> time_until_closed(std::chrono::milliseconds limit) {
     const auto start = std::chrono::steady_clock::now();
