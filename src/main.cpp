@@ -139,8 +139,9 @@ int run_serve(const std::vector<std::string>& args) {
     policy_names += (policy_names.empty() ? "" : ",") + p.name;
   spdlog::info(
       "config listen={} metrics_listen={} tls_cert={} tls_key={} client_ca={} policies={} "
-      "loaded=[{}] threads={} "
-      "max_body_bytes={} read_timeout_ms={} idle_timeout_ms={}",
+      "loaded=[{}] threads={} max_body_bytes={} max_header_bytes={} max_connections={} "
+      "read_timeout_ms={} idle_timeout_ms={} drain_delay_ms={} shutdown_deadline_ms={} "
+      "log_format={} log_level={}",
       config.listen.host + ":" + std::to_string(config.listen.port),
       config.metrics_listen.host + ":" + std::to_string(config.metrics_listen.port),
       config.tls_cert, config.tls_key, config.client_ca.empty() ? "-" : config.client_ca,

@@ -189,7 +189,7 @@ TEST_CASE("auto stays auto when the container asks for any *gpu* resource", "[to
   CHECK(nproc_for({{"limits", {{"nvidia.com/gpu", "4"}}}}, "cpu") == "1");
 }
 
-TEST_CASE("an explicit nproc-per-node is kept; gpu stays gpu; cpu counts CPUs",
+TEST_CASE("an explicit nproc-per-node is kept and gpu stays gpu while cpu counts CPUs",
           "[topology][nproc]") {
   CHECK(nproc_for({{"requests", {{"cpu", "8"}}}}, "2") == "2");
   CHECK(nproc_for({{"requests", {{"cpu", "8"}}}}, "gpu") == "gpu");
