@@ -79,7 +79,10 @@ tls_stream::~tls_stream() {
 }
 
 boost::asio::mutable_buffer tls_stream::receive_buffer() {
-  receiving_into_first_ = input_.size() == input_consumed_;
+  // Small only between requests: not inside a record (OpenSSL holds part of one), and not when
+  // the last receive filled its buffer (more is on its way).
+  receiving_into_first_ =
+      input_.size() == input_consumed_ && !more_expected_ && SSL_has_pending(ssl_) == 0;
   if (receiving_into_first_) return boost::asio::buffer(first_);
   const auto used = input_.size();
   input_.resize(used + read_chunk);
@@ -90,8 +93,10 @@ void tls_stream::received(std::size_t n) {
   if (receiving_into_first_) {
     input_.assign(first_.data(), n);
     input_consumed_ = 0;
+    more_expected_ = n == first_.size();
   } else {
     input_.resize(input_.size() - read_chunk + n);
+    more_expected_ = n == read_chunk;
   }
   if (input_.size() == input_consumed_) {
     std::string().swap(input_);

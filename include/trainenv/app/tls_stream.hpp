@@ -154,6 +154,7 @@ class tls_stream {
   std::size_t input_consumed_ = 0;
   std::array<char, 512> first_{};
   bool receiving_into_first_ = false;
+  bool more_expected_ = false;
   bool peer_closed_ = false;
   std::string cipher_out_;  // ciphertext OpenSSL wrote, being sent
   bool sending_ = false;
