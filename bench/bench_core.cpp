@@ -61,7 +61,9 @@ void mutate(benchmark::State& state, const std::string& body) {
   }
 }
 
-const core::policy& torch() { return *shipped().by_name("torch"); }
+const core::policy& torch() {
+  return *shipped().by_name("torch");
+}
 
 void render(benchmark::State& state, const std::string& body) {
   const auto request = decoded(body);
@@ -75,7 +77,8 @@ void render(benchmark::State& state, const std::string& body) {
 void patch(benchmark::State& state, const std::string& body) {
   const auto request = decoded(body);
   const core::pod_view pod(request.object);
-  const auto want = core::render(torch(), core::resolve_topology(pod, torch()).value(), pod).value();
+  const auto want =
+      core::render(torch(), core::resolve_topology(pod, torch()).value(), pod).value();
   for (auto _ : state) {
     auto d = core::build_patch(request.object, want, "torch");
     benchmark::DoNotOptimize(d);
@@ -112,8 +115,8 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   // Stage by stage, each over every shape, so a row's neighbours are its comparisons.
   const auto shapes = bench::pod_shapes();
-  for (const auto& [stage, fn] :
-       std::initializer_list<std::pair<const char*, void (*)(benchmark::State&, const std::string&)>>{
+  for (const auto& [stage, fn] : std::initializer_list<
+           std::pair<const char*, void (*)(benchmark::State&, const std::string&)>>{
            {"review", review},
            {"decode", decode},
            {"mutate", mutate},

@@ -85,21 +85,21 @@ inline nlohmann::json job_controller_managed_fields() {
                {"f:securityContext", json::object()},
                {"f:subdomain", json::object()},
                {"f:terminationGracePeriodSeconds", json::object()}};
-  return json::array({{{"manager", "kube-controller-manager"},
-                       {"operation", "Update"},
-                       {"apiVersion", "v1"},
-                       {"time", "2026-11-21T09:14:03Z"},
-                       {"fieldsType", "FieldsV1"},
-                       {"fieldsV1",
-                        {{"f:metadata",
-                          {{"f:annotations", annotations},
-                           {"f:generateName", json::object()},
-                           {"f:labels", labels},
-                           {"f:ownerReferences",
-                            {{".", json::object()},
-                             {"k:{\"uid\":\"1087e67a-c82c-409c-03c5-ec567084b303\"}",
-                              json::object()}}}}},
-                         {"f:spec", spec}}}}});
+  return json::array(
+      {{{"manager", "kube-controller-manager"},
+        {"operation", "Update"},
+        {"apiVersion", "v1"},
+        {"time", "2026-11-21T09:14:03Z"},
+        {"fieldsType", "FieldsV1"},
+        {"fieldsV1",
+         {{"f:metadata",
+           {{"f:annotations", annotations},
+            {"f:generateName", json::object()},
+            {"f:labels", labels},
+            {"f:ownerReferences",
+             {{".", json::object()},
+              {"k:{\"uid\":\"1087e67a-c82c-409c-03c5-ec567084b303\"}", json::object()}}}}},
+          {"f:spec", spec}}}}});
 }
 
 inline nlohmann::json typical_review() {
@@ -142,8 +142,9 @@ inline nlohmann::json wide_review(int containers, int env_vars) {
     container["name"] = c + 1 == containers ? std::string("node") : "sidecar-" + std::to_string(c);
     auto& env = container["env"];
     for (int e = 0; e < env_vars; ++e) {
-      env.push_back({{"name", "CONFIG_" + std::to_string(c) + "_" + std::to_string(e)},
-                     {"value", "value-" + std::to_string(e) + "-of-container-" + std::to_string(c)}});
+      env.push_back(
+          {{"name", "CONFIG_" + std::to_string(c) + "_" + std::to_string(e)},
+           {"value", "value-" + std::to_string(e) + "-of-container-" + std::to_string(c)}});
     }
     list.push_back(std::move(container));
   }

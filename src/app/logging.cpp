@@ -19,7 +19,9 @@ constexpr char json_members_mark = '\x1e';
 
 bool json_lines = false;
 
-void append(std::string& out, std::string_view text) { out.append(text.data(), text.size()); }
+void append(std::string& out, std::string_view text) {
+  out.append(text.data(), text.size());
+}
 
 // A JSON string literal, escaped by nlohmann (invalid UTF-8 replaced), so a pod name with
 // quotes or newlines cannot break the line.
@@ -30,9 +32,8 @@ void append_json_string(std::string& out, std::string_view text) {
 // Text values with spaces, quotes or '=' are quoted, so a line splits back into its fields.
 void append_text_value(std::string& out, std::string_view value) {
   const bool plain = !value.empty() && value.find_first_of(" \"=") == std::string_view::npos &&
-                     std::all_of(value.begin(), value.end(), [](char c) {
-                       return static_cast<unsigned char>(c) >= 0x20;
-                     });
+                     std::all_of(value.begin(), value.end(),
+                                 [](char c) { return static_cast<unsigned char>(c) >= 0x20; });
   if (plain) {
     append(out, value);
   } else {

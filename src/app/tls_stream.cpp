@@ -3,8 +3,8 @@
 #include <climits>
 #include <stdexcept>
 
-#include <boost/asio/error.hpp>
 #include <openssl/err.h>
+#include <boost/asio/error.hpp>
 
 namespace trainenv::app {
 

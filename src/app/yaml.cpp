@@ -61,11 +61,11 @@ core::result<json> plain_scalar(const std::string& s) {
   const bool negative = !s.empty() && s[0] == '-';
   const std::string_view digits = without_sign(s);
   // Octal and hex as Kubernetes' YAML reads them: "defaultMode: 0400" is 256.
-  const bool is_hex = digits.size() > 2 && digits[0] == '0' && digits[1] == 'x' &&
-                      all_digits(digits.substr(2), 16);
-  const bool is_octal = digits.size() > 1 && digits[0] == '0' &&
-                        (digits[1] == 'o' ? all_digits(digits.substr(2), 8)
-                                          : all_digits(digits.substr(1), 8));
+  const bool is_hex =
+      digits.size() > 2 && digits[0] == '0' && digits[1] == 'x' && all_digits(digits.substr(2), 16);
+  const bool is_octal =
+      digits.size() > 1 && digits[0] == '0' &&
+      (digits[1] == 'o' ? all_digits(digits.substr(2), 8) : all_digits(digits.substr(1), 8));
   if (is_hex || is_octal) {
     const std::size_t skip = is_hex || digits[1] == 'o' ? 2 : 1;
     std::int64_t n = 0;
@@ -202,7 +202,7 @@ core::result<std::vector<json>> parse_yaml(std::string_view text) {
       return core::error{"not valid YAML: " + at_line(parser.problem_mark) + ": " + problem};
     }
     const std::unique_ptr<yaml_event_t, void (*)(yaml_event_t*)> event_guard(&event,
-                                                                            yaml_event_delete);
+                                                                             yaml_event_delete);
     if (event.type == YAML_STREAM_END_EVENT) break;
     if (auto taken = builder.take(event); !taken) {
       return core::error{"not valid YAML: " + taken.message()};

@@ -57,8 +57,8 @@ std::string describe_patch(const json& patch) {
 
 // What decode_review_json reads of a review, and of its object what the engine reads.
 constexpr json_keep request_fields_read[] = {
-    {"uid"},  {"resource"}, {"subResource"}, {"operation"},
-    {"namespace"}, {"name"}, {"dryRun"},      {"object", pod_fields_read}};
+    {"uid"},       {"resource"}, {"subResource"}, {"operation"},
+    {"namespace"}, {"name"},     {"dryRun"},      {"object", pod_fields_read}};
 constexpr json_keep review_fields_read[] = {
     {"apiVersion"}, {"kind"}, {"request", request_fields_read}};
 

@@ -4,7 +4,6 @@
 
 #include <simdjson.h>
 
-
 namespace trainenv::core {
 namespace {
 
@@ -71,7 +70,8 @@ class builder {
  private:
   void add(json& object, std::string_view key, json value) {
     const auto [at, added] = object.emplace(std::string(key), std::move(value));
-    if (!added && problem.empty()) problem = "duplicate key " + quote(std::string(key)) + " in an object";
+    if (!added && problem.empty())
+      problem = "duplicate key " + quote(std::string(key)) + " in an object";
   }
 };
 
@@ -129,8 +129,7 @@ result<json> parse_with(std::string_view text, Build build) {
   buffer.reserve(text.size() + simdjson::SIMDJSON_PADDING);
   buffer.assign(text);
   element root;
-  if (const auto code =
-          parser.parse(buffer.data(), buffer.size(), false).get(root);
+  if (const auto code = parser.parse(buffer.data(), buffer.size(), false).get(root);
       code != simdjson::SUCCESS) {
     return describe_failure(text, code);
   }

@@ -53,8 +53,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
       (void)fixture_pod().patch(d.patch);
     } catch (const json::exception& e) {
-      fuzz::require(false, "an accepted policy's patch applies", std::string(e.what()) + "\n" +
-                                                                    d.patch.dump());
+      fuzz::require(false, "an accepted policy's patch applies",
+                    std::string(e.what()) + "\n" + d.patch.dump());
     }
   }
   return 0;

@@ -50,7 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     patched = whole_request->object.patch(d.patch);
   } catch (const json::exception& e) {
-    fuzz::require(false, "the patch applies to the pod", std::string(e.what()) + "\n" + d.patch.dump());
+    fuzz::require(false, "the patch applies to the pod",
+                  std::string(e.what()) + "\n" + d.patch.dump());
   }
   const auto again = core::mutate_pod(patched, policies);
   fuzz::require(again.allowed && again.patch.empty(), "the patched pod needs no further patch",

@@ -191,16 +191,17 @@ TEST_CASE("a client that sends 100 MiB anyway is cut off long before, and nothin
                  << " MiB before the answer; stopped by: " << out.write_error.message());
     REQUIRE(out.status == http::status::payload_too_large);
     CHECK_FALSE(out.keep_alive);
-    CHECK(out.write_error);                 // the server closed while the client still sent
+    CHECK(out.write_error);  // the server closed while the client still sent
     CHECK(out.write_error != beast::error::timeout);
-    CHECK(out.sent < total);                // ... before all 100 MiB went in
+    CHECK(out.sent < total);  // ... before all 100 MiB went in
   }
   SECTION("chunked: 413 once the body crosses the limit, then the connection is closed") {
     const std::string chunked_piece = chunk(piece);
-    const auto out = stream_body(server.tls_port(),
-                                 "POST /mutate HTTP/1.1\r\nHost: localhost\r\n"
-                                 "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
-                                 chunked_piece, total / mib, 20s * slow);
+    const auto out =
+        stream_body(server.tls_port(),
+                    "POST /mutate HTTP/1.1\r\nHost: localhost\r\n"
+                    "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+                    chunked_piece, total / mib, 20s * slow);
     INFO("sent " << out.sent / mib << " MiB in all, " << out.sent_before_answer / mib
                  << " MiB before the answer; stopped by: " << out.write_error.message());
     REQUIRE(out.status == http::status::payload_too_large);
@@ -307,7 +308,7 @@ TEST_CASE("200 slowloris connections are cut at the read timeout while others ar
   for (int i = 0; i < attackers; ++i) {
     if (cut_after[i] == 0ms) continue;
     INFO("attacker " << i << " cut after " << cut_after[i].count() << " ms");
-    CHECK(cut_after[i] >= 1800ms);   // not before the read timeout,
+    CHECK(cut_after[i] >= 1800ms);             // not before the read timeout,
     CHECK(cut_after[i] < 2s + 1500ms * slow);  // and not long after it
   }
   CHECK(open_connections_fall_to(server, 0, 2s * slow));
@@ -558,7 +559,8 @@ TEST_CASE("requests written back to back in one write are all answered, in order
     pipeline.push_back(
         {request_bytes(http::verb::post, "/mutate", review_text(uid)), http::status::ok, uid});
   }
-  pipeline.push_back({request_bytes(http::verb::get, "/readyz", "", "", false), http::status::ok, ""});
+  pipeline.push_back(
+      {request_bytes(http::verb::get, "/readyz", "", "", false), http::status::ok, ""});
 
   std::string all;
   for (const auto& p : pipeline) all += p.request;
@@ -680,7 +682,8 @@ TEST_CASE("a client that never reads its answers is cut at the write timeout, ot
       ioc,
       [](auto& stream, const std::string& requests,
          std::atomic<std::size_t>& sent) -> asio::awaitable<void> {
-        auto [ec, n] = co_await asio::async_write(stream, asio::buffer(requests), nothrow_awaitable);
+        auto [ec, n] =
+            co_await asio::async_write(stream, asio::buffer(requests), nothrow_awaitable);
         sent = n;
       }(stuck, requests, sent),
       asio::detached);  // and never a read
@@ -710,11 +713,10 @@ TEST_CASE("a client that never reads its answers is cut at the write timeout, ot
     std::this_thread::sleep_for(20ms);
   }
   const auto closed_after = since(start);
-  INFO("the stuck connection was closed after " << closed_after.count() << " ms; " << served
-                                               << " bystanders served, the slowest in "
-                                               << worst.count() << " ms; the client sent "
-                                               << sent.load() << " of " << requests.size()
-                                               << " bytes");
+  INFO("the stuck connection was closed after "
+       << closed_after.count() << " ms; " << served << " bystanders served, the slowest in "
+       << worst.count() << " ms; the client sent " << sent.load() << " of " << requests.size()
+       << " bytes");
   CHECK(closed);
   CHECK(closed_after >= 900ms);
   CHECK(closed_after < 3s * slow);  // well before the 20 s read timeout could have done it

@@ -95,8 +95,10 @@ class server_process {
     while (port_ == 0 && std::chrono::steady_clock::now() - start < 20s) {
       const auto text = log_text();
       const auto at = text.find("listening https=127.0.0.1:");
-      if (at != std::string::npos) port_ = static_cast<unsigned short>(std::stoi(text.substr(at + 26)));
-      else std::this_thread::sleep_for(20ms);
+      if (at != std::string::npos)
+        port_ = static_cast<unsigned short>(std::stoi(text.substr(at + 26)));
+      else
+        std::this_thread::sleep_for(20ms);
     }
     INFO(log_text());
     REQUIRE(port_ != 0);
@@ -114,7 +116,9 @@ class server_process {
   [[nodiscard]] long rss_kib() const { return proc_status_kib("VmRSS", std::to_string(pid_)); }
   [[nodiscard]] long open_fds() const {
     long n = 0;
-    for ([[maybe_unused]] const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid_) + "/fd")) ++n;
+    for ([[maybe_unused]] const auto& e :
+         fs::directory_iterator("/proc/" + std::to_string(pid_) + "/fd"))
+      ++n;
     return n;
   }
   [[nodiscard]] std::string log_text() const {
@@ -159,7 +163,8 @@ class batch_client {
     std::vector<unsigned> statuses;
     boost::system::error_code ec;
     asio::write(stream_, asio::buffer(bytes.data(), bytes.size()), ec);
-    if (close_after) beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (close_after)
+      beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_send, ec);
     for (std::size_t i = 0; i < n; ++i) {
       http::response_parser<http::string_body> parser;
       parser.body_limit(64 * 1024 * 1024);
@@ -201,8 +206,8 @@ std::vector<kind> keep_alive_kinds() {
       {post("/mutate", review("review-volcano-worker1.json").dump()), 200},
       {post("/mutate", violation.dump()), 200},
       {post("/preview", review("review-torch-jobset-node3.json")["request"]["object"].dump()), 200},
-      {post("/preview?policy=platform", read_file(std::string(TRAINENV_SOURCE_DIR) +
-                                                  "/examples/torch-pod.yaml"),
+      {post("/preview?policy=platform",
+            read_file(std::string(TRAINENV_SOURCE_DIR) + "/examples/torch-pod.yaml"),
             "application/yaml"),
        200},
       {post("/mutate", "{not json"), 400},
@@ -271,8 +276,8 @@ void closing_request(int which, unsigned short port, std::mt19937& rng, tally& t
     }
     case 4: {
       batch_client c(port);
-      t.check("cut mid-body", c.exchange(json_head + "Content-Length: 5000\r\n\r\n{\"a\":", 1, true),
-              {});
+      t.check("cut mid-body",
+              c.exchange(json_head + "Content-Length: 5000\r\n\r\n{\"a\":", 1, true), {});
       break;
     }
     default: {
@@ -312,7 +317,8 @@ TEST_CASE("200,000 mixed requests: no leak at exit, RSS within 5% of that after 
   const char* binary = std::getenv("TRAINENV_BINARY");
   REQUIRE(binary != nullptr);
   raise_fd_limit(4096);
-  const auto log = fs::temp_directory_path() / ("trainenv-growth-" + std::to_string(::getpid()) + ".log");
+  const auto log =
+      fs::temp_directory_path() / ("trainenv-growth-" + std::to_string(::getpid()) + ".log");
   server_process server(binary, log);
   const auto kinds = keep_alive_kinds();
 

@@ -92,8 +92,7 @@ TEST_CASE("parse_json with a keep list builds only the members asked for", "[jso
   CHECK(*r == json{{"kind", "Pod"}, {"metadata", {{"labels", {{"a", "b"}}}}}});
 }
 
-TEST_CASE("parse_json with a keep list keeps a value that is not an object whole",
-          "[json_text]") {
+TEST_CASE("parse_json with a keep list keeps a value that is not an object whole", "[json_text]") {
   static constexpr json_keep meta[] = {{"labels"}};
   static constexpr json_keep keep[] = {{"metadata", meta}};
   // The reader must see the wrong shape to refuse it, so it is not dropped or reshaped.

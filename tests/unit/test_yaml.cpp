@@ -416,8 +416,8 @@ TEST_CASE("a signed leading-zero integer is octal too", "[yaml][octal]") {
 // mangled policy, allocating as it looped; POST /preview and a policy file reached it. libyaml
 // refuses it at once. The input is kept in tests/fuzz/regressions/fuzz_policy.
 TEST_CASE("a mangled policy that hung yaml-cpp is refused at once", "[yaml]") {
-  const auto text = trainenv::test::read_file(std::string(TRAINENV_SOURCE_DIR) +
-                                              "/tests/fuzz/regressions/fuzz_policy/yaml-cpp-hang.yaml");
+  const auto text = trainenv::test::read_file(
+      std::string(TRAINENV_SOURCE_DIR) + "/tests/fuzz/regressions/fuzz_policy/yaml-cpp-hang.yaml");
   CHECK_THAT(parse_error(text), Contains("not valid YAML: line "));
 }
 

@@ -16,15 +16,15 @@
 #include <cstddef>
 #include <string>
 
+#include <openssl/ssl.h>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/compose.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/error.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_prefix.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/system/error_code.hpp>
-#include <openssl/ssl.h>
 
 namespace trainenv::app {
 
@@ -51,10 +51,10 @@ class tls_stream {
   // Decrypted bytes into the first buffer of `buffers` (Beast reads into one flat buffer).
   template <class MutableBuffers, class Token>
   auto async_read_some(const MutableBuffers& buffers, Token&& token) {
-    const boost::asio::mutable_buffer first = boost::asio::buffer_sequence_begin(buffers) ==
-                                                      boost::asio::buffer_sequence_end(buffers)
-                                                  ? boost::asio::mutable_buffer()
-                                                  : *boost::asio::buffer_sequence_begin(buffers);
+    const boost::asio::mutable_buffer first =
+        boost::asio::buffer_sequence_begin(buffers) == boost::asio::buffer_sequence_end(buffers)
+            ? boost::asio::mutable_buffer()
+            : *boost::asio::buffer_sequence_begin(buffers);
     return run(op::read, first.data(), first.size(), std::forward<Token>(token));
   }
 
