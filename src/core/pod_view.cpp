@@ -32,16 +32,6 @@ const std::string* pod_view::annotation(std::string_view key) const {
   return string_at("metadata", "annotations", key);
 }
 
-const std::string* pod_view::annotation_or_label(std::string_view key) const {
-  const auto* value = annotation(key);
-  return value != nullptr ? value : label(key);
-}
-
-const std::string* pod_view::label_or_annotation(std::string_view key) const {
-  const auto* value = label(key);
-  return value != nullptr ? value : annotation(key);
-}
-
 const std::string* pod_view::name() const {
   const auto* metadata = member(*pod_, "metadata");
   return metadata != nullptr ? string_member(*metadata, "name") : nullptr;

@@ -33,9 +33,6 @@ class pod_view {
   // The string value, or nullptr when the key is absent or its value is not a string.
   [[nodiscard]] const std::string* label(std::string_view key) const;
   [[nodiscard]] const std::string* annotation(std::string_view key) const;
-  // Annotation first, then label, as the SPEC reads "label or annotation" keys.
-  [[nodiscard]] const std::string* annotation_or_label(std::string_view key) const;
-  [[nodiscard]] const std::string* label_or_annotation(std::string_view key) const;
 
   [[nodiscard]] const std::string* name() const;
   [[nodiscard]] const std::string* generate_name() const;
