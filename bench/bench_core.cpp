@@ -13,9 +13,9 @@
 
 #include "pod_shapes.hpp"
 #include "synthetic_policies.hpp"
-#include "trainenv/app/policy_store.hpp"
 #include "trainenv/core/engine.hpp"
 #include "trainenv/core/topology.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
 
 namespace {
 

@@ -13,12 +13,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "trainenv/app/config.hpp"
-#include "trainenv/app/logging.hpp"
-#include "trainenv/app/policy_store.hpp"
-#include "trainenv/app/preview.hpp"
-#include "trainenv/app/server.hpp"
-#include "trainenv/app/tls.hpp"
+#include "trainenv/inputs/config.hpp"
+#include "trainenv/inputs/preview.hpp"
+#include "trainenv/server/logging.hpp"
+#include "trainenv/server/policy_store.hpp"
+#include "trainenv/server/server.hpp"
+#include "trainenv/server/tls.hpp"
 
 namespace {
 

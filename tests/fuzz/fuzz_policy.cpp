@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "trainenv/app/yaml.hpp"
 #include "trainenv/core/engine.hpp"
+#include "trainenv/inputs/yaml.hpp"
 
 using nlohmann::json;
 using namespace trainenv;

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "trainenv/app/preview.hpp"
+#include "trainenv/inputs/preview.hpp"
 
 using nlohmann::json;
 using namespace trainenv;

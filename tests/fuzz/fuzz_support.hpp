@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "trainenv/app/policy_store.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
 
 namespace trainenv::fuzz {
 

@@ -15,10 +15,10 @@
 #include <catch2/catch.hpp>
 
 #include "test_certs.hpp"
-#include "trainenv/app/policy_store.hpp"
-#include "trainenv/app/server.hpp"
-#include "trainenv/app/state.hpp"
-#include "trainenv/app/tls.hpp"
+#include "trainenv/server/policy_store.hpp"
+#include "trainenv/server/server.hpp"
+#include "trainenv/server/state.hpp"
+#include "trainenv/server/tls.hpp"
 
 namespace trainenv::test {
 

@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "trainenv/app/policy_store.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
 
 namespace trainenv::test {
 

@@ -1,6 +1,6 @@
-#include "trainenv/app/server.hpp"
+#include "trainenv/server/server.hpp"
 
-#include "trainenv/app/tls_stream.hpp"
+#include "trainenv/server/tls_stream.hpp"
 
 #include <spdlog/spdlog.h>
 #include <list>

@@ -90,7 +90,7 @@ check "serve refuses invalid policies" exit_code 1 "$bin" serve --policies "$wor
   --tls-key "$work/certs/tls.key" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0
 
 # shellcheck source=server_lib.sh
-source "$src/tests/integration/server_lib.sh"
+source "$src/tests/cli/server_lib.sh"
 start_server "$work/server.log"
 
 check "curl /preview with the README's line" bash -c "curl --silent --max-time 10 --cacert '$work/certs/ca.crt' \

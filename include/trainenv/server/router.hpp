@@ -6,7 +6,7 @@
 
 #include <boost/beast/http.hpp>
 
-#include "trainenv/app/state.hpp"
+#include "trainenv/server/state.hpp"
 
 namespace trainenv::app {
 

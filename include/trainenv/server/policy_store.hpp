@@ -9,25 +9,12 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "trainenv/app/dir_watcher.hpp"
 #include "trainenv/core/policy.hpp"
 #include "trainenv/core/result.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
+#include "trainenv/server/dir_watcher.hpp"
 
 namespace trainenv::app {
-
-struct policy_load {
-  std::shared_ptr<const core::policy_set> policies;  // null when errors is not empty
-  std::vector<std::string> errors;                   // "<file>: <field>: <problem>; <fix>"
-  std::vector<std::string> files;                    // the files read
-  std::size_t fingerprint = 0;                       // of the files' names and contents
-};
-
-// Reads every *.yaml, *.yml and *.json file directly in `dir` (skipping dot-files, so a
-// ConfigMap mount's ..data links are not read twice), each possibly holding several documents.
-[[nodiscard]] policy_load load_policy_dir(const std::string& dir);
-
-// The fingerprint load_policy_dir would report, without parsing anything.
-[[nodiscard]] std::size_t policy_dir_fingerprint(const std::string& dir);
 
 class policy_store {
  public:

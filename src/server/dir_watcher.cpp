@@ -1,4 +1,4 @@
-#include "trainenv/app/dir_watcher.hpp"
+#include "trainenv/server/dir_watcher.hpp"
 
 #include <sys/inotify.h>
 #include <unistd.h>

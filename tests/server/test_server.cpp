@@ -17,8 +17,8 @@
 
 #include "../test_support.hpp"
 #include "server_harness.hpp"
-#include "trainenv/app/server.hpp"
 #include "trainenv/core/admission.hpp"
+#include "trainenv/server/server.hpp"
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;

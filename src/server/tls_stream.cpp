@@ -1,4 +1,4 @@
-#include "trainenv/app/tls_stream.hpp"
+#include "trainenv/server/tls_stream.hpp"
 
 #include <climits>
 #include <stdexcept>

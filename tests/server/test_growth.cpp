@@ -4,7 +4,7 @@
 // 10,000, and it must exit 0 on SIGTERM: in the ASan build LeakSanitizer runs at that exit and
 // turns any leak into a non-zero status.
 //
-// Hidden ([.growth]): ctest runs it as its own test, app/growth, with TRAINENV_BINARY set.
+// Hidden ([.growth]): ctest runs it as its own test, server/growth, with TRAINENV_BINARY set.
 // In the sanitizer build it sends 20,000 (see requests_wanted).
 #include <catch2/catch.hpp>
 

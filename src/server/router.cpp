@@ -1,15 +1,15 @@
-#include "trainenv/app/router.hpp"
+#include "trainenv/server/router.hpp"
 
 #include <chrono>
 
 #include <spdlog/spdlog.h>
 
-#include "trainenv/app/logging.hpp"
-#include "trainenv/app/preview.hpp"
 #include "trainenv/core/admission.hpp"
 #include "trainenv/core/engine.hpp"
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/policy.hpp"
+#include "trainenv/inputs/preview.hpp"
+#include "trainenv/server/logging.hpp"
 
 namespace trainenv::app {
 namespace {

@@ -4,8 +4,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "trainenv/app/metrics.hpp"
-#include "trainenv/app/policy_store.hpp"
+#include "trainenv/server/metrics.hpp"
+#include "trainenv/server/policy_store.hpp"
 
 namespace trainenv::app {
 

@@ -26,7 +26,7 @@ check() {
 review="$src/tests/fixtures/review-torch-jobset-node3.json"
 
 # shellcheck source=server_lib.sh
-source "$src/tests/integration/server_lib.sh"
+source "$src/tests/cli/server_lib.sh"
 start() {  # start LOG [flags...]: start_server, remembering the pid for cleanup
   start_server "$@"
   pids+=("$server_pid")

@@ -7,10 +7,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "trainenv/app/config.hpp"
-#include "trainenv/app/router.hpp"
-#include "trainenv/app/tls.hpp"
 #include "trainenv/core/result.hpp"
+#include "trainenv/inputs/config.hpp"
+#include "trainenv/server/router.hpp"
+#include "trainenv/server/tls.hpp"
 
 namespace trainenv::app {
 

@@ -1,4 +1,4 @@
-#include "trainenv/app/yaml.hpp"
+#include "trainenv/inputs/yaml.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -8,9 +8,9 @@
 
 #include "../test_support.hpp"
 #include "shipped_policies.hpp"
-#include "trainenv/app/policy_store.hpp"
-#include "trainenv/app/yaml.hpp"
 #include "trainenv/core/engine.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
+#include "trainenv/inputs/yaml.hpp"
 
 using nlohmann::json;
 using namespace trainenv;

@@ -1,4 +1,4 @@
-#include "trainenv/app/tls.hpp"
+#include "trainenv/server/tls.hpp"
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -11,7 +11,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "trainenv/app/state.hpp"
+#include "trainenv/server/state.hpp"
 
 namespace trainenv::app {
 namespace {

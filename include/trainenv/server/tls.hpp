@@ -12,8 +12,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
 
-#include "trainenv/app/dir_watcher.hpp"
 #include "trainenv/core/result.hpp"
+#include "trainenv/server/dir_watcher.hpp"
 
 namespace trainenv::app {
 

@@ -1,4 +1,4 @@
-// app/policy_store.hpp: loading the policy directory, including a ConfigMap volume's layout.
+// inputs/policy_dir.hpp: loading the policy directory, including a ConfigMap volume's layout.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -10,12 +10,11 @@
 
 #include <unistd.h>
 
-#include "trainenv/app/policy_store.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
 
 using Catch::Matchers::Contains;
 using trainenv::app::load_policy_dir;
 using trainenv::app::policy_load;
-using trainenv::app::policy_store;
 
 namespace fs = std::filesystem;
 
@@ -289,15 +288,4 @@ TEST_CASE("dangling symlinks beside a valid policy do not fail the load", "[poli
   INFO("errors:\n" << joined(load.errors));
   CHECK(load.errors.empty());
   CHECK(load.policies != nullptr);
-}
-
-TEST_CASE("policy_store hands out the set it was given", "[policy_store]") {
-  policy_store store;
-  CHECK(store.current() == nullptr);
-  const auto load = load_ok(TRAINENV_POLICIES_DIR);
-  store.replace(load.policies);
-  CHECK(store.current() == load.policies);
-  auto other = load_ok(TRAINENV_POLICIES_DIR).policies;
-  store.replace(other);
-  CHECK(store.current() == other);
 }

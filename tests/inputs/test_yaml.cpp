@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "trainenv/app/yaml.hpp"
+#include "trainenv/inputs/yaml.hpp"
 
 using Catch::Matchers::Contains;
 using nlohmann::json;

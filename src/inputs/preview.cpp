@@ -1,7 +1,7 @@
-#include "trainenv/app/preview.hpp"
+#include "trainenv/inputs/preview.hpp"
 
-#include "trainenv/app/yaml.hpp"
 #include "trainenv/core/pod_view.hpp"
+#include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::app {
 

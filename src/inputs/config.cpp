@@ -1,16 +1,25 @@
-#include "trainenv/app/config.hpp"
+#include "trainenv/inputs/config.hpp"
 
 #include <charconv>
 #include <functional>
 #include <map>
 #include <optional>
 
-#include <boost/asio/ip/address.hpp>
+#include <arpa/inet.h>
 
 #include "trainenv/core/policy.hpp"
 
 namespace trainenv::app {
 namespace {
+
+// What Asio's make_address accepts: dotted IPv4, or IPv6 with an optional %scope (the scope
+// is not checked here, as Asio does not check it either); inputs links no Boost.
+bool is_ip_address(const std::string& host) {
+  unsigned char buf[16];
+  if (::inet_pton(AF_INET, host.c_str(), buf) == 1) return true;
+  const std::string v6 = host.substr(0, host.find('%'));
+  return ::inet_pton(AF_INET6, v6.c_str(), buf) == 1;
+}
 
 // One flag: its name, whether it takes a value, and how to store it.
 struct flag {
@@ -137,9 +146,7 @@ core::result<endpoint_spec> parse_endpoint(const std::string& text) {
   }
   if (host.empty()) host = "0.0.0.0";
   if (host == "localhost") host = "127.0.0.1";
-  boost::system::error_code ec;
-  boost::asio::ip::make_address(host, ec);
-  if (ec)
+  if (!is_ip_address(host))
     return core::error{"\"" + host +
                        "\" is not an IP address (use 0.0.0.0, ::, 127.0.0.1 or localhost)"};
   const auto port = core::parse_decimal(std::string_view(text).substr(colon + 1), 65535);

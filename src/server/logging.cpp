@@ -1,4 +1,4 @@
-#include "trainenv/app/logging.hpp"
+#include "trainenv/server/logging.hpp"
 
 #include <spdlog/async.h>
 #include <spdlog/details/log_msg.h>

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "trainenv/app/config.hpp"
+#include "trainenv/inputs/config.hpp"
 
 using Catch::Matchers::Contains;
 using namespace trainenv::app;

@@ -1,10 +1,10 @@
-#include "trainenv/app/metrics.hpp"
+#include "trainenv/server/metrics.hpp"
 
 #include <functional>
 
 #include <fmt/format.h>
 
-#include "trainenv/app/state.hpp"
+#include "trainenv/server/state.hpp"
 
 namespace trainenv::app {
 namespace {
