@@ -22,7 +22,7 @@ namespace {
 using namespace trainenv;
 
 const core::policy_set& shipped() {
-  static const auto load = app::load_policy_dir(TRAINENV_POLICIES_DIR);
+  static const auto load = inputs::load_policy_dir(TRAINENV_POLICIES_DIR);
   if (!load.errors.empty()) throw std::runtime_error(load.errors.front());
   return *load.policies;
 }

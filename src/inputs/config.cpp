@@ -9,7 +9,7 @@
 
 #include "trainenv/core/policy.hpp"
 
-namespace trainenv::app {
+namespace trainenv::inputs {
 namespace {
 
 // What Asio's make_address accepts: dotted IPv4, or IPv6 with an optional %scope (the scope
@@ -291,4 +291,4 @@ parsed<check_config> parse_check(const std::vector<std::string>& args) {
   return finish(std::move(c), std::move(failure));
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::inputs

@@ -8,7 +8,7 @@
 
 #include "trainenv/inputs/yaml.hpp"
 
-namespace trainenv::app {
+namespace trainenv::inputs {
 namespace {
 
 namespace fs = std::filesystem;
@@ -112,4 +112,4 @@ policy_load load_policy_dir(const std::string& dir) {
   return out;
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::inputs

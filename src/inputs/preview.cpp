@@ -3,7 +3,7 @@
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
-namespace trainenv::app {
+namespace trainenv::inputs {
 
 using nlohmann::json;
 
@@ -36,4 +36,4 @@ core::result<json> preview(std::string_view text, const core::policy_set& polici
               {"object", std::move(object)}, {"warnings", d.warnings}, {"message", d.message}};
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::inputs

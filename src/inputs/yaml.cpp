@@ -9,7 +9,7 @@
 
 #include "trainenv/core/json_text.hpp"
 
-namespace trainenv::app {
+namespace trainenv::inputs {
 namespace {
 
 using nlohmann::json;
@@ -251,4 +251,4 @@ core::result<json> parse_document(std::string_view text) {
   return std::move(docs->front());
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::inputs

@@ -11,7 +11,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 namespace asio = boost::asio;
 
@@ -118,4 +118,4 @@ void dir_watcher::stop() {
   });
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace trainenv::app {
+namespace trainenv::server {
 namespace {
 
 // Marks a payload that log_event already wrote as JSON members, for the JSON formatter to wrap
@@ -139,4 +139,4 @@ void log_event(std::string_view event, std::initializer_list<log_field> fields) 
   spdlog::info("{}", line);
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

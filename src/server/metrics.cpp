@@ -6,7 +6,7 @@
 
 #include "trainenv/server/state.hpp"
 
-namespace trainenv::app {
+namespace trainenv::server {
 namespace {
 
 constexpr std::array<std::string_view, route_count> route_names = {
@@ -158,4 +158,4 @@ std::string metrics::render(const server_state& state) const {
   return out;
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

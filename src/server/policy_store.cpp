@@ -4,7 +4,7 @@
 
 #include "trainenv/server/state.hpp"
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 policy_reloader::policy_reloader(boost::asio::io_context& ioc, std::string dir, server_state& state,
                                  std::chrono::milliseconds poll_interval,
@@ -15,8 +15,8 @@ policy_reloader::policy_reloader(boost::asio::io_context& ioc, std::string dir, 
       watcher_(ioc, dir_, poll_interval, [this] { reload(); }) {}
 
 void policy_reloader::reload() {
-  if (policy_dir_fingerprint(dir_) == fingerprint_) return;
-  auto loaded = load_policy_dir(dir_);
+  if (inputs::policy_dir_fingerprint(dir_) == fingerprint_) return;
+  auto loaded = inputs::load_policy_dir(dir_);
   // Remember even a failed set, so it is reported once, not at every poll.
   fingerprint_ = loaded.fingerprint;
   if (!loaded.errors.empty()) {
@@ -32,4 +32,4 @@ void policy_reloader::reload() {
   spdlog::info("policies reloaded from {}: [{}]", dir_, names);
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

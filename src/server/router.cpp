@@ -11,7 +11,7 @@
 #include "trainenv/inputs/preview.hpp"
 #include "trainenv/server/logging.hpp"
 
-namespace trainenv::app {
+namespace trainenv::server {
 namespace {
 
 using nlohmann::json;
@@ -232,7 +232,7 @@ http_response router::preview(const http_request& request, outcome& result) cons
   }
   const auto policies = state_.policies.current();
   try {
-    auto answer = app::preview(request.body(), *policies, options);
+    auto answer = inputs::preview(request.body(), *policies, options);
     if (!answer)
       return error_response(http::status::bad_request, answer.message(), request.version(),
                             request.keep_alive());
@@ -260,4 +260,4 @@ http_response router::health(const http_request& request, bool readiness) const 
   return res;
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

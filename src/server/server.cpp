@@ -16,7 +16,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-namespace trainenv::app {
+namespace trainenv::server {
 namespace {
 
 namespace asio = boost::asio;
@@ -239,7 +239,7 @@ asio::awaitable<void> plain_session(tcp::socket socket, session_limits limits, c
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
 }
 
-core::result<tcp::acceptor> bind(asio::io_context& ioc, const endpoint_spec& spec,
+core::result<tcp::acceptor> bind(asio::io_context& ioc, const inputs::endpoint_spec& spec,
                                  const char* what) {
   boost::system::error_code ec;
   const tcp::endpoint endpoint(asio::ip::make_address(spec.host, ec), spec.port);
@@ -259,7 +259,7 @@ core::result<tcp::acceptor> bind(asio::io_context& ioc, const endpoint_spec& spe
 
 }  // namespace
 
-session_limits limits_from(const serve_config& config) {
+session_limits limits_from(const inputs::serve_config& config) {
   session_limits limits;
   limits.max_body_bytes = config.max_body_bytes;
   limits.max_header_bytes = config.max_header_bytes;
@@ -326,8 +326,8 @@ server::server(asio::io_context& ioc, session_limits limits, server_state& state
 
 server::~server() = default;
 
-core::result<server::endpoints> server::start(const endpoint_spec& tls_listen,
-                                              const endpoint_spec& plain_listen) {
+core::result<server::endpoints> server::start(const inputs::endpoint_spec& tls_listen,
+                                              const inputs::endpoint_spec& plain_listen) {
   auto tls_acceptor = bind(impl_->ioc, tls_listen, "--listen");
   if (!tls_acceptor) return std::move(tls_acceptor).take_error();
   auto plain_acceptor = bind(impl_->ioc, plain_listen, "--metrics-listen");
@@ -373,4 +373,4 @@ void server::stop_accepting() {
   });
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

@@ -13,7 +13,7 @@
 
 #include "trainenv/server/state.hpp"
 
-namespace trainenv::app {
+namespace trainenv::server {
 namespace {
 
 namespace ssl = boost::asio::ssl;
@@ -157,4 +157,4 @@ void tls_reloader::reload() {
   spdlog::info("certificate reloaded: serial {} valid until {}", loaded->serial, loaded->not_after);
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

@@ -6,7 +6,7 @@
 #include <openssl/err.h>
 #include <boost/asio/error.hpp>
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 // The BIO between OpenSSL and the stream: reads take the ciphertext the stream received, writes
 // append to what the stream will send. Neither ever blocks; "retry" tells OpenSSL to wait.
@@ -156,4 +156,4 @@ tls_stream::step tls_stream::call(op what, void* data, std::size_t size,
   }
 }
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

@@ -7,7 +7,7 @@
 #include "trainenv/inputs/config.hpp"
 
 using Catch::Matchers::Contains;
-using namespace trainenv::app;
+using namespace trainenv::inputs;
 using args = std::vector<std::string>;
 
 namespace {

@@ -26,8 +26,8 @@ json pod_of(const std::string& fixture_name) {
 }
 
 json example(const std::string& name) {
-  auto doc =
-      app::parse_document(test::read_file(std::string(TRAINENV_SOURCE_DIR) + "/examples/" + name));
+  auto doc = inputs::parse_document(
+      test::read_file(std::string(TRAINENV_SOURCE_DIR) + "/examples/" + name));
   REQUIRE(doc.ok());
   return *doc;
 }

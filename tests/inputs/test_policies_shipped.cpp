@@ -533,7 +533,7 @@ TEST_CASE("every example pod previews to an applied, idempotent patch", "[shippe
        std::filesystem::directory_iterator(std::string(TRAINENV_SOURCE_DIR) + "/examples")) {
     if (entry.path().extension() != ".yaml") continue;
     INFO(entry.path().filename().string());
-    auto pod = app::parse_document(test::read_file(entry.path().string()));
+    auto pod = inputs::parse_document(test::read_file(entry.path().string()));
     REQUIRE(pod.ok());
     const auto o = run(*pod);
     CHECK_FALSE(o.decision.policy.empty());
@@ -547,7 +547,7 @@ TEST_CASE("every shipped policy has an example pod", "[shipped][examples]") {
   std::set<std::string> covered;
   for (const auto& entry :
        std::filesystem::directory_iterator(std::string(TRAINENV_SOURCE_DIR) + "/examples")) {
-    auto pod = app::parse_document(test::read_file(entry.path().string()));
+    auto pod = inputs::parse_document(test::read_file(entry.path().string()));
     REQUIRE(pod.ok());
     covered.insert(core::mutate_pod(*pod, shipped()).policy);
   }

@@ -13,8 +13,8 @@
 #include "trainenv/inputs/policy_dir.hpp"
 
 using Catch::Matchers::Contains;
-using trainenv::app::load_policy_dir;
-using trainenv::app::policy_load;
+using trainenv::inputs::load_policy_dir;
+using trainenv::inputs::policy_load;
 
 namespace fs = std::filesystem;
 

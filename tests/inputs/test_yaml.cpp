@@ -13,8 +13,8 @@
 
 using Catch::Matchers::Contains;
 using nlohmann::json;
-using trainenv::app::parse_document;
-using trainenv::app::parse_documents;
+using trainenv::inputs::parse_document;
+using trainenv::inputs::parse_documents;
 
 namespace {
 

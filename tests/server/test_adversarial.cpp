@@ -172,7 +172,7 @@ TEST_CASE("a client that sends 100 MiB anyway is cut off long before, and nothin
   // The production linger (2 s), not the harness's shorter one: the point is how much a server
   // configured as shipped takes in after refusing.
   auto limits = test_limits();
-  limits.linger_timeout = app::session_limits{}.linger_timeout;
+  limits.linger_timeout = server::session_limits{}.linger_timeout;
   running_server server(limits);
   constexpr std::size_t mib = 1024 * 1024;
   constexpr std::size_t total = 100 * mib;

@@ -3,8 +3,8 @@
 
 #include "trainenv/server/policy_store.hpp"
 
-using trainenv::app::load_policy_dir;
-using trainenv::app::policy_store;
+using trainenv::inputs::load_policy_dir;
+using trainenv::server::policy_store;
 
 TEST_CASE("policy_store hands out the set it was given", "[policy_store]") {
   policy_store store;

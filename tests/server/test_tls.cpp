@@ -81,7 +81,7 @@ TEST_CASE("load_server_tls refuses a mismatched key, an expired and a not-yet-va
   const auto try_pair = [&](const std::string& cert, const std::string& key) {
     write_file(dir.file("a.crt"), cert);
     write_file(dir.file("a.key"), key);
-    return app::load_server_tls({dir.file("a.crt"), dir.file("a.key"), ""});
+    return server::load_server_tls({dir.file("a.crt"), dir.file("a.key"), ""});
   };
   CHECK(try_pair(good.cert, good.key).ok());
   CHECK(try_pair(good.cert, good.key)->serial == serial_of(good));

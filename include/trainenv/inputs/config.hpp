@@ -9,7 +9,7 @@
 
 #include "trainenv/core/result.hpp"
 
-namespace trainenv::app {
+namespace trainenv::inputs {
 
 struct endpoint_spec {
   std::string host;  // numeric address; "0.0.0.0" or "::" for all
@@ -70,4 +70,4 @@ struct parsed {
 [[nodiscard]] std::string preview_help();
 [[nodiscard]] std::string check_help();
 
-}  // namespace trainenv::app
+}  // namespace trainenv::inputs

@@ -8,7 +8,7 @@
 
 #include "trainenv/core/policy.hpp"
 
-namespace trainenv::app {
+namespace trainenv::inputs {
 
 struct policy_load {
   std::shared_ptr<const core::policy_set> policies;  // null when errors is not empty
@@ -24,4 +24,4 @@ struct policy_load {
 // The fingerprint load_policy_dir would report, without parsing anything.
 [[nodiscard]] std::size_t policy_dir_fingerprint(const std::string& dir);
 
-}  // namespace trainenv::app
+}  // namespace trainenv::inputs

@@ -9,7 +9,7 @@
 #include "trainenv/core/engine.hpp"
 #include "trainenv/core/result.hpp"
 
-namespace trainenv::app {
+namespace trainenv::inputs {
 
 // {"allowed", "policy", "patch", "object", "warnings", "message"}. An error means the input
 // itself is unusable (not JSON/YAML, not a Pod or an AdmissionReview).
@@ -17,4 +17,4 @@ namespace trainenv::app {
                                                    const core::policy_set& policies,
                                                    const core::mutate_options& options);
 
-}  // namespace trainenv::app
+}  // namespace trainenv::inputs

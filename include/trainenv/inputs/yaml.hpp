@@ -10,7 +10,7 @@
 
 #include "trainenv/core/result.hpp"
 
-namespace trainenv::app {
+namespace trainenv::inputs {
 
 // Every document in the text ("---"-separated); JSON text is parsed as JSON directly.
 [[nodiscard]] core::result<std::vector<nlohmann::json>> parse_documents(std::string_view text);
@@ -18,4 +18,4 @@ namespace trainenv::app {
 // Exactly one document.
 [[nodiscard]] core::result<nlohmann::json> parse_document(std::string_view text);
 
-}  // namespace trainenv::app
+}  // namespace trainenv::inputs

@@ -11,7 +11,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 class dir_watcher {
  public:
@@ -33,4 +33,4 @@ class dir_watcher {
   std::shared_ptr<impl> impl_;
 };
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <variant>
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 // `format` is "text" or "json"; `level` one of spdlog's level names. The logger is
 // asynchronous: a request thread only enqueues its line (dropping the oldest if the queue is
@@ -31,4 +31,4 @@ struct log_field {
 // every admission.
 void log_event(std::string_view event, std::initializer_list<log_field> fields);
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

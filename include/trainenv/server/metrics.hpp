@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 struct server_state;
 
@@ -58,4 +58,4 @@ class metrics {
   std::atomic<std::uint64_t> latency_sum_ns_{0};
 };
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

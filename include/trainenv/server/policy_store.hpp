@@ -14,7 +14,7 @@
 #include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/server/dir_watcher.hpp"
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 class policy_store {
  public:
@@ -27,9 +27,9 @@ class policy_store {
   std::atomic<std::shared_ptr<const core::policy_set>> current_;
 };
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 struct server_state;
 
@@ -51,4 +51,4 @@ class policy_reloader {
   dir_watcher watcher_;
 };
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

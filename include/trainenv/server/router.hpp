@@ -8,7 +8,7 @@
 
 #include "trainenv/server/state.hpp"
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 namespace http = boost::beast::http;
 using http_request = http::request<http::string_body>;
@@ -46,4 +46,4 @@ class router {
 [[nodiscard]] http_response error_response(http::status status, std::string_view message,
                                            unsigned version, bool keep_alive);
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

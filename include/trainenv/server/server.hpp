@@ -12,7 +12,7 @@
 #include "trainenv/server/router.hpp"
 #include "trainenv/server/tls.hpp"
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 struct session_limits {
   std::size_t max_body_bytes = 0;
@@ -27,7 +27,7 @@ struct session_limits {
   std::size_t max_connections = 0;  // both listeners together; 0: no limit
 };
 
-[[nodiscard]] session_limits limits_from(const serve_config& config);
+[[nodiscard]] session_limits limits_from(const inputs::serve_config& config);
 
 class server {
  public:
@@ -42,8 +42,8 @@ class server {
   server& operator=(const server&) = delete;
 
   // Binds and starts accepting; a bind failure is a start-up error.
-  [[nodiscard]] core::result<endpoints> start(const endpoint_spec& tls_listen,
-                                              const endpoint_spec& plain_listen);
+  [[nodiscard]] core::result<endpoints> start(const inputs::endpoint_spec& tls_listen,
+                                              const inputs::endpoint_spec& plain_listen);
   // Stops accepting new connections; connections already open run to their end.
   void stop_accepting();
   // Closes idle keep-alive connections now, and every other one after the answer it is giving.
@@ -54,4 +54,4 @@ class server {
   std::unique_ptr<impl> impl_;
 };
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

@@ -7,11 +7,11 @@
 #include "trainenv/server/metrics.hpp"
 #include "trainenv/server/policy_store.hpp"
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 struct server_state {
   policy_store policies;
-  app::metrics metrics;
+  server::metrics metrics;
   std::atomic<bool> ready{false};
   std::atomic<std::uint64_t> policy_reloads{0};
   std::atomic<std::uint64_t> policy_reload_errors{0};
@@ -20,4 +20,4 @@ struct server_state {
   std::atomic<std::int64_t> cert_not_after{0};  // Unix seconds
 };
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

@@ -15,7 +15,7 @@
 #include "trainenv/core/result.hpp"
 #include "trainenv/server/dir_watcher.hpp"
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 struct tls_files {
   std::string cert;
@@ -67,4 +67,4 @@ class tls_reloader {
   dir_watcher watcher_;
 };
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server

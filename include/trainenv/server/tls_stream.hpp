@@ -26,7 +26,7 @@
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/system/error_code.hpp>
 
-namespace trainenv::app {
+namespace trainenv::server {
 
 class tls_stream {
  public:
@@ -161,4 +161,4 @@ class tls_stream {
   std::string plain_;  // the bytes of the write in progress
 };
 
-}  // namespace trainenv::app
+}  // namespace trainenv::server
