@@ -13,16 +13,16 @@
 
 #include "pod_shapes.hpp"
 #include "synthetic_policies.hpp"
-#include "trainenv/app/policy_store.hpp"
 #include "trainenv/core/engine.hpp"
 #include "trainenv/core/topology.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
 
 namespace {
 
 using namespace trainenv;
 
 const core::policy_set& shipped() {
-  static const auto load = app::load_policy_dir(TRAINENV_POLICIES_DIR);
+  static const auto load = inputs::load_policy_dir(TRAINENV_POLICIES_DIR);
   if (!load.errors.empty()) throw std::runtime_error(load.errors.front());
   return *load.policies;
 }

@@ -85,11 +85,11 @@ test_suite() {
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-sanitize --output-on-failure --timeout 300 -j "$(nproc)"
   # The server's tests once more under ThreadSanitizer: the listeners, sessions, reloaders and
-  # metrics shared across the I/O threads. Only app_tests is built; a race stops the run.
+  # metrics shared across the I/O threads. Only server_tests is built; a race stops the run.
   log "the server tests again under TSan (build-tsan/)"
-  BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE_THREAD=ON" build_dir=build-tsan build app_tests
+  BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE_THREAD=ON" build_dir=build-tsan build server_tests
   TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
-    build-tsan/tests/app_tests "[server],[adversarial],[tls]"
+    build-tsan/tests/server_tests "[server],[adversarial],[tls]"
   # Each fuzz target briefly (a regression shows within a minute), after replaying the inputs
   # that once broke something. scripts/fuzz.sh --seconds 1800 is the long run.
   log "the fuzz targets, a minute each (build-fuzz/)"

@@ -13,12 +13,12 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "trainenv/app/config.hpp"
-#include "trainenv/app/logging.hpp"
-#include "trainenv/app/policy_store.hpp"
-#include "trainenv/app/preview.hpp"
-#include "trainenv/app/server.hpp"
-#include "trainenv/app/tls.hpp"
+#include "trainenv/inputs/config.hpp"
+#include "trainenv/inputs/preview.hpp"
+#include "trainenv/server/logging.hpp"
+#include "trainenv/server/policy_store.hpp"
+#include "trainenv/server/server.hpp"
+#include "trainenv/server/tls.hpp"
 
 namespace {
 
@@ -29,7 +29,7 @@ constexpr int exit_violation = 1;
 constexpr int exit_usage = 2;
 
 template <class T>
-bool usage_failed(const app::parsed<T>& p, int& code) {
+bool usage_failed(const inputs::parsed<T>& p, int& code) {
   if (p.ok) return false;
   if (p.failure.help) {
     std::cout << p.failure.message;
@@ -42,13 +42,13 @@ bool usage_failed(const app::parsed<T>& p, int& code) {
 }
 
 int run_serve(const std::vector<std::string>& args) {
-  const auto parsed = app::parse_serve(args);
+  const auto parsed = inputs::parse_serve(args);
   if (int code = 0; usage_failed(parsed, code)) return code;
   const auto& config = parsed.config;
-  app::setup_logging(config.log_format, config.log_level);
+  server::setup_logging(config.log_format, config.log_level);
 
-  app::server_state state;
-  auto loaded = app::load_policy_dir(config.policies);
+  server::server_state state;
+  auto loaded = inputs::load_policy_dir(config.policies);
   if (!loaded.errors.empty()) {
     for (const auto& e : loaded.errors) spdlog::critical("policy error: {}", e);
     spdlog::critical("not starting: fix the policies in {} (trainenv check-policies {})",
@@ -57,9 +57,9 @@ int run_serve(const std::vector<std::string>& args) {
   }
   state.policies.replace(loaded.policies);
 
-  app::tls_store tls;
-  const app::tls_files tls_files{config.tls_cert, config.tls_key, config.client_ca};
-  auto bundle = app::load_server_tls(tls_files);
+  server::tls_store tls;
+  const server::tls_files tls_files{config.tls_cert, config.tls_key, config.client_ca};
+  auto bundle = server::load_server_tls(tls_files);
   if (!bundle) {
     spdlog::critical("not starting: {}", bundle.message());
     return exit_violation;
@@ -72,15 +72,15 @@ int run_serve(const std::vector<std::string>& args) {
   boost::asio::io_context ioc(static_cast<int>(threads));
   // Policies follow their directory (a ConfigMap mount swaps a ..data link): inotify, and a
   // poll every 2 s where inotify sees nothing.
-  app::policy_reloader reloader(ioc, config.policies, state, std::chrono::seconds(2),
-                                loaded.fingerprint);
+  server::policy_reloader reloader(ioc, config.policies, state, std::chrono::seconds(2),
+                                   loaded.fingerprint);
   reloader.start();
 
   // The certificate too: cert-manager and Secret volumes rotate it in place.
-  app::tls_reloader tls_reloader(ioc, tls_files, tls, state, std::chrono::seconds(2));
+  server::tls_reloader tls_reloader(ioc, tls_files, tls, state, std::chrono::seconds(2));
   tls_reloader.start();
 
-  app::server server(ioc, app::limits_from(config), state, tls);
+  server::server server(ioc, server::limits_from(config), state, tls);
   auto bound = server.start(config.listen, config.metrics_listen);
   if (!bound) {
     spdlog::critical("not starting: {}", bound.message());
@@ -159,16 +159,16 @@ int run_serve(const std::vector<std::string>& args) {
   ioc.run();
   for (auto& t : pool) t.join();
   spdlog::info("stopped");
-  app::stop_logging();
+  server::stop_logging();
   return exit_ok;
 }
 
 int run_preview(const std::vector<std::string>& args) {
-  const auto parsed = app::parse_preview(args);
+  const auto parsed = inputs::parse_preview(args);
   if (int code = 0; usage_failed(parsed, code)) return code;
   const auto& config = parsed.config;
 
-  auto loaded = app::load_policy_dir(config.policies);
+  auto loaded = inputs::load_policy_dir(config.policies);
   if (!loaded.errors.empty()) {
     for (const auto& e : loaded.errors) std::cerr << "trainenv: " << e << "\n";
     return exit_usage;
@@ -184,7 +184,7 @@ int run_preview(const std::vector<std::string>& args) {
     }
     text << in.rdbuf();
   }
-  auto answer = app::preview(text.str(), *loaded.policies, {config.policy});
+  auto answer = inputs::preview(text.str(), *loaded.policies, {config.policy});
   if (!answer) {
     std::cerr << "trainenv: " << (config.file == "-" ? "standard input" : config.file) << ": "
               << answer.message() << "\n";
@@ -199,9 +199,9 @@ int run_preview(const std::vector<std::string>& args) {
 }
 
 int run_check(const std::vector<std::string>& args) {
-  const auto parsed = app::parse_check(args);
+  const auto parsed = inputs::parse_check(args);
   if (int code = 0; usage_failed(parsed, code)) return code;
-  auto loaded = app::load_policy_dir(parsed.config.policies);
+  auto loaded = inputs::load_policy_dir(parsed.config.policies);
   if (!loaded.errors.empty()) {
     for (const auto& e : loaded.errors) std::cerr << e << "\n";
     std::cerr << loaded.errors.size() << " error(s) in " << parsed.config.policies << "\n";
@@ -222,7 +222,7 @@ int run_check(const std::vector<std::string>& args) {
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
-    std::cerr << app::main_help();
+    std::cerr << inputs::main_help();
     return exit_usage;
   }
   const std::string command = args.front();
@@ -235,9 +235,9 @@ int main(int argc, char** argv) {
     return exit_ok;
   }
   if (command == "help" || command == "--help" || command == "-h") {
-    std::cout << app::main_help();
+    std::cout << inputs::main_help();
     return exit_ok;
   }
-  std::cerr << "trainenv: unknown command \"" << command << "\"\n\n" << app::main_help();
+  std::cerr << "trainenv: unknown command \"" << command << "\"\n\n" << inputs::main_help();
   return exit_usage;
 }

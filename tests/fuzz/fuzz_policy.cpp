@@ -6,8 +6,8 @@
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "trainenv/app/yaml.hpp"
 #include "trainenv/core/engine.hpp"
+#include "trainenv/inputs/yaml.hpp"
 
 using nlohmann::json;
 using namespace trainenv;
@@ -16,7 +16,7 @@ namespace {
 
 const json& fixture_pod() {
   static const json pod = [] {
-    auto review = app::parse_document(R"({"metadata": {"name": "llama-ft-node-0-3",
+    auto review = inputs::parse_document(R"({"metadata": {"name": "llama-ft-node-0-3",
       "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer",
                  "trainer.kubeflow.org/framework": "fuzz",
                  "jobset.sigs.k8s.io/jobset-name": "llama-ft",
@@ -35,7 +35,7 @@ const json& fixture_pod() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto documents = app::parse_documents(text);
+  auto documents = inputs::parse_documents(text);
   if (!documents) return 0;
   std::vector<core::policy> parsed;
   for (const auto& document : *documents) {

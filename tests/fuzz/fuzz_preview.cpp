@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "trainenv/app/preview.hpp"
+#include "trainenv/inputs/preview.hpp"
 
 using nlohmann::json;
 using namespace trainenv;
@@ -14,7 +14,7 @@ using namespace trainenv;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   const auto& policies = fuzz::shipped_policies();
-  const auto answer = app::preview(text, policies, {});
+  const auto answer = inputs::preview(text, policies, {});
   if (!answer) return 0;
   (void)answer->dump(-1, ' ', false, json::error_handler_t::replace);
   if (!(*answer)["allowed"].get<bool>() || (*answer)["patch"].empty()) return 0;

@@ -5,12 +5,12 @@
 #include <cstdlib>
 #include <string>
 
-#include "trainenv/app/policy_store.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
 
 namespace trainenv::fuzz {
 
 inline const core::policy_set& shipped_policies() {
-  static const auto load = app::load_policy_dir(TRAINENV_POLICIES_DIR);
+  static const auto load = inputs::load_policy_dir(TRAINENV_POLICIES_DIR);
   if (!load.errors.empty()) {
     std::fprintf(stderr, "fuzz: the shipped policies do not load: %s\n",
                  load.errors.front().c_str());

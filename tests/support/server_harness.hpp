@@ -15,10 +15,10 @@
 #include <catch2/catch.hpp>
 
 #include "test_certs.hpp"
-#include "trainenv/app/policy_store.hpp"
-#include "trainenv/app/server.hpp"
-#include "trainenv/app/state.hpp"
-#include "trainenv/app/tls.hpp"
+#include "trainenv/server/policy_store.hpp"
+#include "trainenv/server/server.hpp"
+#include "trainenv/server/state.hpp"
+#include "trainenv/server/tls.hpp"
 
 namespace trainenv::test {
 
@@ -41,42 +41,42 @@ inline const std::string& cert_dir() {
   return dir;
 }
 
-inline app::session_limits test_limits() {
-  app::serve_config config;
-  auto limits = app::limits_from(config);
+inline server::session_limits test_limits() {
+  inputs::serve_config config;
+  auto limits = server::limits_from(config);
   limits.linger_timeout = 500ms;
   return limits;
 }
 
 struct server_options {
-  app::session_limits limits = test_limits();
+  server::session_limits limits = test_limits();
   std::string policy_dir = TRAINENV_POLICIES_DIR;
-  app::tls_files tls = {cert_dir() + "/tls.crt", cert_dir() + "/tls.key", ""};
+  server::tls_files tls = {cert_dir() + "/tls.crt", cert_dir() + "/tls.key", ""};
   bool rotate_certificates = false;
 };
 
 struct running_server {
-  explicit running_server(app::session_limits limits = test_limits(),
+  explicit running_server(server::session_limits limits = test_limits(),
                           const std::string& policy_dir = TRAINENV_POLICIES_DIR)
       : running_server(server_options{limits, policy_dir}) {}
 
   explicit running_server(const server_options& options) {
     const auto& limits = options.limits;
     const auto& policy_dir = options.policy_dir;
-    auto loaded = app::load_policy_dir(policy_dir);
+    auto loaded = inputs::load_policy_dir(policy_dir);
     REQUIRE(loaded.errors.empty());
     state.policies.replace(loaded.policies);
     reloader =
-        std::make_unique<app::policy_reloader>(ioc, policy_dir, state, 2s, loaded.fingerprint);
+        std::make_unique<server::policy_reloader>(ioc, policy_dir, state, 2s, loaded.fingerprint);
     reloader->start();
-    auto bundle = app::load_server_tls(options.tls);
+    auto bundle = server::load_server_tls(options.tls);
     REQUIRE(bundle.ok());
     tls.replace(bundle->context);
     if (options.rotate_certificates) {
-      tls_reloader = std::make_unique<app::tls_reloader>(ioc, options.tls, tls, state, 2s);
+      tls_reloader = std::make_unique<server::tls_reloader>(ioc, options.tls, tls, state, 2s);
       tls_reloader->start();
     }
-    server = std::make_unique<app::server>(ioc, limits, state, tls);
+    server = std::make_unique<server::server>(ioc, limits, state, tls);
     auto bound = server->start({"127.0.0.1", 0}, {"127.0.0.1", 0});
     REQUIRE(bound.ok());
     endpoints = *bound;
@@ -92,13 +92,13 @@ struct running_server {
   [[nodiscard]] unsigned short tls_port() const { return endpoints.tls.port(); }
   [[nodiscard]] unsigned short plain_port() const { return endpoints.plain.port(); }
 
-  app::server_state state;
-  app::tls_store tls;
+  server::server_state state;
+  server::tls_store tls;
   asio::io_context ioc;
-  std::unique_ptr<app::policy_reloader> reloader;
-  std::unique_ptr<app::tls_reloader> tls_reloader;
-  std::unique_ptr<app::server> server;
-  app::server::endpoints endpoints;
+  std::unique_ptr<server::policy_reloader> reloader;
+  std::unique_ptr<server::tls_reloader> tls_reloader;
+  std::unique_ptr<server::server> server;
+  server::server::endpoints endpoints;
   std::vector<std::thread> threads;
 };
 

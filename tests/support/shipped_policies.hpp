@@ -3,12 +3,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "trainenv/app/policy_store.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
 
 namespace trainenv::test {
 
 inline const core::policy_set& shipped_policies() {
-  static const auto load = app::load_policy_dir(TRAINENV_POLICIES_DIR);
+  static const auto load = inputs::load_policy_dir(TRAINENV_POLICIES_DIR);
   if (!load.errors.empty()) FAIL(load.errors.front());
   return *load.policies;
 }

@@ -1,0 +1,21 @@
+// YAML or JSON text -> nlohmann::json documents. libyaml reads the YAML (as events, turned into
+// values without recursion); plain scalars are typed by the YAML 1.2 core schema (null,
+// booleans, integers, floats), quoted ones stay strings. Aliases are refused.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainenv/core/result.hpp"
+
+namespace trainenv::inputs {
+
+// Every document in the text ("---"-separated); JSON text is parsed as JSON directly.
+[[nodiscard]] core::result<std::vector<nlohmann::json>> parse_documents(std::string_view text);
+
+// Exactly one document.
+[[nodiscard]] core::result<nlohmann::json> parse_document(std::string_view text);
+
+}  // namespace trainenv::inputs

@@ -1,0 +1,61 @@
+// Prometheus metrics: counters and a latency histogram updated with relaxed atomics on the
+// request path (no lock), rendered in the text exposition format for GET /metrics.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace trainenv::server {
+
+struct server_state;
+
+enum class route_label : std::uint8_t { mutate, preview, healthz, readyz, metrics, other };
+enum class decision_label : std::uint8_t { allowed, patched, denied, error };
+inline constexpr std::size_t route_count = 6;
+inline constexpr std::size_t decision_count = 4;
+
+class metrics {
+ public:
+  metrics() = default;
+  ~metrics();  // frees the policy names the table took
+  metrics(const metrics&) = delete;
+  metrics& operator=(const metrics&) = delete;
+
+  // Buckets from 25 µs to 10 s, in seconds.
+  static constexpr std::array<double, 18> latency_buckets = {
+      0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+      0.025,    0.05,    0.1,    0.25,    0.5,    1,     2.5,    5,     10};
+
+  // One answered request: its route, decision, policy ("" for none) and patch size.
+  void record(route_label route, decision_label decision, std::string_view policy,
+              std::size_t patch_ops, std::chrono::nanoseconds duration);
+
+  std::atomic<std::int64_t> in_flight{0};
+  std::atomic<std::int64_t> open_connections{0};
+  std::atomic<std::uint64_t> refused_connections{0};
+
+  [[nodiscard]] std::string render(const server_state& state) const;
+
+ private:
+  // Series per (route, decision, policy). Policies come and go with reloads, so their names
+  // live in a fixed table filled by compare-and-swap: lock-free, freed only with the table.
+  static constexpr std::size_t policy_slots = 512;
+  struct policy_series {
+    std::atomic<const std::string*> name{nullptr};
+    std::array<std::array<std::atomic<std::uint64_t>, decision_count>, route_count> requests{};
+    std::atomic<std::uint64_t> patch_ops{0};
+  };
+  policy_series& series_for(std::string_view policy);
+
+  std::array<policy_series, policy_slots> series_{};
+  policy_series overflow_;  // past policy_slots distinct names
+  std::array<std::atomic<std::uint64_t>, latency_buckets.size()> bucket_counts_{};
+  std::atomic<std::uint64_t> latency_count_{0};
+  std::atomic<std::uint64_t> latency_sum_ns_{0};
+};
+
+}  // namespace trainenv::server

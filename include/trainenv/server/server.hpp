@@ -1,0 +1,57 @@
+// The listeners: HTTPS for admission (and health), plain HTTP for health. One coroutine per
+// connection on its own strand; every handshake, read and write is bounded by a timeout.
+#pragma once
+
+#include <memory>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "trainenv/core/result.hpp"
+#include "trainenv/inputs/config.hpp"
+#include "trainenv/server/router.hpp"
+#include "trainenv/server/tls.hpp"
+
+namespace trainenv::server {
+
+struct session_limits {
+  std::size_t max_body_bytes = 0;
+  std::size_t max_header_bytes = 0;
+  std::chrono::milliseconds handshake_timeout{};
+  std::chrono::milliseconds read_timeout{};
+  std::chrono::milliseconds idle_timeout{};
+  std::chrono::milliseconds write_timeout{};
+  // After refusing a body (413 and the like), how long to keep reading and discarding what the
+  // client still sends, so that it sees the answer instead of a connection reset.
+  std::chrono::milliseconds linger_timeout{2000};
+  std::size_t max_connections = 0;  // both listeners together; 0: no limit
+};
+
+[[nodiscard]] session_limits limits_from(const inputs::serve_config& config);
+
+class server {
+ public:
+  struct endpoints {
+    boost::asio::ip::tcp::endpoint tls;
+    boost::asio::ip::tcp::endpoint plain;
+  };
+
+  server(boost::asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Binds and starts accepting; a bind failure is a start-up error.
+  [[nodiscard]] core::result<endpoints> start(const inputs::endpoint_spec& tls_listen,
+                                              const inputs::endpoint_spec& plain_listen);
+  // Stops accepting new connections; connections already open run to their end.
+  void stop_accepting();
+  // Closes idle keep-alive connections now, and every other one after the answer it is giving.
+  void close_connections();
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace trainenv::server

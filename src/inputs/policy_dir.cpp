@@ -1,0 +1,115 @@
+// Reads a policy directory into a validated policy set, and fingerprints it without parsing.
+#include "trainenv/inputs/policy_dir.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "trainenv/inputs/yaml.hpp"
+
+namespace trainenv::inputs {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct policy_file {
+  std::string path;
+  std::string text;
+};
+
+struct policy_files {
+  std::vector<policy_file> files;
+  std::vector<std::string> errors;
+  std::size_t fingerprint = 0;
+};
+
+// Reads every candidate file; what is read, and only that, makes the fingerprint.
+policy_files read_policy_files(const std::string& dir) {
+  policy_files out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    out.errors.push_back(dir + ": not a directory (set --policies to the policy directory)");
+    return out;
+  }
+  std::vector<fs::path> paths;
+  fs::directory_iterator it(dir, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const auto& path = it->path();
+    const auto name = path.filename().string();
+    const auto ext = path.extension().string();
+    if (name.empty() || name[0] == '.') continue;
+    if (ext != ".yaml" && ext != ".yml" && ext != ".json") continue;
+    // kustomize's own file, which lets the directory generate its ConfigMap (manifests/).
+    if (name == "kustomization.yaml" || name == "kustomization.yml") continue;
+    // Follows symlinks (a ConfigMap mount's keys are links into ..data); a dangling one, which the
+    // kubelet leaves for a moment while it swaps keys, is skipped rather than failing the load.
+    std::error_code file_ec;
+    if (!fs::is_regular_file(path, file_ec)) continue;
+    paths.push_back(path);
+  }
+  if (ec) {
+    out.errors.push_back(dir + ": cannot list the directory: " + ec.message());
+    return out;
+  }
+  std::sort(paths.begin(), paths.end());
+  std::hash<std::string> hash;
+  for (const auto& path : paths) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (!in) {
+      out.errors.push_back(path.string() + ": cannot read the file");
+      continue;
+    }
+    out.fingerprint = out.fingerprint * 31 + hash(path.string()) * 7 + hash(text.str());
+    out.files.push_back({path.string(), text.str()});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::size_t policy_dir_fingerprint(const std::string& dir) {
+  return read_policy_files(dir).fingerprint;
+}
+
+policy_load load_policy_dir(const std::string& dir) {
+  auto read = read_policy_files(dir);
+  policy_load out;
+  out.errors = std::move(read.errors);
+  out.fingerprint = read.fingerprint;
+  std::vector<core::policy> policies;
+  for (const auto& file : read.files) {
+    out.files.push_back(file.path);
+    auto docs = parse_documents(file.text);
+    if (!docs) {
+      out.errors.push_back(file.path + ": " + docs.message());
+      continue;
+    }
+    for (std::size_t i = 0; i < docs->size(); ++i) {
+      const auto where =
+          docs->size() > 1 ? file.path + " (document " + std::to_string(i + 1) + ")" : file.path;
+      auto p = core::parse_policy((*docs)[i], where);
+      if (!p) {
+        out.errors.push_back(p.message());
+        continue;
+      }
+      policies.push_back(std::move(*p));
+    }
+  }
+  if (!out.errors.empty()) return out;
+  if (policies.empty()) {
+    out.errors.push_back(dir + ": no policy files (*.yaml, *.yml, *.json) found");
+    return out;
+  }
+  auto set = core::policy_set::build(std::move(policies));
+  if (!set) {
+    out.errors.push_back(set.message());
+    return out;
+  }
+  out.policies = std::make_shared<const core::policy_set>(std::move(*set));
+  return out;
+}
+
+}  // namespace trainenv::inputs

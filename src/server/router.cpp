@@ -1,0 +1,263 @@
+#include "trainenv/server/router.hpp"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "trainenv/core/admission.hpp"
+#include "trainenv/core/engine.hpp"
+#include "trainenv/core/pod_view.hpp"
+#include "trainenv/core/policy.hpp"
+#include "trainenv/inputs/preview.hpp"
+#include "trainenv/server/logging.hpp"
+
+namespace trainenv::server {
+namespace {
+
+using nlohmann::json;
+
+using route = route_label;
+
+std::string_view path_of(std::string_view target) {
+  return target.substr(0, target.find('?'));
+}
+
+route route_of(std::string_view target, bool admission_routes) {
+  const auto path = path_of(target);
+  if (path == "/healthz") return route::healthz;
+  if (path == "/readyz") return route::readyz;
+  if (admission_routes && path == "/mutate") return route::mutate;
+  if (admission_routes && path == "/preview") return route::preview;
+  if (!admission_routes && path == "/metrics") return route::metrics;
+  return route::other;
+}
+
+// The media type without parameters, lower-cased: "Application/JSON; charset=utf-8" ->
+// "application/json".
+std::string media_type(std::string_view content_type) {
+  auto type = content_type.substr(0, content_type.find(';'));
+  while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
+  while (!type.empty() && type.front() == ' ') type.remove_prefix(1);
+  std::string out(type);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool preview_media_type(const std::string& type) {
+  // curl --data-binary sends application/x-www-form-urlencoded unless told otherwise.
+  return type.empty() || type == "application/json" || type == "application/yaml" ||
+         type == "application/x-yaml" || type == "text/yaml" || type == "text/x-yaml" ||
+         type == "text/plain" || type == "application/x-www-form-urlencoded";
+}
+
+// The value of `name` in the query string, if present (values are policy names: no decoding).
+std::optional<std::string> query_param(std::string_view target, std::string_view name) {
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  auto query = target.substr(q + 1);
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const auto pair = query.substr(0, amp);
+    const auto eq = pair.find('=');
+    if (pair.substr(0, eq) == name)
+      return std::string(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    if (amp == std::string_view::npos) break;
+    query = query.substr(amp + 1);
+  }
+  return std::nullopt;
+}
+
+// A JSON body already written as text.
+http_response text_response(http::status status, std::string body, const http_request& request) {
+  http_response res{status, request.version()};
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(request.keep_alive());
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+http_response json_response(http::status status, const json& body, const http_request& request) {
+  return text_response(status, body.dump(-1, ' ', false, json::error_handler_t::replace), request);
+}
+
+const char* decision_name(const core::decision& d) {
+  if (!d.allowed) return "denied";
+  return d.mutated() ? "patched" : "allowed";
+}
+
+}  // namespace
+
+http_response error_response(http::status status, std::string_view message, unsigned version,
+                             bool keep_alive) {
+  http_response res{status, version};
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(keep_alive);
+  res.body() = json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  res.prepare_payload();
+  return res;
+}
+
+std::optional<http_response> router::check_header(const http_request& header) const {
+  const auto r = route_of(header.target(), admission_routes_);
+  const unsigned version = header.version();
+  const bool keep_alive = header.keep_alive();
+  if (r == route::other) {
+    return error_response(http::status::not_found,
+                          admission_routes_
+                              ? "no such path; try /mutate, /preview, /healthz or /readyz"
+                              : "no such path; try /metrics, /healthz or /readyz",
+                          version, keep_alive);
+  }
+  const bool is_post_route = r == route::mutate || r == route::preview;
+  const auto method = header.method();
+  const bool method_ok = is_post_route ? method == http::verb::post
+                                       : (method == http::verb::get || method == http::verb::head);
+  if (!method_ok) {
+    auto res = error_response(http::status::method_not_allowed,
+                              is_post_route ? "use POST" : "use GET", version, keep_alive);
+    res.set(http::field::allow, is_post_route ? "POST" : "GET, HEAD");
+    return res;
+  }
+  if (is_post_route) {
+    const auto type = media_type(header[http::field::content_type]);
+    const bool type_ok = r == route::mutate ? type == "application/json" : preview_media_type(type);
+    if (!type_ok) {
+      return error_response(http::status::unsupported_media_type,
+                            r == route::mutate
+                                ? "Content-Type must be application/json"
+                                : "Content-Type must be application/json or application/yaml",
+                            version, keep_alive);
+    }
+  }
+  return std::nullopt;
+}
+
+http_response router::handle(const http_request& request) const {
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = route_of(request.target(), admission_routes_);
+  auto& m = state_.metrics;
+  m.in_flight.fetch_add(1, std::memory_order_relaxed);
+  outcome result;
+  http_response res = [&] {
+    switch (r) {
+      case route::mutate:
+        return mutate(request, result);
+      case route::preview:
+        return preview(request, result);
+      case route::healthz:
+        return health(request, false);
+      case route::readyz:
+        return health(request, true);
+      case route::metrics:
+        return metrics_page(request);
+      case route::other:
+        break;
+    }
+    return error_response(http::status::not_found, "no such path", request.version(),
+                          request.keep_alive());
+  }();
+  if (res.result_int() >= 400) result.decision = decision_label::error;
+  m.in_flight.fetch_sub(1, std::memory_order_relaxed);
+  m.record(r, result.decision, result.policy, result.patch_ops,
+           std::chrono::steady_clock::now() - started);
+  return res;
+}
+
+void router::count_refused(const http_request& header) const {
+  state_.metrics.record(route_of(header.target(), admission_routes_), decision_label::error, {}, 0,
+                        {});
+}
+
+http_response router::metrics_page(const http_request& request) const {
+  http_response res{http::status::ok, request.version()};
+  res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+  res.keep_alive(request.keep_alive());
+  res.body() = state_.metrics.render(state_);
+  res.prepare_payload();
+  return res;
+}
+
+http_response router::mutate(const http_request& request, outcome& result) const {
+  const auto started = std::chrono::steady_clock::now();
+  auto review = core::decode_review(request.body());
+  if (!review) {
+    spdlog::debug("rejected /mutate body: {}", review.message());
+    return error_response(http::status::bad_request, review.message(), request.version(),
+                          request.keep_alive());
+  }
+  const auto policies = state_.policies.current();
+  try {
+    const auto d = core::mutate(*review, *policies);
+    result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
+                        : decision_label::denied,
+              d.policy, d.patch.size()};
+    auto res = text_response(http::status::ok, core::encode_response(*review, d), request);
+    if (info_enabled()) {
+      const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::steady_clock::now() - started)
+                              .count();
+      const core::pod_view pod(review->object);
+      const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
+      log_field message{"message", {}};  // only on a denial
+      if (!d.allowed) message.value = std::string_view(d.message);
+      log_event("admission", {{"uid", review->uid},
+                              {"namespace", review->namespace_name},
+                              {"pod", pod_name != nullptr ? std::string_view(*pod_name) : "-"},
+                              {"operation", review->operation},
+                              {"dryRun", review->dry_run},
+                              {"policy", d.policy.empty() ? "-" : std::string_view(d.policy)},
+                              {"decision", decision_name(d)},
+                              {"ops", static_cast<std::int64_t>(d.patch.size())},
+                              {"duration_us", static_cast<std::int64_t>(micros)},
+                              message});
+    }
+    return res;
+  } catch (const std::exception& e) {
+    spdlog::error("internal error on admission uid={}: {}", review->uid, e.what());
+    return error_response(http::status::internal_server_error,
+                          "internal error; see the webhook's log for uid " + review->uid,
+                          request.version(), request.keep_alive());
+  }
+}
+
+http_response router::preview(const http_request& request, outcome& result) const {
+  core::mutate_options options;
+  if (auto policy = query_param(request.target(), "policy")) {
+    if (!core::is_dns_label(*policy)) {
+      return error_response(http::status::bad_request, "?policy= must name a policy",
+                            request.version(), request.keep_alive());
+    }
+    options.forced_policy = std::move(*policy);
+  }
+  const auto policies = state_.policies.current();
+  try {
+    auto answer = inputs::preview(request.body(), *policies, options);
+    if (!answer)
+      return error_response(http::status::bad_request, answer.message(), request.version(),
+                            request.keep_alive());
+    const bool allowed = (*answer)["allowed"].get<bool>();
+    result = {allowed
+                  ? ((*answer)["patch"].empty() ? decision_label::allowed : decision_label::patched)
+                  : decision_label::denied,
+              (*answer)["policy"].get<std::string>(), 0};
+    return json_response(http::status::ok, *answer, request);
+  } catch (const std::exception& e) {
+    spdlog::error("internal error on /preview: {}", e.what());
+    return error_response(http::status::internal_server_error,
+                          "internal error; see the webhook's log", request.version(),
+                          request.keep_alive());
+  }
+}
+
+http_response router::health(const http_request& request, bool readiness) const {
+  const bool ok = !readiness || state_.ready.load(std::memory_order_relaxed);
+  http_response res{ok ? http::status::ok : http::status::service_unavailable, request.version()};
+  res.set(http::field::content_type, "text/plain");
+  res.keep_alive(request.keep_alive());
+  res.body() = ok ? "ok\n" : "not ready\n";
+  res.prepare_payload();
+  return res;
+}
+
+}  // namespace trainenv::server

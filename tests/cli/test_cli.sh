@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# The built binary driven as a user drives it: check-policies, preview, and serve answered by
+# a real curl over TLS with certificates minted by certs/mint.sh. Loopback only; bounded.
+#   test_cli.sh BINARY SOURCE_DIR
+set -uo pipefail
+bin="$1"
+src="$2"
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+check() {  # check NAME COMMAND...: the command must succeed
+  local name="$1"
+  shift
+  if "$@"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAILED: $name" >&2
+  fi
+}
+exit_code() {  # exit_code EXPECTED COMMAND...: the command must exit with EXPECTED
+  local expected="$1"
+  shift
+  "$@" >"$work/out" 2>"$work/err"
+  local got=$?
+  [ "$got" = "$expected" ] || { echo "  exit $got, wanted $expected: $*" >&2; cat "$work/err" >&2; return 1; }
+}
+contains() { grep -qF -- "$2" "$1" || { echo "  $1 lacks: $2" >&2; sed 's/^/  | /' "$1" | head -20 >&2; return 1; }; }
+lines() { [ "$(wc -l <"$1")" -eq "$2" ] || { echo "  $1 has $(wc -l <"$1") lines, wanted $2" >&2; return 1; }; }
+
+# --- check-policies -------------------------------------------------------------------
+check "check-policies accepts the shipped policies" exit_code 0 "$bin" check-policies "$src/policies"
+check "check-policies lists torch as default" contains "$work/out" "policy torch (frameworks: torch, pytorch; default)"
+mkdir -p "$work/bad"
+sed 's/    - name: WORLD_SIZE/    - name: WORLD_SIZE\n      valu: oops/' "$src/policies/torch.yaml" >"$work/bad/torch.yaml"
+check "check-policies rejects an unknown key" exit_code 1 "$bin" check-policies "$work/bad"
+check "the error names file, field and fix" contains "$work/err" "$work/bad/torch.yaml: spec.env[7].valu: unknown field; did you mean \"value\"?"
+check "check-policies on a missing directory fails" exit_code 1 "$bin" check-policies "$work/none"
+
+# --- preview ----------------------------------------------------------------------------
+check "preview of the torch example succeeds" exit_code 0 "$bin" preview -f "$src/examples/torch-pod.yaml" --policies "$src/policies"
+check "preview prints the patch as JSON" bash -c "jq -e '.allowed == true and .policy == \"torch\" and (.patch | length) == 3' '$work/out' >/dev/null"
+check "preview's mutated pod has RANK 0 of 4" bash -c "jq -e '[.object.spec.containers[0].env[] | {(.name): .value}] | add | .RANK == \"0\" and .WORLD_SIZE == \"4\"' '$work/out' >/dev/null"
+# Every example previews to its policy, with the variable that policy is known by.
+declare -A example_policy=([torch-pod]=torch:RANK [platform-pod]=platform:WORLD_SIZE [torchtune-pod]=torchtune:PET_NNODES
+  [mpi-launcher]=mpi:OMPI_MCA_orte_default_hostfile [mpi-node]=mpi: [intel-mpi-launcher]=intel-mpi:I_MPI_PERHOST
+  [mpich-launcher]=mpich:HYDRA_HOST_FILE [jax-pod]=jax:JAX_NUM_PROCESSES [xgboost-pod]=xgboost:DMLC_NUM_WORKER
+  [volcano-master]=volcano-pytorch:WORLD_SIZE [volcano-extra]=volcano-pytorch:)
+for example in "$src"/examples/*.yaml; do
+  name=$(basename "$example" .yaml)
+  expected="${example_policy[$name]:-}"
+  check "example $name has an expectation here" [ -n "$expected" ]
+  check "preview of example $name succeeds" exit_code 0 "$bin" preview -f "$example" --policies "$src/policies"
+  check "example $name gets policy ${expected%%:*}" bash -c "jq -e --arg p '${expected%%:*}' --arg v '${expected#*:}' \
+    '.policy == \$p and (.patch | length) > 0 and (\$v == \"\" or ([.object.spec.containers[0].env[]?.name] | index(\$v)) != null)' \
+    '$work/out' >/dev/null"
+done
+check "preview reads standard input" exit_code 0 bash -c "'$bin' preview --policies '$src/policies' < '$src/tests/fixtures/review-torch-jobset-node3.json'"
+check "preview of an AdmissionReview from stdin injects RANK 3" bash -c "jq -e '.object.spec.containers[0].env | map(select(.name == \"RANK\"))[0].value == \"3\"' '$work/out' >/dev/null"
+check "preview --policy forces a policy" exit_code 0 "$bin" preview -f "$src/examples/torch-pod.yaml" --policy platform --policies "$src/policies"
+check "forced policy is reported" bash -c "jq -e '.policy == \"platform\"' '$work/out' >/dev/null"
+sed 's/trainenv.io\/num-nodes: "4"/trainenv.io\/num-nodes: "four"/' "$src/examples/torch-pod.yaml" >"$work/violation.yaml"
+check "preview of a violation exits 1" exit_code 1 "$bin" preview -f "$work/violation.yaml" --policies "$src/policies"
+check "the violation message goes to stderr" contains "$work/err" 'trainenv: annotation trainenv.io/num-nodes is "four"'
+check "preview of a missing file exits 2" exit_code 2 "$bin" preview -f "$work/nope.yaml" --policies "$src/policies"
+check "with one clear line" lines "$work/err" 1
+echo '{"kind": "Deployment"}' >"$work/deploy.json"
+check "preview of a non-Pod exits 2" exit_code 2 "$bin" preview -f "$work/deploy.json" --policies "$src/policies"
+check "naming the kind" contains "$work/err" 'got kind "Deployment"'
+check "an unknown flag exits 2" exit_code 2 "$bin" preview --frobnicate
+check "with one line naming it" contains "$work/err" "unknown flag --frobnicate"
+check "help exits 0" exit_code 0 "$bin" serve --help
+check "help lists --client-ca" contains "$work/out" "--client-ca FILE"
+check "an unknown command exits 2" exit_code 2 "$bin" frobnicate
+
+# --- serve --------------------------------------------------------------------------------
+"$src/certs/mint.sh" "$work/certs" >/dev/null 2>&1 || { echo "FAILED: certs/mint.sh" >&2; exit 1; }
+check "serve refuses a missing certificate" exit_code 1 "$bin" serve --tls-cert "$work/none.crt" --tls-key "$work/certs/tls.key" \
+  --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --policies "$src/policies"
+check "naming the flag and file" contains "$work/err" "--tls-cert $work/none.crt: cannot load the certificate"
+check "serve refuses a bad --listen" exit_code 2 "$bin" serve --listen nowhere
+check "serve refuses invalid policies" exit_code 1 "$bin" serve --policies "$work/bad" --tls-cert "$work/certs/tls.crt" \
+  --tls-key "$work/certs/tls.key" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0
+
+# shellcheck source=server_lib.sh
+source "$src/tests/cli/server_lib.sh"
+start_server "$work/server.log"
+
+check "curl /preview with the README's line" bash -c "curl --silent --max-time 10 --cacert '$work/certs/ca.crt' \
+  --data-binary @'$src/examples/torch-pod.yaml' https://localhost:$https_port/preview >'$work/preview.json'"
+check "the preview has the torch patch" bash -c "jq -e '.allowed and .policy == \"torch\" and
+  (.patch | map(.path) | index(\"/metadata/annotations/trainenv.io~1injected\")) != null' '$work/preview.json' >/dev/null"
+check "the CLI and the endpoint give the same answer" bash -c "'$bin' preview -f '$src/examples/torch-pod.yaml' \
+  --policies '$src/policies' | jq -S . >'$work/a' && jq -S . '$work/preview.json' >'$work/b' && cmp -s '$work/a' '$work/b'"
+check "curl /mutate answers an AdmissionReview" bash -c "curl --silent --max-time 10 --cacert '$work/certs/ca.crt' \
+  -H 'Content-Type: application/json' --data-binary @'$src/tests/fixtures/review-torch-jobset-node3.json' \
+  https://127.0.0.1:$https_port/mutate >'$work/review.json'"
+check "with the uid and a base64 JSON Patch" bash -c "jq -e '.response.uid == \"47332173-738f-526c-bb61-f1929792407a\"
+  and .response.patchType == \"JSONPatch\"' '$work/review.json' >/dev/null &&
+  jq -r .response.patch '$work/review.json' | base64 -d | jq -e 'length == 11' >/dev/null"
+check "curl speaking TLS 1.3" bash -c "curl --silent --max-time 10 --cacert '$work/certs/ca.crt' --tlsv1.3 \
+  https://localhost:$https_port/healthz | grep -q ok"
+# OpenSSL 3 clients refuse TLS 1.1 themselves unless SECLEVEL=0: lower it, so the refusal is the server's.
+check "curl limited to TLS 1.1 is refused by the server" bash -c "! curl --silent --max-time 10 --cacert '$work/certs/ca.crt' \
+  --tlsv1.1 --tls-max 1.1 --ciphers 'DEFAULT:@SECLEVEL=0' https://localhost:$https_port/healthz"
+check "wrong media type is 415" bash -c "[ \"\$(curl --silent --max-time 10 --cacert '$work/certs/ca.crt' -o /dev/null \
+  -w '%{http_code}' -H 'Content-Type: text/xml' --data-binary '{}' https://localhost:$https_port/mutate)\" = 415 ]"
+check "healthz on the plain port" bash -c "curl --silent --max-time 10 http://127.0.0.1:$http_port/healthz | grep -q ok"
+check "readyz on the plain port" bash -c "curl --silent --max-time 10 http://127.0.0.1:$http_port/readyz | grep -q ok"
+check "the server logged one line per admission" contains "$work/server.log" "admission uid=47332173-738f-526c-bb61-f1929792407a namespace=team-a"
+
+kill -TERM "$server_pid"
+for _ in $(seq 1 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+wait "$server_pid"
+check "serve exits 0 on SIGTERM" [ $? -eq 0 ]
+server_pid=""
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

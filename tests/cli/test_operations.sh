@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# Operating the real process: /metrics checked by promtool and counting what was sent, JSON log
+# lines, SIGTERM in the middle of a stream of requests on several connections, the connection
+# limit and the header limit. Loopback only; every wait is bounded.
+#   test_operations.sh BINARY SOURCE_DIR
+set -uo pipefail
+bin="$1"
+src="$2"
+work="$(mktemp -d)"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+passed=0
+failed=0
+check() {
+  local name="$1"
+  shift
+  if "$@"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAILED: $name" >&2; fi
+}
+
+"$src/certs/mint.sh" "$work/certs" >/dev/null 2>&1
+review="$src/tests/fixtures/review-torch-jobset-node3.json"
+
+# shellcheck source=server_lib.sh
+source "$src/tests/cli/server_lib.sh"
+start() {  # start LOG [flags...]: start_server, remembering the pid for cleanup
+  start_server "$@"
+  pids+=("$server_pid")
+}
+mutate() {  # mutate [curl args...]: one admission, prints the HTTP code
+  curl -s -o /dev/null -w '%{http_code}\n' --max-time 10 --cacert "$work/certs/ca.crt" \
+    -H 'Content-Type: application/json' --data-binary @"$review" "$@" "https://localhost:$https_port/mutate"
+}
+metric() {  # metric NAME_WITH_LABELS: its value in /metrics, or 0
+  curl -s --max-time 5 "http://127.0.0.1:$http_port/metrics" | awk -v m="$1" '$1 == m {print $2; found=1} END {if (!found) print 0}'
+}
+
+# --- metrics ------------------------------------------------------------------------------
+start "$work/metrics.log" --log-format json
+check "promtool accepts /metrics before any request" bash -c "curl -s http://127.0.0.1:$http_port/metrics | promtool check metrics"
+mutate >/dev/null
+mutate >/dev/null
+curl -s -o /dev/null --max-time 5 --cacert "$work/certs/ca.crt" -H 'Content-Type: application/json' -d '{nope' \
+  "https://localhost:$https_port/mutate"
+curl -s -o /dev/null --max-time 5 --cacert "$work/certs/ca.crt" "https://localhost:$https_port/nowhere"
+check "promtool accepts /metrics after requests" bash -c "curl -s http://127.0.0.1:$http_port/metrics | promtool check metrics"
+check "two patched admissions counted under torch" \
+  [ "$(metric 'trainenv_requests_total{path="/mutate",decision="patched",policy="torch"}')" = 2 ]
+check "the bad body counted as an error" [ "$(metric 'trainenv_requests_total{path="/mutate",decision="error",policy=""}')" = 1 ]
+check "the unknown path counted" [ "$(metric 'trainenv_requests_total{path="other",decision="error",policy=""}')" = 1 ]
+check "patch operations counted (11 per torch pod)" [ "$(metric 'trainenv_patch_operations_total{policy="torch"}')" = 22 ]
+check "the latency histogram counts at least the four requests" \
+  [ "$(metric 'trainenv_request_duration_seconds_count')" -ge 4 ]
+check "a sub-millisecond bucket exists" [ "$(metric 'trainenv_request_duration_seconds_bucket{le="2.5e-05"}')" != "" ]
+check "certificate expiry is a future Unix time" [ "$(metric trainenv_certificate_expiry_timestamp_seconds)" -gt "$(date +%s)" ]
+check "build info carries the version" bash -c "curl -s http://127.0.0.1:$http_port/metrics | grep -q '^trainenv_build_info{version=\"'"
+
+# --- JSON logs ----------------------------------------------------------------------------
+kill -TERM "$server_pid"; wait "$server_pid"
+check "every log line is a JSON object" bash -c "jq -e 'type == \"object\" and has(\"ts\") and has(\"level\")' '$work/metrics.log' >/dev/null"
+check "admission lines carry every field" bash -c "jq -e 'select(.msg == \"admission\") | (.uid and .namespace and .pod and .operation
+  and (.dryRun | type == \"boolean\") and .policy and .decision and (.ops | type == \"number\")
+  and (.duration_us | type == \"number\"))' '$work/metrics.log' | grep -q true"
+check "two admission lines" [ "$(jq -c 'select(.msg == "admission")' "$work/metrics.log" | wc -l)" = 2 ]
+check "start-up logs the effective configuration once" [ "$(grep -c '"msg":"config listen=' "$work/metrics.log")" = 1 ]
+
+# --- SIGTERM in the middle of a stream on several connections ------------------------------
+start "$work/drain.log" --drain-delay 1 --shutdown-deadline 10
+# Long enough to outlast the signal and the drain (about 2,000 requests a second here).
+urls=()
+for _ in $(seq 1 4000); do urls+=(-o /dev/null "https://localhost:$https_port/mutate"); done
+for c in 1 2 3 4; do
+  # One keep-alive connection each: curl reuses it for every URL; codes go one per line.
+  curl -s --max-time 20 --cacert "$work/certs/ca.crt" -H 'Content-Type: application/json' --data-binary @"$review" \
+    -w '%{http_code}\n' "${urls[@]}" >"$work/stream.$c" 2>/dev/null &
+  pids+=($!)
+done
+sleep 0.3
+term_at=$(date +%s%N)
+kill -TERM "$server_pid"
+sleep 0.3
+ready_during_drain=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$http_port/readyz")
+wait "$server_pid"
+exit_code=$?
+exit_ms=$(( ($(date +%s%N) - term_at) / 1000000 ))
+for c in 1 2 3 4; do wait "${pids[-$c]}" 2>/dev/null; done
+check "/readyz answered 503 while draining" [ "$ready_during_drain" = 503 ]
+check "exit code 0 after SIGTERM" [ "$exit_code" = 0 ]
+check "exited within the deadline (took ${exit_ms} ms)" [ "$exit_ms" -lt 10000 ]
+check "every accepted request was answered 200 (000: refused after the drain, never sent)" \
+  bash -c "! cat '$work'/stream.* | grep -vqE '^(200|000)$'"
+check "requests were served during the drain" [ "$(cat "$work"/stream.* | grep -c '^200$')" -gt 4 ]
+
+# --- connection limit ------------------------------------------------------------------------
+start "$work/limit.log" --max-connections 2
+exec 3<>"/dev/tcp/127.0.0.1/$http_port"
+exec 4<>"/dev/tcp/127.0.0.1/$http_port"
+sleep 0.2
+check "a third connection is closed at once" bash -c "! curl -s --max-time 5 http://127.0.0.1:$http_port/healthz"
+printf 'GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n' >&3
+check "an existing connection is unaffected" bash -c "timeout 5 head -c 12 <&3 | grep -q 'HTTP/1.1 200'"
+exec 3<&- 4<&-
+sleep 0.2
+check "the refusal is counted" [ "$(metric trainenv_refused_connections_total)" -ge 1 ]
+
+# --- header limit ------------------------------------------------------------------------------
+big=$(head -c 20000 /dev/zero | tr '\0' a)
+check "oversized headers are answered 431" [ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$work/certs/ca.crt" \
+  -H "X-Padding: $big" "https://localhost:$https_port/healthz")" = 431 ]
+kill -TERM "$server_pid"; wait "$server_pid"
+
+# --- the alert rules docs/operations.md recommends -------------------------------------------
+sed -n '/^groups:/,/^```$/p' "$src/docs/operations.md" | sed '$d' >"$work/rules.yaml"
+check "the documented alert rules pass promtool" bash -c "promtool check rules '$work/rules.yaml' >/dev/null"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

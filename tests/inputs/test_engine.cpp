@@ -1,0 +1,404 @@
+// The engine over the shipped policies: SPEC §1 (which requests), §3 (torch and platform rows),
+// §4 (patch rules) and the §6 rows the core decides. Every patch is applied with nlohmann's
+// json::patch, an applier this project did not write, and fed back in for idempotence.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <map>
+
+#include "../test_support.hpp"
+#include "shipped_policies.hpp"
+#include "trainenv/core/engine.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
+#include "trainenv/inputs/yaml.hpp"
+
+using nlohmann::json;
+using namespace trainenv;
+
+namespace {
+
+const core::policy_set& shipped() {
+  return test::shipped_policies();
+}
+
+json pod_of(const std::string& fixture_name) {
+  return test::fixture(fixture_name)["request"]["object"];
+}
+
+json example(const std::string& name) {
+  auto doc = inputs::parse_document(
+      test::read_file(std::string(TRAINENV_SOURCE_DIR) + "/examples/" + name));
+  REQUIRE(doc.ok());
+  return *doc;
+}
+
+// Applies the decision's patch with the independent applier and checks idempotence.
+json apply_checked(const json& pod, const core::decision& d) {
+  REQUIRE(d.allowed);
+  const json mutated = pod.patch(d.patch);
+  const auto again = core::mutate_pod(mutated, shipped());
+  CHECK(again.allowed);
+  CHECK(again.patch.empty());
+  CHECK(again.warnings.empty());
+  return mutated;
+}
+
+std::map<std::string, json> env_of(const json& pod, std::size_t container = 0) {
+  std::map<std::string, json> out;
+  for (const auto& e : pod["spec"]["containers"][container].value("env", json::array()))
+    out[e["name"]] = e;
+  return out;
+}
+
+std::string value_of(const std::map<std::string, json>& env, const std::string& name) {
+  auto it = env.find(name);
+  if (it == env.end()) return "<absent>";
+  return it->second.contains("value") ? it->second["value"].get<std::string>() : "<valueFrom>";
+}
+
+const std::string completion_index_path =
+    "metadata.annotations['batch.kubernetes.io/job-completion-index']";
+
+json torch_node(int index, int nodes) {
+  json pod = pod_of("review-torch-jobset-node3.json");
+  pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] =
+      std::to_string(index);
+  pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = std::to_string(index);
+  pod["metadata"]["annotations"]["trainenv.io/num-nodes"] = std::to_string(nodes);
+  return pod;
+}
+
+}  // namespace
+
+TEST_CASE("torch: node 3 of a 4-node JobSet gets the torchrun variables", "[engine][torch]") {
+  const json pod = pod_of("review-torch-jobset-node3.json");
+  const auto d = core::mutate_pod(pod, shipped());
+  CHECK(d.policy == "torch");
+  CHECK(d.warnings.empty());
+  const json mutated = apply_checked(pod, d);
+  const auto env = env_of(mutated);
+  CHECK(value_of(env, "PET_NNODES") == "4");
+  CHECK(value_of(env, "PET_NPROC_PER_NODE") == "auto");  // the container asks for GPUs
+  CHECK(env.at("PET_NODE_RANK")["valueFrom"]["fieldRef"]["fieldPath"] == completion_index_path);
+  CHECK(value_of(env, "PET_MASTER_ADDR") == "llama-ft-node-0-0.llama-ft");
+  CHECK(value_of(env, "PET_MASTER_PORT") == "29500");
+  CHECK(value_of(env, "MASTER_ADDR") == "llama-ft-node-0-0.llama-ft");
+  CHECK(value_of(env, "MASTER_PORT") == "29500");
+  CHECK(value_of(env, "WORLD_SIZE") == "4");
+  CHECK(value_of(env, "RANK") == "3");
+  CHECK(value_of(env, "JOB_COMPLETION_INDEX") == "<valueFrom>");  // the user's own stays
+  const auto& ports = mutated["spec"]["containers"][0]["ports"];
+  REQUIRE(ports.size() == 1);
+  CHECK(ports[0]["containerPort"].is_number_integer());
+  CHECK(ports[0]["containerPort"] == 29500);
+  CHECK(mutated["metadata"]["annotations"]["trainenv.io/injected"] == "torch");
+}
+
+TEST_CASE("torch: node 0 of the same JobSet is rank 0 and the rendezvous host", "[engine][torch]") {
+  const json pod = torch_node(0, 4);
+  const auto env = env_of(apply_checked(pod, core::mutate_pod(pod, shipped())));
+  CHECK(value_of(env, "RANK") == "0");
+  CHECK(value_of(env, "WORLD_SIZE") == "4");
+  CHECK(value_of(env, "PET_MASTER_ADDR") == "llama-ft-node-0-0.llama-ft");
+}
+
+TEST_CASE("torch: processes per node come from the CPU request without GPUs", "[engine][torch]") {
+  json pod = torch_node(1, 2);
+  pod["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "2500m"}}}};
+  CHECK(value_of(env_of(apply_checked(pod, core::mutate_pod(pod, shipped()))),
+                 "PET_NPROC_PER_NODE") == "3");
+}
+
+TEST_CASE("patch ops: escaped pointers, appends to existing lists, whole values for missing ones",
+          "[engine][patch]") {
+  const json pod = pod_of("review-torch-jobset-node3.json");
+  const auto d = core::mutate_pod(pod, shipped());
+  std::vector<std::string> paths;
+  for (const auto& op : d.patch) {
+    CHECK(op["op"] == "add");
+    paths.push_back(op["path"]);
+  }
+  CHECK(std::count(paths.begin(), paths.end(), "/spec/containers/0/env/-") == 9);
+  CHECK(std::count(paths.begin(), paths.end(), "/spec/containers/0/ports") == 1);  // created whole
+  CHECK(paths.back() == "/metadata/annotations/trainenv.io~1injected");
+}
+
+TEST_CASE("a container without env, and a pod without annotations, get them created whole",
+          "[engine][patch]") {
+  json pod = torch_node(0, 1);
+  pod["spec"]["containers"][0].erase("env");
+  pod["metadata"].erase("annotations");
+  const auto d = core::mutate_pod(pod, shipped());
+  REQUIRE(d.allowed);
+  CHECK(d.patch[0]["path"] == "/spec/containers/0/env");
+  CHECK(d.patch[0]["value"].is_array());
+  CHECK(d.patch.back()["path"] == "/metadata/annotations");
+  CHECK(d.patch.back()["value"] == json{{"trainenv.io/injected", "torch"}});
+  apply_checked(pod, d);
+}
+
+TEST_CASE("env: null is treated as missing", "[engine][patch]") {
+  json pod = torch_node(0, 1);
+  pod["spec"]["containers"][0]["env"] = nullptr;
+  const auto d = core::mutate_pod(pod, shipped());
+  CHECK(d.patch[0]["path"] == "/spec/containers/0/env");
+  apply_checked(pod, d);
+}
+
+TEST_CASE("the target is the container named node, else the first", "[engine]") {
+  json pod = torch_node(0, 1);
+  json sidecar = {{"name", "proxy"}, {"image", "envoy"}};
+  pod["spec"]["containers"].insert(pod["spec"]["containers"].begin(), sidecar);
+  auto mutated = apply_checked(pod, core::mutate_pod(pod, shipped()));
+  CHECK(env_of(mutated, 0).empty());
+  CHECK(value_of(env_of(mutated, 1), "RANK") == "0");
+
+  pod["spec"]["containers"][1]["name"] = "trainer";
+  mutated = apply_checked(pod, core::mutate_pod(pod, shipped()));
+  CHECK(value_of(env_of(mutated, 0), "RANK") == "0");
+  CHECK(value_of(env_of(mutated, 1), "RANK") == "<absent>");
+}
+
+TEST_CASE("user-set values are kept, with a warning naming them", "[engine][user-set]") {
+  json pod = torch_node(2, 4);
+  pod["spec"]["containers"][0]["env"].push_back({{"name", "WORLD_SIZE"}, {"value", "8"}});
+  pod["spec"]["containers"][0]["ports"] =
+      json::array({{{"containerPort", 29500}, {"name", "c10d"}}});
+  const auto d = core::mutate_pod(pod, shipped());
+  REQUIRE(d.allowed);
+  REQUIRE(d.warnings.size() == 1);
+  CHECK(d.warnings[0] == "trainenv: kept user-set WORLD_SIZE=8 in container \"node\"");
+  const json mutated = pod.patch(d.patch);
+  const auto env = env_of(mutated);
+  CHECK(value_of(env, "WORLD_SIZE") == "8");
+  CHECK(value_of(env, "RANK") == "2");
+  CHECK(mutated["spec"]["containers"][0]["ports"].size() ==
+        1);  // the user's port already covers it
+  for (const auto& op : d.patch) CHECK(op["path"] != "/spec/containers/0/ports/-");
+  // Reinvocation: nothing more to add, and the same warning again.
+  const auto again = core::mutate_pod(mutated, shipped());
+  CHECK(again.patch.empty());
+  CHECK(again.warnings == d.warnings);
+}
+
+TEST_CASE("a user-set value from valueFrom is kept too", "[engine][user-set]") {
+  json pod = torch_node(0, 2);
+  pod["spec"]["containers"][0]["env"].push_back(
+      {{"name", "MASTER_ADDR"},
+       {"valueFrom", {{"configMapKeyRef", {{"name", "cfg"}, {"key", "addr"}}}}}});
+  const auto d = core::mutate_pod(pod, shipped());
+  REQUIRE(d.warnings.size() == 1);
+  CHECK(d.warnings[0] == "trainenv: kept user-set MASTER_ADDR (valueFrom) in container \"node\"");
+}
+
+TEST_CASE("the apiserver's defaulting on reinvocation does not look like a user edit",
+          "[engine][idempotence]") {
+  json pod = torch_node(1, 2);
+  json mutated = pod.patch(core::mutate_pod(pod, shipped()).patch);
+  // What the apiserver adds when it decodes the patched pod.
+  for (auto& port : mutated["spec"]["containers"][0]["ports"]) port["protocol"] = "TCP";
+  const auto again = core::mutate_pod(mutated, shipped());
+  CHECK(again.patch.empty());
+  CHECK(again.warnings.empty());
+}
+
+TEST_CASE("f(f(x)) = f(x) for every fixture and example", "[engine][idempotence]") {
+  std::vector<json> pods = {pod_of("review-torch-jobset-node3.json"), torch_node(0, 4),
+                            example("torch-pod.yaml"), example("platform-pod.yaml")};
+  for (const auto& name : {"review-volcano-worker1.json", "review-mpi-launcher.json"}) {
+    pods.push_back(pod_of(name));
+  }
+  for (const auto& pod : pods) {
+    const auto d = core::mutate_pod(pod, shipped());
+    if (!d.allowed) continue;  // policies issue 3 ships (volcano-pytorch, mpi) are not loaded yet
+    apply_checked(pod, d);
+  }
+}
+
+TEST_CASE("platform: MASTER_ADDR, MASTER_PORT, WORLD_SIZE = nodes, RANK from the index",
+          "[engine][platform]") {
+  const json pod = example("platform-pod.yaml");
+  const auto d = core::mutate_pod(pod, shipped());
+  CHECK(d.policy == "platform");
+  const auto env = env_of(apply_checked(pod, d));
+  CHECK(env.size() == 4);
+  CHECK(value_of(env, "MASTER_ADDR") == "resnet-node-0-0.resnet");
+  CHECK(value_of(env, "MASTER_PORT") == "29500");
+  CHECK(value_of(env, "WORLD_SIZE") == "3");
+  CHECK(env.at("RANK")["valueFrom"]["fieldRef"]["fieldPath"] == completion_index_path);
+}
+
+TEST_CASE("roles that do not train get no WORLD_SIZE or RANK", "[engine][roles]") {
+  json pod = torch_node(0, 1);
+  pod["metadata"]["annotations"]["trainenv.io/role"] = "evaluator";
+  const auto env = env_of(apply_checked(pod, core::mutate_pod(pod, shipped())));
+  CHECK(value_of(env, "WORLD_SIZE") == "<absent>");
+  CHECK(value_of(env, "RANK") == "<absent>");
+  CHECK(value_of(env, "PET_NNODES") == "1");
+}
+
+TEST_CASE("policy selection: annotation, then framework label, then the default",
+          "[engine][selection]") {
+  json pod = torch_node(0, 1);
+  CHECK(core::mutate_pod(pod, shipped()).policy == "torch");
+  pod["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "pytorch";
+  CHECK(core::mutate_pod(pod, shipped()).policy == "torch");
+  pod["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "platform";
+  CHECK(core::mutate_pod(pod, shipped()).policy == "platform");
+  pod["metadata"]["annotations"]["trainenv.io/policy"] = "torch";
+  CHECK(core::mutate_pod(pod, shipped()).policy == "torch");
+  CHECK(core::mutate_pod(pod, shipped(), {"platform"}).policy == "platform");
+}
+
+TEST_CASE("pods that are not training pods pass unchanged", "[engine][pass]") {
+  for (const char* step : {"dataset-initializer", "model-initializer", ""}) {
+    json pod = torch_node(0, 1);
+    pod["metadata"]["labels"]["trainer.kubeflow.org/trainjob-ancestor-step"] = step;
+    const auto d = core::mutate_pod(pod, shipped());
+    CHECK(d.allowed);
+    CHECK(d.patch.empty());
+    CHECK(d.policy.empty());
+  }
+  json unlabelled = torch_node(0, 1);
+  unlabelled["metadata"]["labels"].erase("trainer.kubeflow.org/trainjob-ancestor-step");
+  CHECK(core::mutate_pod(unlabelled, shipped()).patch.empty());
+}
+
+TEST_CASE("annotation trainenv.io/inject=false opts out", "[engine][pass]") {
+  json pod = torch_node(0, 1);
+  pod["metadata"]["annotations"]["trainenv.io/inject"] = "false";
+  const auto d = core::mutate_pod(pod, shipped());
+  CHECK(d.allowed);
+  CHECK(d.patch.empty());
+  CHECK_THAT(d.message, Catch::Contains("trainenv.io/inject"));
+}
+
+TEST_CASE("only CREATE of pods is mutated", "[engine][pass]") {
+  auto request = core::decode_review(
+      test::read_file(std::string(TRAINENV_FIXTURES_DIR) + "/review-torch-jobset-node3.json"));
+  REQUIRE(request.ok());
+  CHECK(core::mutate(*request, shipped()).mutated());
+  auto update = *request;
+  update.operation = "UPDATE";
+  CHECK_FALSE(core::mutate(update, shipped()).mutated());
+  auto other = *request;
+  other.resource = "deployments";
+  other.group = "apps";
+  CHECK_FALSE(core::mutate(other, shipped()).mutated());
+  auto sub = *request;
+  sub.sub_resource = "ephemeralcontainers";
+  CHECK_FALSE(core::mutate(sub, shipped()).mutated());
+}
+
+TEST_CASE("contract violations deny with status 400 and a message naming key, value and form",
+          "[engine][violation]") {
+  struct row {
+    const char* what;
+    std::function<void(json&)> edit;
+    std::vector<std::string> mentions;
+  };
+  const std::vector<row> rows = {
+      {"no job name",
+       [](json& p) {
+         p["metadata"]["labels"].erase("jobset.sigs.k8s.io/jobset-name");
+         p["metadata"]["labels"].erase("trainer.kubeflow.org/trainjob-name");
+         p["spec"].erase("subdomain");
+       },
+       {"job name", "jobset.sigs.k8s.io/jobset-name"}},
+      {"num-nodes abc",
+       [](json& p) { p["metadata"]["annotations"]["trainenv.io/num-nodes"] = "abc"; },
+       {"trainenv.io/num-nodes", "\"abc\"", "whole number"}},
+      {"unknown policy",
+       [](json& p) { p["metadata"]["annotations"]["trainenv.io/policy"] = "paddle"; },
+       {"trainenv.io/policy", "\"paddle\"", "torch"}},
+      {"unknown framework",
+       [](json& p) { p["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "caffe"; },
+       {"trainer.kubeflow.org/framework", "\"caffe\"", "pytorch"}},
+      {"missing index, 4 replicas",
+       [](json& p) {
+         p["metadata"]["annotations"].erase("batch.kubernetes.io/job-completion-index");
+         p["metadata"]["labels"].erase("batch.kubernetes.io/job-completion-index");
+       },
+       {"index", "batch.kubernetes.io/job-completion-index"}},
+      {"bad quantity",
+       [](json& p) {
+         p["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "eight"}}}};
+       },
+       {"resources.requests.cpu", "\"eight\""}},
+      {"bad replicas",
+       [](json& p) { p["metadata"]["annotations"]["trainenv.io/replicas"] = "node=four"; },
+       {"trainenv.io/replicas", "\"node=four\""}},
+      {"env not a list",
+       [](json& p) { p["spec"]["containers"][0]["env"] = "WORLD_SIZE=1"; },
+       {"spec.containers[0].env"}},
+      {"env entry not an object",
+       [](json& p) { p["spec"]["containers"][0]["env"] = json::array({1}); },
+       {"spec.containers[0].env"}},
+      {"containers not a list",
+       [](json& p) { p["spec"]["containers"] = json::object(); },
+       {"spec.containers"}},
+  };
+  for (const auto& r : rows) {
+    INFO(r.what);
+    json pod = torch_node(1, 4);
+    r.edit(pod);
+    const auto d = core::mutate_pod(pod, shipped());
+    CHECK_FALSE(d.allowed);
+    CHECK(d.patch.empty());
+    CHECK_THAT(d.message, Catch::StartsWith("trainenv: "));
+    for (const auto& m : r.mentions) CHECK_THAT(d.message, Catch::Contains(m));
+
+    core::admission_request request;
+    request.api_version = "admission.k8s.io/v1";
+    request.uid = "u";
+    const auto response = json::parse(core::encode_response(request, d));
+    CHECK(response["response"]["allowed"] == false);
+    CHECK(response["response"]["status"]["code"] == 400);
+    CHECK(response["response"]["status"]["message"] == d.message);
+  }
+}
+
+TEST_CASE("warnings are single printable lines of at most 120 characters", "[engine][user-set]") {
+  json pod = torch_node(0, 1);
+  pod["spec"]["containers"][0]["env"].push_back(
+      {{"name", "MASTER_ADDR"}, {"value", std::string(300, 'x') + "\n"}});
+  const auto d = core::mutate_pod(pod, shipped());
+  REQUIRE(d.warnings.size() == 1);
+  CHECK(d.warnings[0].size() <= 120);
+  for (char c : d.warnings[0]) CHECK((c >= 0x20 && c < 0x7f));
+}
+
+// decode_review builds only the parts of the pod the engine reads (pod_fields_read); if a
+// reader of another field were added without listing it, this would catch the difference.
+TEST_CASE("a review decoded from text gets the same decision as its whole pod",
+          "[engine][decode]") {
+  std::vector<std::pair<std::string, json>> pods;
+  for (const auto* name : {"review-torch-jobset-node3.json", "review-mpi-launcher.json",
+                           "review-volcano-worker1.json"})
+    pods.emplace_back(name, pod_of(name));
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(TRAINENV_SOURCE_DIR) + "/examples"))
+    pods.emplace_back(entry.path().filename().string(), example(entry.path().filename().string()));
+  REQUIRE(pods.size() >= 14);
+  for (const auto& [name, pod] : pods) {
+    INFO("pod " << name);
+    const json review = {{"apiVersion", "admission.k8s.io/v1"},
+                         {"kind", "AdmissionReview"},
+                         {"request",
+                          {{"uid", "u-1"},
+                           {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+                           {"operation", "CREATE"},
+                           {"namespace", "team-a"},
+                           {"object", pod}}}};
+    const auto request = core::decode_review(review.dump());
+    REQUIRE(request.ok());
+    const auto from_text = core::mutate(*request, shipped());
+    const auto whole = core::mutate_pod(pod, shipped());
+    CHECK(from_text.allowed == whole.allowed);
+    CHECK(from_text.policy == whole.policy);
+    CHECK(from_text.patch == whole.patch);
+    CHECK(from_text.warnings == whole.warnings);
+    CHECK(from_text.message == whole.message);
+    CHECK(whole.mutated());
+  }
+}
