@@ -3,10 +3,12 @@
 # commands, .ci/run and the Dockerfile all go through here, so they cannot drift apart.
 #
 #   scripts/dev.sh serve [trainenv serve flags]   install, build, mint dev certs, run the webhook
-#   scripts/dev.sh test                           install, build, run the whole test suite (also
-#                                                 under ASan+UBSan, in build-sanitize/, the
-#                                                 server tests under TSan, in build-tsan/, and
-#                                                 each fuzz target for a minute, in build-fuzz/)
+#   scripts/dev.sh test                           install, build, scripts/check.sh, then the whole
+#                                                 test suite (also under ASan+UBSan, in
+#                                                 build-sanitize/, the server tests under TSan, in
+#                                                 build-tsan/, and each fuzz target for a minute,
+#                                                 in build-fuzz/)
+#   scripts/dev.sh check [boundary|format|tidy]   the include boundary, clang-format, clang-tidy
 #   scripts/dev.sh deps | build | certs           the individual steps
 #
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), CMAKE_ARGS (extra
@@ -76,8 +78,10 @@ MSG
 }
 
 test_suite() {
-  deps
+  deps clang-format clang-tidy  # for scripts/check.sh; the image build needs neither
   build
+  # The rules the compiler cannot see (include boundary, format, clang-tidy), before any test.
+  BUILD_DIR="$build_dir" scripts/check.sh
   ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j "$(nproc)"
   # The same suite again under AddressSanitizer (with leak checks) and UndefinedBehaviorSanitizer.
   log "the whole suite again under ASan+UBSan (build-sanitize/)"
@@ -102,5 +106,6 @@ case "${1:-}" in
   deps) shift; deps "$@" ;;
   build) shift; build "$@" ;;
   certs) certs ;;
-  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  check) shift; deps clang-format clang-tidy; BUILD_DIR="$build_dir" scripts/check.sh "$@" ;;
+  *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The checks the compiler cannot make, run by `scripts/dev.sh test` after the build and before
+# ctest (and alone by `scripts/dev.sh check`). docs/architecture.md says which rule each enforces.
+#
+#   scripts/check.sh [boundary|format|tidy]...    all three by default
+#
+#   boundary  the layering: which headers core/, inputs/ and server/ may include
+#   format    clang-format --dry-run -Werror over every tracked .cpp/.hpp
+#   tidy      clang-tidy 14 (root .clang-tidy) over src/**/*.cpp, warnings as errors; needs
+#             BUILD_DIR/compile_commands.json (scripts/dev.sh build writes it)
+#
+# Environment: BUILD_DIR (default build), TIDY_JOBS (default 2).
+# Exit status: 0 when every check passed, 1 when any failed, 2 on a usage or set-up error.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+build_dir="${BUILD_DIR:-build}"
+failed=()
+
+say() { printf 'check.sh: %s\n' "$*"; }
+fail() { failed+=("$1"); }
+
+# --- boundary ------------------------------------------------------------------------------
+
+# forbid LABEL REGEX DIR... : print every #include in DIRs matching REGEX as file:line, with the
+# rule it breaks. A missing directory is reported, not skipped silently (src/inputs/ and
+# src/server/ arrive with issue 11's split). Returns 1 if any line matched.
+forbid() {
+  local rule="$1" regex="$2"
+  shift 2
+  local dirs=() d
+  for d in "$@"; do
+    if [ -d "$d" ]; then
+      dirs+=("$d")
+    else
+      say "  (no $d/ yet: rule \"$rule\" not applied there)"
+    fi
+  done
+  [ ${#dirs[@]} -gt 0 ] || return 0
+  local hits
+  hits="$(grep -rnE --include='*.hpp' --include='*.cpp' --include='*.h' \
+    "^[[:space:]]*#[[:space:]]*include[[:space:]]*[<\"]($regex)" "${dirs[@]}" || true)"
+  [ -n "$hits" ] || return 0
+  while IFS= read -r line; do
+    printf '  %s\n      breaks: %s\n' "$line" "$rule"
+  done <<<"$hits"
+  return 1
+}
+
+check_boundary() {
+  say "boundary: includes allowed in core/, inputs/, server/"
+  local ok=0 core=(include/trainenv/core src/core) inputs=(include/trainenv/inputs src/inputs)
+  forbid "core includes no Boost, OpenSSL, spdlog, fmt or libyaml" \
+    'boost/|openssl/|spdlog/|fmt/|yaml\.h' "${core[@]}" || ok=1
+  forbid "inputs includes no Boost, OpenSSL or spdlog" 'boost/|openssl/|spdlog/' "${inputs[@]}" || ok=1
+  forbid "core includes nothing from inputs/ or server/ (or the old app/)" \
+    '(trainenv/|\.\./)(inputs|server|app)/' "${core[@]}" || ok=1
+  forbid "inputs includes nothing from server/ (or the old app/)" \
+    '(trainenv/|\.\./)(server|app)/' "${inputs[@]}" || ok=1
+  # simdjson is the core's private reader of untrusted text: one file may include it.
+  local hits
+  hits="$(grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*[<\"]simdjson" \
+    include/trainenv src 2>/dev/null | grep -v '^src/core/json_text\.cpp:' || true)"
+  if [ -n "$hits" ]; then
+    while IFS= read -r line; do
+      printf '  %s\n      breaks: simdjson is included only by src/core/json_text.cpp\n' "$line"
+    done <<<"$hits"
+    ok=1
+  fi
+  if [ $ok -eq 0 ]; then say "boundary: ok"; else say "boundary: FAILED"; fail boundary; fi
+}
+
+# --- format --------------------------------------------------------------------------------
+
+check_format() {
+  command -v clang-format >/dev/null || { say "format: clang-format not found (apt-get install clang-format)"; exit 2; }
+  local files
+  mapfile -t files < <(git ls-files '*.cpp' '*.hpp')
+  say "format: clang-format $(clang-format --version | grep -oE '[0-9]+\.[0-9.]+' | head -1) over ${#files[@]} tracked files"
+  if clang-format --dry-run -Werror "${files[@]}"; then
+    say "format: ok"
+  else
+    say "format: FAILED (clang-format -i the files named above)"
+    fail format
+  fi
+}
+
+# --- tidy ----------------------------------------------------------------------------------
+
+check_tidy() {
+  local tidy
+  tidy="$(command -v clang-tidy-14 || command -v clang-tidy || true)"
+  [ -n "$tidy" ] || { say "tidy: clang-tidy-14 not found (apt-get install clang-tidy)"; exit 2; }
+  [ -f "$build_dir/compile_commands.json" ] ||
+    { say "tidy: no $build_dir/compile_commands.json (run scripts/dev.sh build first)"; exit 2; }
+  local jobs="${TIDY_JOBS:-2}" files start
+  mapfile -t files < <(git ls-files 'src/*.cpp')
+  say "tidy: $(basename "$tidy") over ${#files[@]} files in src/, $jobs jobs, warnings as errors"
+  start=$SECONDS
+  local status=0
+  if command -v run-clang-tidy-14 >/dev/null; then
+    # run-clang-tidy takes regexes over the compile database's absolute paths; it prints each
+    # invocation and clang-tidy's counts, which only hide the findings.
+    local out
+    out="$(mktemp)"
+    run-clang-tidy-14 -quiet -j "$jobs" -p "$build_dir" -clang-tidy-binary "$tidy" \
+      "^$root/src/.*\.cpp\$" >"$out" 2>&1 || status=1
+    # (run-clang-tidy 14 always asks for colour; strip it so the filter sees plain lines.)
+    sed 's/\x1b\[[0-9;]*m//g' "$out" |
+      grep -vE '^(\S*clang-tidy(-14)? |Running clang-tidy|[0-9]+ warnings? (and [0-9]+ errors? )?generated|Suppressed|Use -header-filter|$)' ||
+      true
+    # A header's finding repeats once per file including it: count each place once, per check.
+    if [ $status -ne 0 ]; then
+      say "tidy: distinct findings per check:"
+      sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error): ' | sort -u |
+        grep -oE '\[[a-z0-9.-]+' | tr -d '[' | sort | uniq -c | sort -rn | sed 's/^/  /'
+    fi
+    rm -f "$out"
+  else
+    printf '%s\n' "${files[@]}" | xargs -P "$jobs" -n 1 "$tidy" --quiet -p "$build_dir" \
+      --warnings-as-errors='*' || status=1
+  fi
+  if [ $status -eq 0 ]; then
+    say "tidy: ok ($((SECONDS - start)) s)"
+  else
+    say "tidy: FAILED ($((SECONDS - start)) s; .clang-tidy says why each check is on or off)"
+    fail tidy
+  fi
+}
+
+# -------------------------------------------------------------------------------------------
+
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(boundary format tidy)
+for step in "${steps[@]}"; do
+  case "$step" in
+    boundary) check_boundary ;;
+    format) check_format ;;
+    tidy) check_tidy ;;
+    *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  esac
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  say "FAILED: ${failed[*]}"
+  exit 1
+fi
+say "all passed: ${steps[*]}"
