@@ -199,3 +199,105 @@ TEST_CASE("malformed owner objects are refused with the place named", "[owners]"
                    {"trainer.kubeflow.org/v1alpha1", "TrainJob", "team-a", "bert", "u"}, "node")
             .message() == "TrainJob team-a/bert gives no pod counts");
 }
+
+TEST_CASE("an OwnerKind document parses into its layout", "[owners]") {
+  const auto kind = parse_owner_kind(json::parse(R"({
+      "apiVersion": "trainenv.io/v1alpha1", "kind": "OwnerKind", "metadata": {"name": "jobset"},
+      "spec": {"apiGroup": "jobset.x-k8s.io", "versions": ["v1alpha2"], "kind": "JobSet",
+               "resource": "jobsets",
+               "roles": {"list": "spec.replicatedJobs", "name": "name", "replicas": "replicas",
+                         "jobSpec": "template.spec", "podTemplate": "template.spec.template"}}})"),
+                                     "owners.yaml");
+  REQUIRE(kind);
+  CHECK(kind->name == "jobset");
+  CHECK(kind->group == "jobset.x-k8s.io");
+  CHECK(kind->versions == std::vector<std::string>{"v1alpha2"});
+  REQUIRE(kind->roles);
+  CHECK(kind->roles->kind == role_layout::shape::list);
+  CHECK(kind->roles->entries == member_path{"spec", "replicatedJobs"});
+  CHECK(kind->roles->job_spec == member_path{"template", "spec"});
+  CHECK(kind->roles->pod_template == member_path{"template", "spec", "template"});
+  CHECK_FALSE(kind->cluster_scoped);
+
+  const auto own = parse_owner_kind(json::parse(R"({
+      "apiVersion": "trainenv.io/v1alpha1", "kind": "OwnerKind", "metadata": {"name": "job"},
+      "spec": {"apiGroup": "batch", "versions": ["v1"], "kind": "Job", "resource": "jobs",
+               "roles": {"own": {"jobSpec": "spec", "podTemplate": "spec.template"}}}})"),
+                                    "owners.yaml");
+  REQUIRE(own);
+  CHECK(own->roles->kind == role_layout::shape::own);
+  CHECK(own->roles->job_spec == member_path{"spec"});
+}
+
+TEST_CASE("a bad OwnerKind document is refused naming the field", "[owners]") {
+  const auto parse = [](const std::string& spec) {
+    return parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",
+        "kind": "OwnerKind", "metadata": {"name": "x"}, "spec": )" +
+                                        spec + "}"),
+                            "o.yaml");
+  };
+  const std::string head = R"("versions": ["v1"], "kind": "Job", "resource": "jobs")";
+  CHECK(parse("{" + head + R"(, "rolez": {}})").message() ==
+        "o.yaml: spec.rolez: unknown field; known fields here: apiGroup, versions, kind, resource, "
+        "clusterScoped, roles, runtimeRef, framework");
+  CHECK(parse(R"({"kind": "Job", "resource": "jobs", "framework": true})").message() ==
+        "o.yaml: spec.versions: must be a non-empty list, e.g. [v1]");
+  CHECK(parse("{" + head + "}").message() ==
+        "o.yaml: spec: gives nothing: add roles (where the pod counts sit), runtimeRef or "
+        "framework: true");
+  CHECK(parse("{" + head + R"(, "roles": {"list": "spec.tasks", "map": "spec.x"}})").message() ==
+        "o.yaml: spec.roles: needs exactly one of own, list or map");
+  CHECK(parse("{" + head + R"(, "roles": {"list": "spec.tasks", "podTemplate": "template"}})")
+            .message() == "o.yaml: spec.roles.name: missing");
+  CHECK(parse("{" + head + R"(, "roles": {"list": "spec.tasks", "name": "name"}})").message() ==
+        "o.yaml: spec.roles.podTemplate: missing: where the role's pod template sits, e.g. "
+        "template");
+  CHECK(parse("{" + head + R"(, "roles": {"own": {"jobSpec": "spec"}, "name": "n"}})").message() ==
+        "o.yaml: spec.roles: with own, the fields go inside own");
+  CHECK(parse(R"({"versions": ["v1"], "kind": "Job", "resource": "Jobs", "framework": true})")
+            .message() ==
+        "o.yaml: spec.resource: \"Jobs\" is not a resource name; write the plural, lower-case, "
+        "e.g. jobs");
+  CHECK(parse_owner_kind(json::parse(R"({"apiVersion": "v1", "kind": "OwnerKind"})"), "o.yaml")
+            .message() == "o.yaml: apiVersion: must be trainenv.io/v1alpha1");
+}
+
+TEST_CASE("the kind set finds a kind by group, version and kind, and refuses a double claim",
+          "[owners]") {
+  std::vector<owner_kind> kinds = {kind_of("batch", "Job", "jobs", {}),
+                                   kind_of("batch.volcano.sh", "Job", "jobs", {})};
+  kinds[0].versions = {"v1"};
+  kinds[1].versions = {"v1alpha1"};
+  const auto set = owner_kind_set::build(kinds);
+  REQUIRE(set);
+  CHECK(set->find("batch/v1", "Job") == &set->all()[0]);
+  CHECK(set->find("batch.volcano.sh/v1alpha1", "Job") == &set->all()[1]);
+  CHECK(set->find("batch/v2", "Job") == nullptr);
+  CHECK(set->find("v1", "Job") == nullptr);
+  kinds.push_back(kinds[0]);
+  kinds.back().name = "again";
+  CHECK_FALSE(owner_kind_set::build(kinds));
+}
+
+TEST_CASE("owner values find fetched objects and keep a uid mismatch as a failure", "[owners]") {
+  owner_values values;
+  values.add({"batch/v1", "Job", "ns", "a", "uid-a"},
+             json::parse(R"({"metadata": {"name": "a", "uid": "uid-a"}})"));
+  values.add({"batch/v1", "Job", "ns", "b", "uid-b"},
+             json::parse(R"({"metadata": {"name": "b", "uid": "uid-new"}})"));
+  values.add_failure({"jobset.x-k8s.io/v1alpha2", "JobSet", "ns", "s", "u"},
+                     lookup_failure::forbidden, "jobsets is forbidden");
+  const auto* a = values.find({"batch/v1", "Job", "ns", "a", "uid-a"});
+  REQUIRE(a != nullptr);
+  CHECK_FALSE(a->failure);
+  const auto* b = values.find({"batch/v1", "Job", "ns", "b", "uid-b"});
+  REQUIRE(b != nullptr);
+  REQUIRE(b->failure);
+  CHECK(*b->failure == lookup_failure::uid_mismatch);
+  CHECK(b->detail == "Job ns/b has uid uid-new, the reference names uid-b");
+  const auto* s = values.find({"jobset.x-k8s.io/v1alpha2", "JobSet", "ns", "s", "u"});
+  REQUIRE(s != nullptr);
+  CHECK(*s->failure == lookup_failure::forbidden);
+  CHECK(values.find({"batch/v1", "Job", "other", "a", ""}) == nullptr);
+  CHECK(failure_name(lookup_failure::forbidden) == "forbidden (403)");
+}

@@ -71,6 +71,63 @@ struct owner_kind {
   [[nodiscard]] std::string api_path(const owner_ref& ref) const;
 };
 
+inline constexpr std::string_view owner_kind_kind = "OwnerKind";
+
+// Parses one OwnerKind document (apiVersion trainenv.io/v1alpha1, as policies). Errors read
+// "<source>: <field>: <problem>; <what to write>".
+[[nodiscard]] result<owner_kind> parse_owner_kind(const nlohmann::json& document,
+                                                  std::string_view source);
+
+// The known owner kinds, found by an ownerReference's apiVersion (its group and version) and kind.
+class owner_kind_set {
+ public:
+  // Rejects two kinds claiming the same group, version and kind.
+  [[nodiscard]] static result<owner_kind_set> build(std::vector<owner_kind> kinds);
+
+  [[nodiscard]] const owner_kind* find(std::string_view api_version, std::string_view kind) const;
+  [[nodiscard]] const std::vector<owner_kind>& all() const { return kinds_; }
+
+ private:
+  std::vector<owner_kind> kinds_;
+};
+
+// Why an owner object could not be had. The shell maps its transport's failures onto these.
+enum class lookup_failure : std::uint8_t {
+  not_found,     // 404, or not in the --owners file
+  uid_mismatch,  // an object of that name exists, but it is not the owner (recreated)
+  unauthorized,  // 401, after re-reading the token once
+  forbidden,     // 403
+  server_error,  // 5xx or another status
+  malformed,     // not a JSON object
+  too_large,     // over the response bound
+  timeout,       // the lookup budget ran out
+  unreachable,   // no connection or no TLS session with the API server
+  no_access,     // no API access configured
+};
+[[nodiscard]] std::string_view failure_name(lookup_failure f);  // "not found", "forbidden", ...
+
+// The owner objects fetched for one pod so far, or why one could not be.
+struct owner_fetch {
+  owner_ref ref;
+  nlohmann::json object;                  // when fetched
+  std::optional<lookup_failure> failure;  // when not
+  std::string detail;                     // the API's own words ("jobsets ... not found"), if any
+};
+
+class owner_values {
+ public:
+  // An object whose metadata.uid is not the reference's uid is kept as a uid_mismatch failure:
+  // a recreated object of the same name is not the owner.
+  void add(owner_ref ref, nlohmann::json object);
+  void add_failure(owner_ref ref, lookup_failure failure, std::string detail = {});
+  // By API group, kind, namespace and name. Pointers stay valid until the next add.
+  [[nodiscard]] const owner_fetch* find(const owner_ref& ref) const;
+  [[nodiscard]] const std::vector<owner_fetch>& all() const { return fetched_; }
+
+ private:
+  std::vector<owner_fetch> fetched_;
+};
+
 // The pods one role of an owner runs, and where that number was read.
 struct role_pods {
   std::string role;
