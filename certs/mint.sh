@@ -60,6 +60,9 @@ if [ -n "$overlay" ]; then
 - op: add
   path: /webhooks/0/clientConfig/caBundle
   value: $bundle
+- op: add
+  path: /webhooks/1/clientConfig/caBundle
+  value: $bundle
 YAML
   echo "certs: filled $overlay (tls.crt, tls.key, ca-bundle.yaml)" >&2
 fi

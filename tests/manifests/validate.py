@@ -6,7 +6,7 @@ field by field: an unknown field, a wrong type or a missing required field fails
 objects, which that model does not know, are checked against the few fields they may use. Then
 the settings the deployment depends on are asserted.
 
-    validate.py OVERLAY < rendered.yaml      (OVERLAY: base, cert-manager or static-certs)
+    validate.py OVERLAY < rendered.yaml      (OVERLAY: base, cert-manager, opt-in-namespaces or static-certs)
 """
 import base64
 import re
@@ -25,7 +25,21 @@ MODELS = {
     ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
     ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): "V1MutatingWebhookConfiguration",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "V1ClusterRoleBinding",
 }
+
+CLUSTER_SCOPED = {"Namespace", "MutatingWebhookConfiguration", "ClusterRole", "ClusterRoleBinding"}
+
+# The owner kinds trainenv reads (docs/contract.md §2.1), as (API group, resource): the
+# ClusterRole grants `get` on exactly these.
+OWNER_RESOURCES = {
+    ("batch", "jobs"), ("jobset.x-k8s.io", "jobsets"), ("batch.volcano.sh", "jobs"),
+    ("kubeflow.org", "pytorchjobs"), ("kubeflow.org", "mpijobs"), ("trainer.kubeflow.org", "trainjobs"),
+    ("trainer.kubeflow.org", "trainingruntimes"), ("trainer.kubeflow.org", "clustertrainingruntimes"),
+}
+EXCLUDED_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "trainenv-system"}
+OPT_IN = {"key": "trainenv.io/injection", "operator": "In", "values": ["enabled"]}
 
 # cert-manager.io/v1 fields this project uses, as a nested whitelist (True: any scalar).
 CERT_MANAGER = {
@@ -118,32 +132,67 @@ def check_settings(objects, overlay, errors):
     for obj in objects:
         by_kind.setdefault(obj["kind"], []).append(obj)
     for kind in ("Namespace", "ServiceAccount", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy",
-                 "ConfigMap", "MutatingWebhookConfiguration"):
+                 "ConfigMap", "MutatingWebhookConfiguration", "ClusterRole", "ClusterRoleBinding"):
         expect(len(by_kind.get(kind, [])) == 1, f"expected one {kind}", errors)
     if errors:
         return
-    hook = by_kind["MutatingWebhookConfiguration"][0]["webhooks"][0]
-    expect(hook["objectSelector"] == {"matchLabels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-           "webhook objectSelector", errors)
-    excluded = {"kube-system", "kube-public", "kube-node-lease", "trainenv-system"}
-    expect(hook["namespaceSelector"]["matchExpressions"] == [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                                                             "values": sorted(excluded, key=list(excluded).index)}]
-           or set(hook["namespaceSelector"]["matchExpressions"][0]["values"]) == excluded, "namespaceSelector", errors)
-    expect(hook["sideEffects"] == "None", "sideEffects", errors)
-    expect(hook["admissionReviewVersions"] == ["v1"], "admissionReviewVersions", errors)
-    expect(isinstance(hook.get("timeoutSeconds"), int) and 1 <= hook["timeoutSeconds"] <= 30, "timeoutSeconds", errors)
-    expect(hook.get("failurePolicy") in ("Fail", "Ignore"), "failurePolicy", errors)
-    expect(hook.get("reinvocationPolicy") == "IfNeeded", "reinvocationPolicy", errors)
-    expect(hook["clientConfig"]["service"] == {"name": "trainenv", "namespace": "trainenv-system", "path": "/mutate",
-                                               "port": 443}, "clientConfig.service", errors)
-    expect(hook["rules"] == [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
-                              "resources": ["pods"], "scope": "Namespaced"}], "rules", errors)
+    hooks = by_kind["MutatingWebhookConfiguration"][0]["webhooks"]
+    expect([h["name"] for h in hooks] == ["pods.trainenv.io", "jobset-pods.trainenv.io"], "two webhook entries", errors)
+    if errors:
+        return
+    labelled, jobset = hooks
+    expect(labelled["objectSelector"] == {"matchLabels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+           "pods.trainenv.io objectSelector: the ancestor-step label", errors)
+    # JobSet pods that lack the label (Kubeflow Trainer's layout), and only those: a pod with the
+    # label goes to the first entry and must not be sent twice.
+    expect(jobset["objectSelector"] == {"matchExpressions": [
+        {"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"},
+        {"key": "trainer.kubeflow.org/trainjob-ancestor-step", "operator": "DoesNotExist"}]},
+        "jobset-pods.trainenv.io objectSelector: jobset-name exists, ancestor-step does not", errors)
+    opted_in = overlay == "opt-in-namespaces"
+    for hook in hooks:
+        name = hook["name"]
+        expressions = hook["namespaceSelector"]["matchExpressions"]
+        expect(expressions[0]["key"] == "kubernetes.io/metadata.name" and expressions[0]["operator"] == "NotIn"
+               and set(expressions[0]["values"]) == EXCLUDED_NAMESPACES, f"{name} namespaceSelector exclusions", errors)
+        expect((OPT_IN in expressions) == opted_in, f"{name} namespace opt-in {'missing' if opted_in else 'unexpected'}",
+               errors)
+        expect(hook["sideEffects"] == "None", f"{name} sideEffects", errors)
+        expect(hook["admissionReviewVersions"] == ["v1"], f"{name} admissionReviewVersions", errors)
+        expect(isinstance(hook.get("timeoutSeconds"), int) and 1 <= hook["timeoutSeconds"] <= 30,
+               f"{name} timeoutSeconds", errors)
+        expect(hook.get("reinvocationPolicy") == "IfNeeded", f"{name} reinvocationPolicy", errors)
+        expect(hook["clientConfig"]["service"] == {"name": "trainenv", "namespace": "trainenv-system",
+                                                   "path": "/mutate", "port": 443}, f"{name} clientConfig.service", errors)
+        expect(hook["rules"] == [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                                  "resources": ["pods"], "scope": "Namespaced"}], f"{name} rules", errors)
+    # docs/deploy.md argues these: labelled pods fail closed; the cluster-wide JobSet entry fails
+    # open unless the namespaces opted in.
+    expect(labelled["failurePolicy"] == "Fail", "pods.trainenv.io failurePolicy Fail", errors)
+    expect(jobset["failurePolicy"] == ("Fail" if opted_in else "Ignore"),
+           f"jobset-pods.trainenv.io failurePolicy {'Fail' if opted_in else 'Ignore'}", errors)
+
+    role = by_kind["ClusterRole"][0]
+    granted = set()
+    for rule in role["rules"]:
+        expect(rule["verbs"] == ["get"], f"ClusterRole grants only get (found {rule['verbs']})", errors)
+        expect(not rule.get("resourceNames") and not rule.get("nonResourceURLs"), "ClusterRole rule shape", errors)
+        granted |= {(group, resource) for group in rule["apiGroups"] for resource in rule["resources"]}
+    expect(granted == OWNER_RESOURCES, f"ClusterRole resources: extra {sorted(granted - OWNER_RESOURCES)}, "
+           f"missing {sorted(OWNER_RESOURCES - granted)}", errors)
+    binding = by_kind["ClusterRoleBinding"][0]
+    expect(binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                  "name": role["metadata"]["name"]}, "ClusterRoleBinding roleRef", errors)
+    expect(binding["subjects"] == [{"kind": "ServiceAccount", "name": "trainenv", "namespace": "trainenv-system"}],
+           "ClusterRoleBinding subject: the trainenv ServiceAccount", errors)
 
     deployment = by_kind["Deployment"][0]
     pod = deployment["spec"]["template"]["spec"]
     container = pod["containers"][0]
     expect(deployment["spec"]["replicas"] == 2, "two replicas", errors)
     expect(pod["securityContext"]["runAsNonRoot"] is True, "runAsNonRoot", errors)
+    expect(pod.get("automountServiceAccountToken") is True and pod["serviceAccountName"] == "trainenv",
+           "the pod mounts the trainenv ServiceAccount's token (owner lookups)", errors)
     expect(pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}, "seccomp", errors)
     expect(container["securityContext"]["readOnlyRootFilesystem"] is True, "readOnlyRootFilesystem", errors)
     expect(container["securityContext"]["capabilities"] == {"drop": ["ALL"]}, "capabilities", errors)
@@ -157,22 +206,23 @@ def check_settings(objects, overlay, errors):
     expect(container["ports"][0] == {"name": "https", "containerPort": 8443, "protocol": "TCP"}, "port 8443", errors)
     expect(container["args"][0] == "serve", "the image's entrypoint is the binary: args start with serve", errors)
     for obj in objects:
-        if obj["kind"] not in ("Namespace", "MutatingWebhookConfiguration"):
+        if obj["kind"] not in CLUSTER_SCOPED:
             expect(obj["metadata"].get("namespace") == "trainenv-system", f"{obj['kind']} namespace", errors)
     config_map = by_kind["ConfigMap"][0]
     expect(config_map["metadata"]["name"] == "trainenv-policies", "ConfigMap name without hash", errors)
     expect("torch.yaml" in config_map["data"], "policies in the ConfigMap", errors)
 
     annotations = by_kind["MutatingWebhookConfiguration"][0]["metadata"].get("annotations", {})
-    if overlay == "cert-manager":
+    if overlay in ("cert-manager", "opt-in-namespaces"):
         expect(annotations.get("cert-manager.io/inject-ca-from") == "trainenv-system/trainenv-serving-cert",
                "cert-manager inject-ca-from", errors)
         certificate = by_kind.get("Certificate", [{}])[0]
         expect(certificate.get("spec", {}).get("secretName") == "trainenv-tls", "Certificate secretName", errors)
         expect("trainenv.trainenv-system.svc" in certificate.get("spec", {}).get("dnsNames", []), "dnsNames", errors)
     if overlay == "static-certs":
-        bundle = base64.b64decode(hook["clientConfig"].get("caBundle", ""))
-        expect(bundle.startswith(b"-----BEGIN CERTIFICATE-----"), "caBundle holds the CA", errors)
+        for hook in hooks:
+            bundle = base64.b64decode(hook["clientConfig"].get("caBundle", ""))
+            expect(bundle.startswith(b"-----BEGIN CERTIFICATE-----"), f"{hook['name']} caBundle holds the CA", errors)
         secret = by_kind.get("Secret", [{}])[0]
         expect(secret.get("type") == "kubernetes.io/tls" and secret["metadata"]["name"] == "trainenv-tls",
                "TLS Secret", errors)

@@ -1,0 +1,153 @@
+// The objects that own a pod, as values (docs/contract.md §2.1): which kinds are known and where
+// their roles and pod counts sit (data, shipped as policies/owners.yaml), the references read
+// from ownerReferences, and the role counts read from a fetched object. No I/O here: the shell
+// fetches the objects (the API client, or `preview --owners`) and hands them in.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainenv/core/result.hpp"
+
+namespace trainenv::core {
+
+// One object to read: from an ownerReference (uid known) or by name (a TrainJob's runtimeRef).
+struct owner_ref {
+  std::string api_version;     // "jobset.x-k8s.io/v1alpha2", "batch/v1"
+  std::string kind;            // "JobSet"
+  std::string namespace_name;  // empty for a cluster-scoped object
+  std::string name;
+  std::string uid;  // empty when the reference names no uid
+
+  [[nodiscard]] std::string group() const;  // "" for the core group
+  // "JobSet team-a/bert", "ClusterTrainingRuntime torch-distributed": how messages name it.
+  [[nodiscard]] std::string display() const;
+  friend bool operator==(const owner_ref&, const owner_ref&) = default;
+};
+
+// The ownerReference with `controller: true` of an object in `namespace_name`, if it has one.
+[[nodiscard]] std::optional<owner_ref> controller_of(const nlohmann::json& object,
+                                                     std::string_view namespace_name);
+
+// A dotted path to a member, split once when the kind is loaded: "spec.replicatedJobs".
+using member_path = std::vector<std::string>;
+[[nodiscard]] const nlohmann::json* find_path(const nlohmann::json& object,
+                                              const member_path& path);
+[[nodiscard]] std::string path_text(const member_path& path);
+
+// How an owner kind lays out its roles.
+struct role_layout {
+  enum class shape : std::uint8_t {
+    own,   // the object is one role: the pod's own (a batch/v1 Job)
+    list,  // a list of entries, each naming a role (JobSet replicatedJobs, Volcano tasks)
+    map,   // a mapping whose keys, lower-cased, name the roles (PyTorchJob, MPIJob replica specs)
+  };
+  shape kind = shape::own;
+  member_path entries;          // list, map: where the entries sit
+  std::string name_member;      // list: the entry's member that names the role
+  std::string replicas_member;  // the entry's multiplier (absent in an entry: 1); empty: none
+  member_path job_spec;      // pods per replica = a batch/v1 JobSpec's pods, at this path; empty: 1
+  member_path pod_template;  // where the role's pod template sits (a PodTemplateSpec)
+};
+
+struct owner_kind {
+  std::string name;    // the OwnerKind document's name
+  std::string source;  // where it was read from, for messages
+  std::string group;   // "" for the core group
+  std::vector<std::string> versions;
+  std::string kind;
+  std::string resource;  // plural, for the API path: "jobsets"
+  bool cluster_scoped = false;
+  std::optional<role_layout> roles;  // none: this kind gives no counts (a TrainJob)
+  member_path runtime_ref;           // a TrainJob: where its runtimeRef sits
+  bool gives_framework = false;      // a (Cluster)TrainingRuntime: its labels name the framework
+
+  // "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets/bert" (core group: "/api/v1/...").
+  [[nodiscard]] std::string api_path(const owner_ref& ref) const;
+};
+
+inline constexpr std::string_view owner_kind_kind = "OwnerKind";
+
+// Parses one OwnerKind document (apiVersion trainenv.io/v1alpha1, as policies). Errors read
+// "<source>: <field>: <problem>; <what to write>".
+[[nodiscard]] result<owner_kind> parse_owner_kind(const nlohmann::json& document,
+                                                  std::string_view source);
+
+// The known owner kinds, found by an ownerReference's apiVersion (its group and version) and kind.
+class owner_kind_set {
+ public:
+  // Rejects two kinds claiming the same group, version and kind.
+  [[nodiscard]] static result<owner_kind_set> build(std::vector<owner_kind> kinds);
+
+  [[nodiscard]] const owner_kind* find(std::string_view api_version, std::string_view kind) const;
+  [[nodiscard]] const std::vector<owner_kind>& all() const { return kinds_; }
+
+ private:
+  std::vector<owner_kind> kinds_;
+};
+
+// Why an owner object could not be had. The shell maps its transport's failures onto these.
+enum class lookup_failure : std::uint8_t {
+  not_found,     // 404, or not in the --owners file
+  uid_mismatch,  // an object of that name exists, but it is not the owner (recreated)
+  unauthorized,  // 401, after re-reading the token once
+  forbidden,     // 403
+  server_error,  // 5xx or another status
+  malformed,     // not a JSON object
+  too_large,     // over the response bound
+  timeout,       // the lookup budget ran out
+  unreachable,   // no connection or no TLS session with the API server
+  no_access,     // no API access configured
+};
+[[nodiscard]] std::string_view failure_name(lookup_failure f);  // "not found", "forbidden", ...
+
+// The owner objects fetched for one pod so far, or why one could not be.
+struct owner_fetch {
+  owner_ref ref;
+  nlohmann::json object;                  // when fetched
+  std::optional<lookup_failure> failure;  // when not
+  std::string detail;                     // the API's own words ("jobsets ... not found"), if any
+};
+
+class owner_values {
+ public:
+  // An object whose metadata.uid is not the reference's uid is kept as a uid_mismatch failure:
+  // a recreated object of the same name is not the owner.
+  void add(owner_ref ref, nlohmann::json object);
+  void add_failure(owner_ref ref, lookup_failure failure, std::string detail = {});
+  // By API group, kind, namespace and name. Pointers stay valid until the next add.
+  [[nodiscard]] const owner_fetch* find(const owner_ref& ref) const;
+  [[nodiscard]] const std::vector<owner_fetch>& all() const { return fetched_; }
+
+ private:
+  std::vector<owner_fetch> fetched_;
+};
+
+// The pods one role of an owner runs, and where that number was read.
+struct role_pods {
+  std::string role;
+  std::int64_t pods = 0;
+  std::int64_t pods_per_job = 1;  // the pods of one Job (JobSet: a replicatedJob has replicas Jobs)
+  std::string source;             // "JobSet team-a/bert spec.replicatedJobs[node]"
+  const nlohmann::json* pod_template = nullptr;  // into the owner object, which must outlive this
+};
+
+// The pods a batch/v1 JobSpec runs at once: min(parallelism, completions); parallelism defaults
+// to 1 and completions to parallelism. Errors name the member (`where` + ".parallelism") and
+// the value.
+[[nodiscard]] result<std::int64_t> job_spec_pods(const nlohmann::json& spec,
+                                                 const std::string& where);
+
+// Every role `object` (of `kind`, named `ref` in messages) describes. A kind of shape `own`
+// gives one role, named `own_role`.
+[[nodiscard]] result<std::vector<role_pods>> read_roles(const owner_kind& kind,
+                                                        const nlohmann::json& object,
+                                                        const owner_ref& ref,
+                                                        std::string_view own_role);
+
+}  // namespace trainenv::core

@@ -1,0 +1,201 @@
+#include "trainenv/core/owner_walk.hpp"
+
+#include "trainenv/core/topology.hpp"
+
+namespace trainenv::core {
+namespace {
+
+using nlohmann::json;
+
+// What could not be read, in the words a message uses: "JobSet team-a/bert: forbidden (403):
+// <the API's words>".
+std::string failed(const owner_fetch& f) {
+  std::string out = f.ref.display() + ": " + std::string(failure_name(*f.failure));
+  if (!f.detail.empty()) out += ": " + f.detail.substr(0, 160);
+  return out;
+}
+
+const std::string* object_label(const json& object, std::string_view key) {
+  const auto* metadata = member(object, "metadata");
+  const auto* labels = metadata != nullptr ? member(*metadata, "labels") : nullptr;
+  return labels != nullptr ? string_member(*labels, key) : nullptr;
+}
+
+std::string namespace_of(const pod_view& pod) {
+  const auto* ns = pod.namespace_name();
+  return ns != nullptr ? *ns : std::string();
+}
+
+bool is_batch_job(const owner_ref& ref) {
+  return ref.kind == "Job" && ref.group() == "batch";
+}
+
+// The JobSet a pod belongs to, from the labels JobSet puts on every pod: no need to read the
+// Job first. The uid label makes it as safe as the Job's ownerReference.
+std::optional<owner_ref> jobset_from_labels(const pod_view& pod, const owner_kind_set& kinds) {
+  const auto* name = pod.label(keys::jobset_name);
+  const auto* uid = pod.label(keys::jobset_uid);
+  if (name == nullptr || uid == nullptr || name->empty() || uid->empty()) return std::nullopt;
+  for (const auto& kind : kinds.all()) {
+    if (kind.kind == "JobSet" && kind.group == "jobset.x-k8s.io" && kind.roles) {
+      return owner_ref{kind.group + "/" + kind.versions.front(), kind.kind, namespace_of(pod),
+                       *name, *uid};
+    }
+  }
+  return std::nullopt;
+}
+
+// The counts an owner object of a known kind gives, once it is fetched.
+owner_step<result<std::optional<owner_counts>>> counts_of(const owner_ref& ref,
+                                                          const owner_kind& kind,
+                                                          std::string_view role,
+                                                          const owner_values& owners) {
+  const auto* f = owners.find(ref);
+  if (f == nullptr) return ref;
+  if (f->failure) return result<std::optional<owner_counts>>(error{failed(*f)});
+  auto roles = read_roles(kind, f->object, ref, role);
+  if (!roles) return result<std::optional<owner_counts>>(std::move(roles).take_error());
+  owner_counts out;
+  out.roles = std::move(*roles);
+  out.every_role = kind.roles->kind != role_layout::shape::own;
+  out.owner = ref.display();
+  return result<std::optional<owner_counts>>(std::optional<owner_counts>(std::move(out)));
+}
+
+}  // namespace
+
+owner_step<recognition> recognise(const pod_view& pod, const owner_values& owners) {
+  const auto* step = pod.label(keys::ancestor_step);
+  if (step != nullptr) {
+    if (*step == "trainer") return recognition{recognition::verdict::training, {}, nullptr};
+    return recognition{
+        recognition::verdict::not_training,
+        "not a training pod: label " + std::string(keys::ancestor_step) + " is " + quote(*step),
+        nullptr};
+  }
+  const auto not_training = [](std::string why) {
+    return recognition{recognition::verdict::not_training, std::move(why), nullptr};
+  };
+  if (pod.label(keys::jobset_name) == nullptr) {
+    return not_training("not a training pod: no label " + std::string(keys::ancestor_step));
+  }
+  const auto job = controller_of(pod.json(), namespace_of(pod));
+  if (!job || !is_batch_job(*job)) {
+    return not_training("not a training pod: a JobSet pod without label " +
+                        std::string(keys::ancestor_step) + " and no controlling Job");
+  }
+  const auto* f = owners.find(*job);
+  if (f == nullptr) return *job;
+  if (f->failure) {
+    return recognition{recognition::verdict::unknown,
+                       "trainenv: could not read " + failed(*f) +
+                           "; cannot tell whether this JobSet pod is a training pod, so it "
+                           "passed unchanged (set label " +
+                           std::string(keys::ancestor_step) + ": trainer on the pod template)",
+                       nullptr};
+  }
+  const auto* job_step = object_label(f->object, keys::ancestor_step);
+  if (job_step == nullptr || *job_step != "trainer") {
+    return not_training("not a training pod: neither the pod nor its " + job->display() +
+                        " has label " + std::string(keys::ancestor_step) + ": trainer");
+  }
+  return recognition{recognition::verdict::through_job, {}, &f->object};
+}
+
+owner_step<result<runtime_framework>> framework_from_runtime(const pod_view& pod, const json& job,
+                                                             const owner_values& owners,
+                                                             const owner_kind_set& kinds) {
+  using answer = result<runtime_framework>;
+  const auto cannot = [](const std::string& why) {
+    return answer(error{"trainenv: cannot tell the framework: " + why + "; set annotation " +
+                        std::string(keys::policy) + " or label " + std::string(keys::framework) +
+                        " on the pod template"});
+  };
+  // Job -> JobSet (its controller) -> TrainJob (the JobSet's controller).
+  const auto jobset = controller_of(job, namespace_of(pod));
+  if (!jobset || kinds.find(jobset->api_version, jobset->kind) == nullptr) {
+    return answer(runtime_framework{});
+  }
+  const auto* jobset_fetch = owners.find(*jobset);
+  if (jobset_fetch == nullptr) return *jobset;
+  if (jobset_fetch->failure) return cannot("could not read " + failed(*jobset_fetch));
+  const auto trainjob = controller_of(jobset_fetch->object, namespace_of(pod));
+  const auto* trainjob_kind =
+      trainjob ? kinds.find(trainjob->api_version, trainjob->kind) : nullptr;
+  if (trainjob_kind == nullptr || trainjob_kind->runtime_ref.empty()) {
+    return answer(runtime_framework{});
+  }
+  const auto* trainjob_fetch = owners.find(*trainjob);
+  if (trainjob_fetch == nullptr) return *trainjob;
+  if (trainjob_fetch->failure) return cannot("could not read " + failed(*trainjob_fetch));
+
+  // spec.runtimeRef {apiGroup, kind, name}: Trainer defaults the group to its own and the kind
+  // to ClusterTrainingRuntime.
+  const auto* runtime_ref = find_path(trainjob_fetch->object, trainjob_kind->runtime_ref);
+  const auto* name = runtime_ref != nullptr ? string_member(*runtime_ref, "name") : nullptr;
+  if (name == nullptr || name->empty()) {
+    return cannot(trainjob->display() + " has no " + path_text(trainjob_kind->runtime_ref) +
+                  ".name");
+  }
+  const auto* group = string_member(*runtime_ref, "apiGroup");
+  const auto* kind = string_member(*runtime_ref, "kind");
+  const std::string runtime_group = group != nullptr ? *group : trainjob->group();
+  const std::string runtime_kind = kind != nullptr ? *kind : "ClusterTrainingRuntime";
+  const owner_kind* runtime_kind_info = nullptr;
+  for (const auto& k : kinds.all()) {
+    if (k.group == runtime_group && k.kind == runtime_kind && k.gives_framework)
+      runtime_kind_info = &k;
+  }
+  if (runtime_kind_info == nullptr) {
+    return cannot(trainjob->display() + " names runtime " + runtime_kind + " " + *name +
+                  ", not a known runtime kind");
+  }
+  const owner_ref runtime{runtime_group + "/" + runtime_kind_info->versions.front(),
+                          runtime_kind,
+                          runtime_kind_info->cluster_scoped ? std::string() : namespace_of(pod),
+                          *name,
+                          {}};
+  const auto* runtime_fetch = owners.find(runtime);
+  if (runtime_fetch == nullptr) return runtime;
+  if (runtime_fetch->failure) return cannot("could not read " + failed(*runtime_fetch));
+  runtime_framework out;
+  out.source = "label " + std::string(keys::framework) + " of " + runtime.display();
+  if (const auto* framework = object_label(runtime_fetch->object, keys::framework))
+    out.framework = *framework;
+  return answer(std::move(out));
+}
+
+owner_step<result<std::optional<owner_counts>>> counts_from_owners(const pod_view& pod,
+                                                                   std::string_view role,
+                                                                   const owner_values& owners,
+                                                                   const owner_kind_set& kinds) {
+  using answer = result<std::optional<owner_counts>>;
+  // A JobSet pod: its JobSet knows every role, and its labels name it.
+  if (const auto jobset = jobset_from_labels(pod, kinds)) {
+    return counts_of(*jobset, *kinds.find(jobset->api_version, jobset->kind), role, owners);
+  }
+  const auto owner = controller_of(pod.json(), namespace_of(pod));
+  if (!owner) return answer(std::optional<owner_counts>());  // a bare pod: the policy's defaults
+  const auto* kind = kinds.find(owner->api_version, owner->kind);
+  if (kind == nullptr || !kind->roles) {
+    return answer(error{owner->display() + " (" + owner->api_version +
+                        ") is not an owner kind trainenv knows how to read"});
+  }
+  if (kind->roles->kind != role_layout::shape::own) return counts_of(*owner, *kind, role, owners);
+
+  // A Job: when a kind that knows every role owns it (a JobSet without the pod labels), ask
+  // that one; else the Job itself gives the pod's own role.
+  const auto* job = owners.find(*owner);
+  if (job == nullptr) return *owner;
+  if (job->failure) return answer(error{failed(*job)});
+  if (const auto parent = controller_of(job->object, namespace_of(pod))) {
+    const auto* parent_kind = kinds.find(parent->api_version, parent->kind);
+    if (parent_kind != nullptr && parent_kind->roles &&
+        parent_kind->roles->kind != role_layout::shape::own) {
+      return counts_of(*parent, *parent_kind, role, owners);
+    }
+  }
+  return counts_of(*owner, *kind, role, owners);
+}
+
+}  // namespace trainenv::core

@@ -1,0 +1,464 @@
+#include "trainenv/core/owners.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "trainenv/core/pod_view.hpp"
+#include "trainenv/core/policy.hpp"
+
+namespace trainenv::core {
+namespace {
+
+using nlohmann::json;
+
+// Counts above this are refused as implausible (and keep every product below 2^63).
+constexpr std::int64_t max_count = 1'000'000;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// A whole number from 0 to max_count, or `fallback` when absent.
+result<std::int64_t> count_member(const json& object, std::string_view key, std::int64_t fallback,
+                                  const std::string& where) {
+  const auto* value = member(object, key);
+  if (value == nullptr) return fallback;
+  if (!value->is_number_integer() || value->get<std::int64_t>() < 0 ||
+      value->get<std::int64_t>() > max_count) {
+    return error{where + "." + std::string(key) + " is " + value->dump() +
+                 "; expected a whole number from 0 to " + std::to_string(max_count)};
+  }
+  return value->get<std::int64_t>();
+}
+
+}  // namespace
+
+std::string owner_ref::group() const {
+  const auto slash = api_version.find('/');
+  return slash == std::string::npos ? std::string() : api_version.substr(0, slash);
+}
+
+std::string owner_ref::display() const {
+  return kind + " " + (namespace_name.empty() ? name : namespace_name + "/" + name);
+}
+
+std::optional<owner_ref> controller_of(const json& object, std::string_view namespace_name) {
+  const auto* metadata = member(object, "metadata");
+  const auto* refs = metadata != nullptr ? member(*metadata, "ownerReferences") : nullptr;
+  if (refs == nullptr || !refs->is_array()) return std::nullopt;
+  for (const auto& ref : *refs) {
+    const auto* controller = member(ref, "controller");
+    if (controller == nullptr || !controller->is_boolean() || !controller->get<bool>()) continue;
+    const auto* api_version = string_member(ref, "apiVersion");
+    const auto* kind = string_member(ref, "kind");
+    const auto* name = string_member(ref, "name");
+    const auto* uid = string_member(ref, "uid");
+    if (api_version == nullptr || kind == nullptr || name == nullptr || uid == nullptr)
+      return std::nullopt;
+    return owner_ref{*api_version, *kind, std::string(namespace_name), *name, *uid};
+  }
+  return std::nullopt;
+}
+
+const json* find_path(const json& object, const member_path& path) {
+  const json* at = &object;
+  for (const auto& key : path) {
+    at = member(*at, key);
+    if (at == nullptr) return nullptr;
+  }
+  return at;
+}
+
+std::string path_text(const member_path& path) {
+  std::string out;
+  for (const auto& key : path) out += (out.empty() ? "" : ".") + key;
+  return out;
+}
+
+std::string owner_kind::api_path(const owner_ref& ref) const {
+  const std::string version = ref.api_version.substr(ref.api_version.find('/') + 1);
+  std::string path = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  if (!cluster_scoped) path += "/namespaces/" + ref.namespace_name;
+  return path + "/" + resource + "/" + ref.name;
+}
+
+result<owner_kind_set> owner_kind_set::build(std::vector<owner_kind> kinds) {
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (kinds[i].group != kinds[j].group || kinds[i].kind != kinds[j].kind) continue;
+      for (const auto& version : kinds[i].versions) {
+        if (std::find(kinds[j].versions.begin(), kinds[j].versions.end(), version) !=
+            kinds[j].versions.end()) {
+          return error{kinds[i].source + ": owner kind " + quote(kinds[i].name) + " claims " +
+                       kinds[i].kind + " " + (kinds[i].group.empty() ? "" : kinds[i].group + "/") +
+                       version + ", which owner kind " + quote(kinds[j].name) + " (" +
+                       kinds[j].source + ") already describes"};
+        }
+      }
+    }
+  }
+  owner_kind_set out;
+  out.kinds_ = std::move(kinds);
+  return out;
+}
+
+const owner_kind* owner_kind_set::find(std::string_view api_version, std::string_view kind) const {
+  const auto slash = api_version.find('/');
+  const auto group =
+      slash == std::string_view::npos ? std::string_view() : api_version.substr(0, slash);
+  const auto version = api_version.substr(slash == std::string_view::npos ? 0 : slash + 1);
+  for (const auto& k : kinds_) {
+    if (k.kind == kind && k.group == group &&
+        std::find(k.versions.begin(), k.versions.end(), version) != k.versions.end()) {
+      return &k;
+    }
+  }
+  return nullptr;
+}
+
+std::string_view failure_name(lookup_failure f) {
+  switch (f) {
+    case lookup_failure::not_found:
+      return "not found";
+    case lookup_failure::uid_mismatch:
+      return "a different object of that name (uid mismatch: recreated?)";
+    case lookup_failure::unauthorized:
+      return "unauthorized (401)";
+    case lookup_failure::forbidden:
+      return "forbidden (403)";
+    case lookup_failure::server_error:
+      return "API server error";
+    case lookup_failure::malformed:
+      return "malformed answer";
+    case lookup_failure::too_large:
+      return "answer too large";
+    case lookup_failure::timeout:
+      return "timed out";
+    case lookup_failure::unreachable:
+      return "API server unreachable";
+    case lookup_failure::no_access:
+      return "no API access configured";
+  }
+  return "failed";
+}
+
+void owner_values::add(owner_ref ref, json object) {
+  const auto* metadata = member(object, "metadata");
+  const auto* uid = metadata != nullptr ? string_member(*metadata, "uid") : nullptr;
+  if (!ref.uid.empty() && (uid == nullptr || *uid != ref.uid)) {
+    auto detail = ref.display() + " has uid " + (uid != nullptr ? *uid : std::string("none")) +
+                  ", the reference names " + ref.uid;
+    add_failure(std::move(ref), lookup_failure::uid_mismatch, std::move(detail));
+    return;
+  }
+  fetched_.push_back({std::move(ref), std::move(object), std::nullopt, {}});
+}
+
+void owner_values::add_failure(owner_ref ref, lookup_failure failure, std::string detail) {
+  fetched_.push_back({std::move(ref), nullptr, failure, std::move(detail)});
+}
+
+const owner_fetch* owner_values::find(const owner_ref& ref) const {
+  const auto group = ref.group();
+  for (const auto& f : fetched_) {
+    if (f.ref.kind == ref.kind && f.ref.name == ref.name &&
+        f.ref.namespace_name == ref.namespace_name && f.ref.group() == group) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+result<std::int64_t> job_spec_pods(const json& spec, const std::string& where) {
+  if (!spec.is_object()) return error{where + " is not a Job spec (expected an object)"};
+  auto parallelism = count_member(spec, "parallelism", 1, where);
+  if (!parallelism) return std::move(parallelism).take_error();
+  auto completions = count_member(spec, "completions", *parallelism, where);
+  if (!completions) return std::move(completions).take_error();
+  return std::min(*parallelism, *completions);
+}
+
+result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& object,
+                                          const owner_ref& ref, std::string_view own_role) {
+  const std::string who = ref.display();
+  if (!kind.roles) return error{who + " gives no pod counts"};
+  const auto& layout = *kind.roles;
+
+  // One role: the pods of one entry (or of the object itself), its replicas times its Job's.
+  const auto read_entry = [&](const json& entry, std::string role,
+                              const std::string& where) -> result<role_pods> {
+    role_pods out;
+    out.role = std::move(role);
+    out.source = who + " " + where;
+    std::int64_t replicas = 1;
+    if (!layout.replicas_member.empty()) {
+      auto n = count_member(entry, layout.replicas_member, 1, who + " " + where);
+      if (!n) return std::move(n).take_error();
+      replicas = *n;
+    }
+    if (!layout.job_spec.empty()) {
+      const auto* spec = find_path(entry, layout.job_spec);
+      if (spec == nullptr) {
+        return error{who + " " + where + " has no " + path_text(layout.job_spec)};
+      }
+      auto per_job = job_spec_pods(*spec, who + " " + where + "." + path_text(layout.job_spec));
+      if (!per_job) return std::move(per_job).take_error();
+      out.pods_per_job = *per_job;
+    }
+    out.pods = replicas * out.pods_per_job;
+    if (out.pods > max_count) {
+      return error{who + " " + where + " runs " + std::to_string(out.pods) + " pods; more than " +
+                   std::to_string(max_count) + " is not believed"};
+    }
+    if (!layout.pod_template.empty()) out.pod_template = find_path(entry, layout.pod_template);
+    return out;
+  };
+
+  std::vector<role_pods> roles;
+  switch (layout.kind) {
+    case role_layout::shape::own: {
+      auto one = read_entry(object, std::string(own_role), path_text(layout.job_spec));
+      if (!one) return std::move(one).take_error();
+      roles.push_back(std::move(*one));
+      break;
+    }
+    case role_layout::shape::list: {
+      const auto* list = find_path(object, layout.entries);
+      const std::string where = path_text(layout.entries);
+      if (list == nullptr || !list->is_array()) {
+        return error{who + " has no list " + where};
+      }
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const auto& entry = (*list)[i];
+        const auto* name = string_member(entry, layout.name_member);
+        if (name == nullptr || name->empty()) {
+          return error{who + " " + where + "[" + std::to_string(i) + "] has no " +
+                       layout.name_member};
+        }
+        auto one = read_entry(entry, *name, where + "[" + *name + "]");
+        if (!one) return std::move(one).take_error();
+        roles.push_back(std::move(*one));
+      }
+      break;
+    }
+    case role_layout::shape::map: {
+      const auto* map = find_path(object, layout.entries);
+      const std::string where = path_text(layout.entries);
+      if (map == nullptr || !map->is_object()) {
+        return error{who + " has no mapping " + where};
+      }
+      for (const auto& [key, entry] : map->items()) {
+        auto one = read_entry(entry, lower(key), where + "." + key);
+        if (!one) return std::move(one).take_error();
+        roles.push_back(std::move(*one));
+      }
+      break;
+    }
+  }
+  for (std::size_t i = 0; i < roles.size(); ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (roles[i].role == roles[j].role) {
+        return error{who + " names role " + quote(roles[i].role) + " twice"};
+      }
+    }
+  }
+  return roles;
+}
+
+namespace {
+
+// A field-by-field reader of an OwnerKind document; the first problem ends the parse.
+class owner_kind_parser {
+ public:
+  explicit owner_kind_parser(std::string_view source) : source_(source) {}
+
+  result<owner_kind> parse(const json& document) {
+    owner_kind out;
+    out.source = source_;
+    if (!document.is_object())
+      return fail("", "must be a mapping with apiVersion, kind, metadata and spec");
+    if (!known(document, "", {"apiVersion", "kind", "metadata", "spec"})) return take();
+    const auto* api_version = string_member(document, "apiVersion");
+    if (api_version == nullptr || *api_version != policy_api_version) {
+      return fail("apiVersion", "must be " + std::string(policy_api_version));
+    }
+    const auto* document_kind = string_member(document, "kind");
+    if (document_kind == nullptr || *document_kind != owner_kind_kind) {
+      return fail("kind", "must be " + std::string(owner_kind_kind));
+    }
+    const auto* metadata = object(document, "metadata", "metadata");
+    const auto* name = metadata != nullptr ? text(*metadata, "name", "metadata.name") : nullptr;
+    if (name == nullptr) return take();
+    if (!is_dns_label(*name))
+      return fail("metadata.name",
+                  quote(*name) + " is not a valid name; use lower-case letters, digits and '-'");
+    out.name = *name;
+    const auto* spec = object(document, "spec", "spec");
+    if (spec == nullptr) return take();
+    if (!known(*spec, "spec",
+               {"apiGroup", "versions", "kind", "resource", "clusterScoped", "roles", "runtimeRef",
+                "framework"}))
+      return take();
+    const auto* group = text(*spec, "apiGroup", "spec.apiGroup", true);
+    if (failed_) return take();
+    out.group = group != nullptr ? *group : std::string();
+    const auto* versions = member(*spec, "versions");
+    if (versions == nullptr || !versions->is_array() || versions->empty())
+      return fail("spec.versions", "must be a non-empty list, e.g. [v1]");
+    for (const auto& v : *versions) {
+      if (!v.is_string() || v.get_ref<const std::string&>().empty())
+        return fail("spec.versions", "must be a list of version names");
+      out.versions.push_back(v.get<std::string>());
+    }
+    const auto* kind = text(*spec, "kind", "spec.kind");
+    const auto* resource = text(*spec, "resource", "spec.resource");
+    if (kind == nullptr || resource == nullptr) return take();
+    out.kind = *kind;
+    out.resource = *resource;
+    if (!is_dns_label(out.resource))
+      return fail(
+          "spec.resource",
+          quote(out.resource) + " is not a resource name; write the plural, lower-case, e.g. jobs");
+    out.cluster_scoped = flag(*spec, "clusterScoped", "spec.clusterScoped");
+    out.gives_framework = flag(*spec, "framework", "spec.framework");
+    if (const auto* ref = text(*spec, "runtimeRef", "spec.runtimeRef", true))
+      out.runtime_ref = split(*ref);
+    if (failed_) return take();
+    if (const auto* roles = member(*spec, "roles")) {
+      auto layout = parse_roles(*roles);
+      if (!layout) return take();
+      out.roles = std::move(*layout);
+    }
+    if (!out.roles && out.runtime_ref.empty() && !out.gives_framework) {
+      return fail(
+          "spec",
+          "gives nothing: add roles (where the pod counts sit), runtimeRef or framework: true");
+    }
+    return out;
+  }
+
+ private:
+  std::optional<role_layout> parse_roles(const json& roles) {
+    if (!roles.is_object()) return fail_layout("spec.roles", "must be a mapping");
+    if (!known(roles, "spec.roles",
+               {"own", "list", "map", "name", "replicas", "jobSpec", "podTemplate"}))
+      return std::nullopt;
+    role_layout out;
+    const json* fields = &roles;
+    const int shapes = roles.contains("own") + roles.contains("list") + roles.contains("map");
+    if (shapes != 1) return fail_layout("spec.roles", "needs exactly one of own, list or map");
+    if (const auto* own = member(roles, "own")) {
+      if (!own->is_object())
+        return fail_layout("spec.roles.own", "must be a mapping with jobSpec and podTemplate");
+      if (roles.size() != 1) return fail_layout("spec.roles", "with own, the fields go inside own");
+      if (!known(*own, "spec.roles.own", {"jobSpec", "podTemplate"})) return std::nullopt;
+      out.kind = role_layout::shape::own;
+      fields = own;
+    } else {
+      const bool is_list = roles.contains("list");
+      out.kind = is_list ? role_layout::shape::list : role_layout::shape::map;
+      const auto* entries =
+          text(roles, is_list ? "list" : "map", is_list ? "spec.roles.list" : "spec.roles.map");
+      if (entries == nullptr) return std::nullopt;
+      out.entries = split(*entries);
+      if (is_list) {
+        const auto* name = text(roles, "name", "spec.roles.name");
+        if (name == nullptr) return std::nullopt;
+        out.name_member = *name;
+      } else if (roles.contains("name")) {
+        return fail_layout("spec.roles.name", "not used with map: the keys name the roles");
+      }
+      if (const auto* replicas = text(roles, "replicas", "spec.roles.replicas", true))
+        out.replicas_member = *replicas;
+    }
+    const std::string prefix = fields == &roles ? "spec.roles" : "spec.roles.own";
+    if (const auto* job_spec = text(*fields, "jobSpec", prefix + ".jobSpec", true))
+      out.job_spec = split(*job_spec);
+    if (const auto* pod_template = text(*fields, "podTemplate", prefix + ".podTemplate", true))
+      out.pod_template = split(*pod_template);
+    if (failed_) return std::nullopt;
+    if (out.pod_template.empty())
+      return fail_layout(prefix + ".podTemplate",
+                         "missing: where the role's pod template sits, e.g. template");
+    return out;
+  }
+
+  static member_path split(const std::string& dotted) {
+    member_path out;
+    std::size_t start = 0;
+    while (start <= dotted.size()) {
+      const auto dot = dotted.find('.', start);
+      out.push_back(dotted.substr(start, dot - start));
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    return out;
+  }
+
+  bool known(const json& object, const std::string& field,
+             std::initializer_list<std::string_view> names) {
+    for (const auto& item : object.items()) {
+      if (std::find(names.begin(), names.end(), item.key()) != names.end()) continue;
+      std::string list;
+      for (auto n : names) list += (list.empty() ? "" : ", ") + std::string(n);
+      fail((field.empty() ? "" : field + ".") + item.key(),
+           "unknown field; known fields here: " + list);
+      return false;
+    }
+    return true;
+  }
+  const json* object(const json& parent, std::string_view key, const std::string& field) {
+    const auto* value = member(parent, key);
+    if (value == nullptr || !value->is_object()) {
+      fail(field, "must be a mapping");
+      return nullptr;
+    }
+    return value;
+  }
+  // A non-empty string member; absent is an error unless `optional`.
+  const std::string* text(const json& parent, std::string_view key, const std::string& field,
+                          bool optional = false) {
+    const auto* value = member(parent, key);
+    if (value == nullptr) {
+      if (!optional) fail(field, "missing");
+      return nullptr;
+    }
+    if (!value->is_string() || value->get_ref<const std::string&>().empty()) {
+      fail(field, "must be a non-empty string");
+      return nullptr;
+    }
+    return &value->get_ref<const std::string&>();
+  }
+  bool flag(const json& parent, std::string_view key, const std::string& field) {
+    const auto* value = member(parent, key);
+    if (value == nullptr) return false;
+    if (!value->is_boolean()) {
+      fail(field, "must be true or false");
+      return false;
+    }
+    return value->get<bool>();
+  }
+  error fail(const std::string& field, const std::string& problem) {
+    if (!failed_) failed_ = error{source_ + ": " + (field.empty() ? "" : field + ": ") + problem};
+    return *failed_;
+  }
+  std::nullopt_t fail_layout(const std::string& field, const std::string& problem) {
+    fail(field, problem);
+    return std::nullopt;
+  }
+  error take() { return failed_ ? *failed_ : error{source_ + ": invalid OwnerKind"}; }
+
+  std::string source_;
+  std::optional<error> failed_;
+};
+
+}  // namespace
+
+result<owner_kind> parse_owner_kind(const json& document, std::string_view source) {
+  return owner_kind_parser(source).parse(document);
+}
+
+}  // namespace trainenv::core
