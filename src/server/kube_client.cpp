@@ -1,5 +1,6 @@
 #include "trainenv/server/kube_client.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <mutex>
@@ -109,6 +110,16 @@ struct connection {
   beast::flat_buffer buffer;
   clock_type::time_point idle_since{};
 };
+
+// Object paths are made of DNS-1123 names, resources and API versions. Anything else (a CR or
+// LF from a hostile ownerReference could split the request) never reaches the wire.
+bool is_api_path(std::string_view path) {
+  if (path.empty() || path.front() != '/' || path.size() > 1024) return false;
+  return std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '/' || c == '-' || c == '.' ||
+           c == '_' || c == ':' || c == '~';
+  });
+}
 
 // The Status object's message when the body is one, else the status line.
 std::string failure_message(unsigned code, std::string_view reason, const std::string& body) {
@@ -342,6 +353,12 @@ asio::awaitable<lookup_result> kube_client::get(std::string path,
   const auto s = state_;
   const auto start = clock_type::now();
   const auto deadline = start + budget;
+  if (!is_api_path(path)) {
+    lookup_result invalid;
+    invalid.status = lookup_status::not_found;  // no object can have such a path
+    invalid.message = "not an API object path: " + core::quote(path);
+    co_return invalid;
+  }
   std::string token = s->tokens.current();
   bool retried_connection = false;
   bool retried_token = false;

@@ -457,6 +457,41 @@ TEST_CASE("no API server, or not the one the CA vouches for: unreachable", "[kub
   }
 }
 
+TEST_CASE("a path that is not an object path never reaches the wire", "[kube]") {
+  fake_apiserver api;
+  io_threads io;
+  auto client = make_client(io, api.credentials());
+  for (const std::string path : {"/apis/batch/v1/namespaces/a/jobs/x\r\nX-Evil: 1",
+                                 "/apis/batch/v1/namespaces/a/jobs/x y", "jobs/x", ""}) {
+    auto r = get(io, client, path);
+    CHECK(r.status == lookup_status::not_found);
+    CHECK_THAT(r.message, Catch::StartsWith("not an API object path: "));
+  }
+  CHECK(api.accepts() == 0);
+}
+
+TEST_CASE("many lookups of many owners at once, from four threads, share the pool", "[kube]") {
+  fake_apiserver api;
+  auto paths = api.load_yaml(owners_dir + "/trainer-torch.yaml");
+  for (const auto& p : api.load_yaml(owners_dir + "/jobset-torch.yaml")) paths.push_back(p);
+  api.misbehave(paths[0], {.delay = 20ms});
+  io_threads io(4);
+  auto client = make_client(io, api.credentials());
+  std::vector<std::future<lookup_result>> results;
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t i = 0; i < 40; ++i) {
+      results.push_back(
+          asio::co_spawn(io.ioc, client.get(paths[i % paths.size()], 2s), asio::use_future));
+    }
+    for (auto& f : results) CHECK(f.get().ok());
+    results.clear();
+  }
+  CHECK(api.total_gets() == 120);
+  CHECK(client.counters().requests_sent == 120);
+  CHECK(api.handshakes() == client.counters().connections_opened);
+  CHECK(api.handshakes() < 120);  // connections were reused across rounds
+}
+
 TEST_CASE("a client certificate authenticates without a token", "[kube]") {
   fake_apiserver api({.tokens = {}, .require_client_cert = true});
   api.load_yaml(owners_dir + "/jobset-torch.yaml");
