@@ -624,7 +624,7 @@ TEST_CASE("owner cache: hits within the TTL, a refetch after it", "[kube]") {
   api.load_yaml(owners_dir + "/jobset-torch.yaml");
   io_threads io;
   server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()),
-                            {.ttl = 300ms});
+                            {.ttl = 1s});
   auto first = io.run(cache.get(jobset_path, jobset_uid));
   REQUIRE(first.ok());
   CHECK(first.source == server::lookup_source::fetched);
@@ -636,7 +636,7 @@ TEST_CASE("owner cache: hits within the TTL, a refetch after it", "[kube]") {
   CHECK(cache.counters().hits == 1);
   CHECK(cache.counters().fetched(lookup_status::ok) == 1);
 
-  std::this_thread::sleep_for(350ms);
+  std::this_thread::sleep_for(1100ms);
   auto third = io.run(cache.get(jobset_path, jobset_uid));
   REQUIRE(third.ok());
   CHECK(third.source == server::lookup_source::fetched);

@@ -28,7 +28,10 @@ struct kube_client_options {
   // Larger answers are refused (when announced, without reading them). A JobSet or Trainer
   // runtime with big pod templates is tens of KiB; the API server's own limit is 3 MiB.
   std::size_t max_response_bytes = 4 * 1024 * 1024;
-  std::size_t max_idle_connections = 4;  // kept open between lookups
+  // Kept open between lookups. Busier moments open more connections (HTTP/1.1: one lookup per
+  // connection at a time) and close those the pool has no room for. asio's TLS stream keeps
+  // about 70 KiB of buffers per connection, so 8 idle cost about half a MiB.
+  std::size_t max_idle_connections = 8;
   // An idle connection older than this is closed rather than reused (below the 90 s idle
   // timeout of Go's HTTP clients, which the API server and the proxies before it expect).
   std::chrono::milliseconds max_idle_age{60'000};
