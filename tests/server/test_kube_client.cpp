@@ -400,6 +400,46 @@ TEST_CASE("each failure comes back as its kind, with the Status message", "[kube
   }
 }
 
+TEST_CASE("the budget covers the TLS handshake too", "[kube]") {
+  fake_apiserver api;
+  api.misbehave({.delay = 2000ms, .what = fault::stall});  // accepts, then never answers
+  io_threads io;
+  auto client = make_client(io, api.credentials());
+  const auto start = std::chrono::steady_clock::now();
+  auto r = get(io, client, job_path, 200ms);
+  CHECK(r.status == lookup_status::timeout);
+  CHECK(r.message == "no answer within 200 ms (TLS handshake)");
+  CHECK(std::chrono::steady_clock::now() - start < 1000ms);
+  CHECK(api.accepts() == 1);
+}
+
+TEST_CASE("idle connections past their age are not reused", "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  io_threads io;
+  auto client = make_client(io, api.credentials(), {.max_idle_age = 0ms});
+  for (int i = 0; i < 3; ++i) REQUIRE(get(io, client, job_path).ok());
+  CHECK(api.accepts() == 3);
+  CHECK(client.counters().connections_opened == 3);
+}
+
+TEST_CASE("in-cluster credentials end to end: the service account mount and the service",
+          "[kube]") {
+  temp_dir dir;
+  fake_apiserver api({.tokens = {"sa-token"}});
+  api.load_yaml(owners_dir + "/volcano-pytorch.yaml");
+  write_file(dir.file("token"), "sa-token\n");
+  write_file(dir.file("ca.crt"), api.ca().cert);
+  auto credentials =
+      inputs::load_in_cluster("127.0.0.1", std::to_string(api.port()), dir.path.string());
+  REQUIRE(credentials.ok());
+  io_threads io;
+  auto client = make_client(io, *credentials);
+  auto r = get(io, client, "/apis/batch.volcano.sh/v1alpha1/namespaces/team-a/jobs/mnist");
+  REQUIRE(r.ok());
+  CHECK((*r.object)["metadata"]["uid"] == "6631f6c9-c9fd-a940-2357-82a11209bcfe");
+}
+
 TEST_CASE("no API server, or not the one the CA vouches for: unreachable", "[kube]") {
   io_threads io;
   SECTION("nothing listens") {
@@ -623,8 +663,7 @@ TEST_CASE("owner cache: hits within the TTL, a refetch after it", "[kube]") {
   fake_apiserver api;
   api.load_yaml(owners_dir + "/jobset-torch.yaml");
   io_threads io;
-  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()),
-                            {.ttl = 1s});
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()), {.ttl = 1s});
   auto first = io.run(cache.get(jobset_path, jobset_uid));
   REQUIRE(first.ok());
   CHECK(first.source == server::lookup_source::fetched);

@@ -47,6 +47,7 @@ enum class fault {
   drop_mid_response,   // half of a 200 answer, then the TCP connection closes
   close_after_answer,  // a normal kept-alive answer, then the connection closes (idle close)
   refuse,              // the connection is closed at accept (global only)
+  stall,               // the connection is held without a handshake for `delay` (global only)
 };
 
 struct misbehaviour {
@@ -236,12 +237,24 @@ class fake_apiserver {
       auto [ec, socket] = co_await acceptor_.async_accept(use_nothrow);
       if (ec) co_return;
       ++accepts_;
-      if (behaviour_for("").what == fault::refuse) {
+      const auto m = behaviour_for("");
+      if (m.what == fault::refuse) {
         socket.close(ec);
+        continue;
+      }
+      if (m.what == fault::stall) {
+        boost::asio::co_spawn(ioc_, hold(std::move(socket), m.delay), boost::asio::detached);
         continue;
       }
       boost::asio::co_spawn(ioc_, session(std::move(socket)), boost::asio::detached);
     }
+  }
+
+  // Keeps the accepted socket open, unread, for `delay` (it lives in this frame).
+  boost::asio::awaitable<void> hold([[maybe_unused]] tcp::socket socket,
+                                    std::chrono::milliseconds delay) {
+    boost::asio::steady_timer timer(ioc_, delay);
+    co_await timer.async_wait(use_nothrow);
   }
 
   boost::asio::awaitable<void> session(tcp::socket socket) {
