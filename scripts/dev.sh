@@ -93,7 +93,7 @@ test_suite() {
   log "the server tests again under TSan (build-tsan/)"
   BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE_THREAD=ON" build_dir=build-tsan build server_tests
   TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
-    build-tsan/tests/server_tests "[server],[adversarial],[tls]"
+    build-tsan/tests/server_tests "[server],[adversarial],[tls],[kube]"
   # Each fuzz target briefly (a regression shows within a minute), after replaying the inputs
   # that once broke something. scripts/fuzz.sh --seconds 1800 is the long run.
   log "the fuzz targets, a minute each (build-fuzz/)"

@@ -1,0 +1,71 @@
+// Owner objects by key (the owner's uid when the reference gives one, else its API path): a
+// short-lived, size-bounded cache in front of the API client, where concurrent lookups of one
+// key share a single GET (the 1,000 pods of one job cost one call, not 1,000). Only objects
+// are cached; failures are not (see docs/owner-lookup.md).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+
+#include "trainenv/server/kube_client.hpp"
+#include "trainenv/server/lookup_result.hpp"
+
+namespace trainenv::server {
+
+struct owner_cache_options {
+  // Long enough for a controller's burst of pod creations (the Job controller's slow start
+  // creates a 1,000-pod job in seconds), short enough that a rescaled owner is seen soon.
+  std::chrono::milliseconds ttl{10'000};
+  // A JobSet with its pod templates is some tens of KiB in memory: 512 stay well under 50 MiB.
+  std::size_t max_entries = 512;
+};
+
+// For metrics: each lookup counts once, as a hit, as shared, or as a fetch by its result.
+struct owner_cache_counters {
+  std::atomic<std::uint64_t> hits{0};
+  std::atomic<std::uint64_t> shared{0};
+  std::array<std::atomic<std::uint64_t>, lookup_status_count> fetches{};
+  std::atomic<std::uint64_t> evictions{0};
+
+  [[nodiscard]] std::uint64_t fetched(lookup_status s) const {
+    return fetches[static_cast<std::size_t>(s)].load(std::memory_order_relaxed);
+  }
+};
+
+class owner_cache {
+ public:
+  // One GET of an API path within a time budget; kube_client::get, or a stand-in in tests.
+  using fetch_function = std::function<boost::asio::awaitable<lookup_result>(
+      std::string path, std::chrono::milliseconds budget)>;
+
+  owner_cache(boost::asio::any_io_executor executor, fetch_function fetch,
+              owner_cache_options options = {});
+  // Fetches through `client`.
+  owner_cache(boost::asio::any_io_executor executor, kube_client client,
+              owner_cache_options options = {});
+
+  // The object at `path`. With `expected_uid`, it is the key, and an object whose
+  // metadata.uid differs is a uid_mismatch (a recreated object of the same name is not the
+  // owner). A lookup that joins another's GET waits at most as long as that GET's budget.
+  [[nodiscard]] boost::asio::awaitable<lookup_result> get(
+      std::string path, std::string expected_uid,
+      std::chrono::milliseconds budget = std::chrono::milliseconds(2000)) const;
+
+  [[nodiscard]] const owner_cache_counters& counters() const;
+  [[nodiscard]] std::size_t size() const;  // objects stored now
+
+  struct state;
+
+ private:
+  std::shared_ptr<state> state_;
+};
+
+}  // namespace trainenv::server

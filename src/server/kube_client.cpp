@@ -1,0 +1,437 @@
+#include "trainenv/server/kube_client.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <mutex>
+#include <vector>
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "trainenv/core/json_text.hpp"
+
+namespace trainenv::server {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = asio::ssl;
+using tcp = asio::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+constexpr std::uint32_t max_header_bytes = 64 * 1024;
+
+#ifdef TRAINENV_VERSION
+constexpr const char* user_agent = "trainenv/" TRAINENV_VERSION;
+#else
+constexpr const char* user_agent = "trainenv";
+#endif
+
+bool is_ip_address(const std::string& host) {
+  boost::system::error_code ec;
+  asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+// The bearer token: a literal, or a file that is re-read when its size or mtime changes
+// (checked at most every `recheck`) and whenever a 401 says the one we sent is stale. The last
+// value read stays in use while the file cannot be read, as in client-go.
+class token_source {
+ public:
+  token_source(std::string literal, std::string file, std::chrono::milliseconds recheck,
+               kube_client_counters& counters)
+      : token_(std::move(literal)), file_(std::move(file)), recheck_(recheck), counters_(counters) {
+    if (!file_.empty()) {
+      const std::lock_guard lock(mutex_);
+      read_locked(true);
+    }
+  }
+
+  std::string current() {
+    const std::lock_guard lock(mutex_);
+    if (!file_.empty() && clock_type::now() - checked_ >= recheck_) read_locked(false);
+    return token_;
+  }
+
+  std::string reload() {
+    const std::lock_guard lock(mutex_);
+    if (!file_.empty()) read_locked(true);
+    return token_;
+  }
+
+ private:
+  // A few hundred bytes from a local file (a tmpfs in a pod), at most every few seconds.
+  void read_locked(bool always) {
+    namespace fs = std::filesystem;
+    checked_ = clock_type::now();
+    std::error_code ec;
+    const auto mtime = fs::last_write_time(file_, ec);
+    const auto size = ec ? 0 : fs::file_size(file_, ec);
+    if (ec) return;
+    if (!always && mtime == mtime_ && size == size_) return;
+    auto token = inputs::read_token_file(file_);
+    if (!token) return;
+    mtime_ = mtime;
+    size_ = size;
+    if (*token != token_) counters_.token_reloads.fetch_add(1, std::memory_order_relaxed);
+    token_ = std::move(*token);
+  }
+
+  std::mutex mutex_;
+  std::string token_;
+  const std::string file_;
+  const std::chrono::milliseconds recheck_;
+  kube_client_counters& counters_;
+  clock_type::time_point checked_{};
+  std::filesystem::file_time_type mtime_{};
+  std::uintmax_t size_ = 0;
+};
+
+// One TLS connection to the API server. Its socket and timer live on its own strand; a lookup
+// uses it only from there, and only one lookup at a time (it is taken out of the pool).
+struct connection {
+  connection(const asio::any_io_executor& executor, ssl::context& context)
+      : stream(beast::tcp_stream(asio::make_strand(executor)), context) {}
+  ssl::stream<beast::tcp_stream> stream;
+  beast::flat_buffer buffer;
+  clock_type::time_point idle_since{};
+};
+
+// Object paths are made of DNS-1123 names, resources and API versions. Anything else (a CR or
+// LF from a hostile ownerReference could split the request) never reaches the wire.
+bool is_api_path(std::string_view path) {
+  if (path.empty() || path.front() != '/' || path.size() > 1024) return false;
+  return std::all_of(path.begin(), path.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '/' || c == '-' || c == '.' ||
+           c == '_' || c == ':' || c == '~';
+  });
+}
+
+// The Status object's message when the body is one, else the status line.
+std::string failure_message(unsigned code, std::string_view reason, const std::string& body) {
+  std::string out = "HTTP " + std::to_string(code);
+  if (!reason.empty()) out += " " + std::string(reason);
+  auto parsed = core::parse_json(body);
+  if (parsed && parsed->is_object()) {
+    const auto it = parsed->find("message");
+    if (it != parsed->end() && it->is_string() && !it->get_ref<const std::string&>().empty()) {
+      return out + ": " + it->get<std::string>();
+    }
+  }
+  return out;
+}
+
+struct attempt {
+  lookup_result result;
+  bool retry_fresh = false;  // a reused connection failed before any answer: try a new one
+};
+
+}  // namespace
+
+struct kube_client::state {
+  state(asio::any_io_executor executor, inputs::kube_credentials credentials,
+        kube_client_options options, ssl::context context)
+      : executor(std::move(executor)),
+        credentials(std::move(credentials)),
+        options(options),
+        tls(std::move(context)),
+        tokens(this->credentials.token, this->credentials.token_file, options.token_recheck,
+               counters),
+        host_header(this->credentials.authority()) {}
+
+  std::shared_ptr<connection> take_idle() {
+    const std::lock_guard lock(pool_mutex);
+    while (!idle.empty()) {
+      auto c = std::move(idle.back());
+      idle.pop_back();
+      if (clock_type::now() - c->idle_since < options.max_idle_age) return c;
+      // Closed where its socket lives.
+      const auto strand = c->stream.get_executor();
+      asio::post(strand, [c = std::move(c)] {});
+    }
+    return nullptr;
+  }
+
+  // Called on the connection's strand; a connection the pool has no room for ends there.
+  void give_back(std::shared_ptr<connection> c) {
+    c->idle_since = clock_type::now();
+    beast::get_lowest_layer(c->stream).expires_never();
+    const std::lock_guard lock(pool_mutex);
+    if (idle.size() < options.max_idle_connections) idle.push_back(std::move(c));
+  }
+
+  asio::awaitable<attempt> exchange(std::shared_ptr<connection> c, bool reused, std::string path,
+                                    std::string token, clock_type::time_point deadline,
+                                    std::chrono::milliseconds budget);
+
+  asio::any_io_executor executor;
+  inputs::kube_credentials credentials;
+  kube_client_options options;
+  kube_client_counters counters;
+  ssl::context tls;
+  token_source tokens;
+  std::string host_header;
+  std::mutex pool_mutex;
+  std::vector<std::shared_ptr<connection>> idle;
+};
+
+asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection> c, bool reused,
+                                                      std::string path, std::string token,
+                                                      clock_type::time_point deadline,
+                                                      std::chrono::milliseconds budget) {
+  attempt out;
+  const auto fail = [&](lookup_status status, std::string message) {
+    out.result.status = status;
+    out.result.message = std::move(message);
+    return std::move(out);
+  };
+  const auto timed_out = [&](const boost::system::error_code& ec, const char* phase) {
+    return ec == beast::error::timeout || clock_type::now() >= deadline
+               ? std::optional(fail(
+                     lookup_status::timeout,
+                     "no answer within " + std::to_string(budget.count()) + " ms (" + phase + ")"))
+               : std::nullopt;
+  };
+  auto& socket = beast::get_lowest_layer(c->stream);
+  const auto executor = c->stream.get_executor();
+  const std::string where = credentials.authority();
+
+  if (!reused) {
+    std::vector<tcp::endpoint> endpoints;
+    boost::system::error_code ec;
+    const auto address = asio::ip::make_address(credentials.host, ec);
+    if (!ec) {
+      endpoints.emplace_back(address, credentials.port);
+    } else {
+      // The resolver has no timer of its own: one cancels it at the deadline.
+      struct resolving {
+        explicit resolving(const asio::any_io_executor& e) : resolver(e) {}
+        tcp::resolver resolver;
+      };
+      auto r = std::make_shared<resolving>(executor);
+      asio::steady_timer timer(executor, deadline);
+      timer.async_wait([r](boost::system::error_code e) {
+        if (!e) r->resolver.cancel();
+      });
+      auto [rec, results] = co_await r->resolver.async_resolve(
+          credentials.host, std::to_string(credentials.port), use_nothrow);
+      timer.cancel();
+      if (rec) {
+        if (auto t = timed_out(rec, "resolving the host")) co_return std::move(*t);
+        co_return fail(lookup_status::unreachable,
+                       "cannot resolve " + credentials.host + ": " + rec.message());
+      }
+      for (const auto& entry : results) endpoints.push_back(entry.endpoint());
+    }
+    socket.expires_at(deadline);
+    if (auto [cec, ep] = co_await socket.async_connect(endpoints, use_nothrow); cec) {
+      if (auto t = timed_out(cec, "connecting")) co_return std::move(*t);
+      co_return fail(lookup_status::unreachable,
+                     "cannot connect to " + where + ": " + cec.message());
+    }
+    socket.socket().set_option(tcp::no_delay(true), ec);
+    counters.connections_opened.fetch_add(1, std::memory_order_relaxed);
+    if (auto [hec] = co_await c->stream.async_handshake(ssl::stream_base::client, use_nothrow);
+        hec) {
+      if (auto t = timed_out(hec, "TLS handshake")) co_return std::move(*t);
+      // OpenSSL's first queued error is often a detail (an EVP failure inside a signature
+      // check); the verification result says what an operator needs to know.
+      const long verified = SSL_get_verify_result(c->stream.native_handle());
+      co_return fail(lookup_status::unreachable,
+                     "TLS handshake with " + where + " failed: " +
+                         (verified != X509_V_OK ? std::string("certificate verify failed: ") +
+                                                      X509_verify_cert_error_string(verified)
+                                                : hec.message()));
+    }
+  }
+  socket.expires_at(deadline);
+
+  http::request<http::empty_body> request{http::verb::get, credentials.base_path + path, 11};
+  request.set(http::field::host, host_header);
+  request.set(http::field::user_agent, user_agent);
+  request.set(http::field::accept, "application/json");
+  if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
+  counters.requests_sent.fetch_add(1, std::memory_order_relaxed);
+  http::response_parser<http::string_body> parser;
+  parser.header_limit(max_header_bytes);
+  parser.body_limit(options.max_response_bytes);
+  const auto lost = [&](const boost::system::error_code& ec, const char* phase) {
+    if (auto t = timed_out(ec, phase)) return std::move(*t);
+    // The server may close a kept-alive connection at any time; the GET was not answered, and
+    // GET is idempotent, so a fresh connection may try again.
+    if (reused && !parser.got_some()) out.retry_fresh = true;
+    if (ec == http::error::body_limit) {
+      const auto announced = parser.content_length();
+      return fail(lookup_status::too_large,
+                  "answer larger than " + std::to_string(options.max_response_bytes) + " bytes" +
+                      (announced ? " (" + std::to_string(*announced) + " announced)" : ""));
+    }
+    return fail(lookup_status::unreachable,
+                std::string(parser.got_some() ? "connection lost mid-answer from "
+                                              : "connection lost before an answer from ") +
+                    where + ": " + ec.message());
+  };
+  if (auto [ec, n] = co_await http::async_write(c->stream, request, use_nothrow); ec) {
+    co_return lost(ec, "sending the request");
+  }
+  if (auto [ec, n] = co_await http::async_read_header(c->stream, c->buffer, parser, use_nothrow);
+      ec) {
+    co_return lost(ec, "waiting for the answer");
+  }
+  if (auto [ec, n] = co_await http::async_read(c->stream, c->buffer, parser, use_nothrow); ec) {
+    co_return lost(ec, "reading the answer");
+  }
+
+  auto& response = parser.get();
+  const unsigned code = response.result_int();
+  out.result.http_status = static_cast<int>(code);
+  if (response.keep_alive()) give_back(std::move(c));
+  if (code == 200) {
+    auto parsed = core::parse_json(response.body());
+    if (!parsed)
+      co_return fail(lookup_status::malformed, "answer is not JSON: " + parsed.message());
+    if (!parsed->is_object()) co_return fail(lookup_status::malformed, "answer is not an object");
+    out.result.status = lookup_status::ok;
+    out.result.object = std::make_shared<const nlohmann::json>(std::move(*parsed));
+    co_return out;
+  }
+  const auto status = code == 401   ? lookup_status::unauthorized
+                      : code == 403 ? lookup_status::forbidden
+                      : code == 404 ? lookup_status::not_found
+                                    : lookup_status::server_error;
+  co_return fail(status, failure_message(code, response.reason(), response.body()));
+}
+
+core::result<kube_client> kube_client::create(asio::any_io_executor executor,
+                                              inputs::kube_credentials credentials,
+                                              kube_client_options options) {
+  ssl::context context(ssl::context::tls_client);
+  SSL_CTX_set_min_proto_version(context.native_handle(), TLS1_2_VERSION);
+  // Idle pooled connections keep no record buffers.
+  SSL_CTX_set_mode(context.native_handle(), SSL_MODE_RELEASE_BUFFERS);
+  context.set_verify_mode(ssl::verify_peer);
+  boost::system::error_code ec;
+  const std::string from = " (" + credentials.source + ")";
+  if (credentials.ca_pem.empty()) {
+    context.set_default_verify_paths(ec);
+    if (ec) return core::error{"cannot load the system's CA certificates: " + ec.message()};
+  } else if (context.add_certificate_authority(asio::buffer(credentials.ca_pem), ec); ec) {
+    return core::error{"the cluster CA is not a PEM certificate" + from + ": " + ec.message()};
+  }
+  if (!credentials.client_cert_pem.empty()) {
+    if (context.use_certificate_chain(asio::buffer(credentials.client_cert_pem), ec); ec) {
+      return core::error{"the client certificate is not PEM" + from + ": " + ec.message()};
+    }
+    if (context.use_private_key(asio::buffer(credentials.client_key_pem), ssl::context::pem, ec);
+        ec) {
+      // OpenSSL also refuses here a key that is not the certificate's.
+      return core::error{"the client key is not a PEM key of the client certificate" + from + ": " +
+                         ec.message()};
+    }
+  }
+  if (credentials.host.empty()) return core::error{"no API server host" + from};
+  return kube_client(std::make_shared<state>(std::move(executor), std::move(credentials), options,
+                                             std::move(context)));
+}
+
+asio::awaitable<lookup_result> kube_client::get(std::string path,
+                                                std::chrono::milliseconds budget) const {
+  const auto s = state_;
+  const auto start = clock_type::now();
+  const auto deadline = start + budget;
+  if (!is_api_path(path)) {
+    lookup_result invalid;
+    invalid.status = lookup_status::not_found;  // no object can have such a path
+    invalid.message = "not an API object path: " + core::quote(path);
+    co_return invalid;
+  }
+  std::string token = s->tokens.current();
+  bool retried_connection = false;
+  bool retried_token = false;
+  lookup_result out;
+  for (;;) {
+    auto c = s->take_idle();
+    const bool reused = c != nullptr;
+    if (!reused) {
+      c = std::make_shared<connection>(s->executor, s->tls);
+      // OpenSSL checks the name or address during the handshake (RFC 6125); no SNI for an
+      // address (RFC 6066 §3).
+      const auto& name = s->credentials.verify_name();
+      SSL* native = c->stream.native_handle();
+      X509_VERIFY_PARAM* param = SSL_get0_param(native);
+      if (is_ip_address(name)) {
+        X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str());
+      } else {
+        SSL_set_tlsext_host_name(native, name.c_str());
+        X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
+      }
+    }
+    const auto executor = c->stream.get_executor();
+    // The connection moves into the exchange, which ends or pools it on its strand.
+    auto a = co_await asio::co_spawn(
+        executor, s->exchange(std::move(c), reused, path, token, deadline, budget),
+        asio::use_awaitable);
+    if (a.retry_fresh && !retried_connection && clock_type::now() < deadline) {
+      retried_connection = true;
+      continue;
+    }
+    if (a.result.status == lookup_status::unauthorized && !retried_token &&
+        clock_type::now() < deadline) {
+      // The token may have rotated since it was last read: read it again and retry once.
+      retried_token = true;
+      token = s->tokens.reload();
+      continue;
+    }
+    out = std::move(a.result);
+    break;
+  }
+  out.latency = std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start);
+  co_return out;
+}
+
+const kube_client_counters& kube_client::counters() const {
+  return state_->counters;
+}
+
+const inputs::kube_credentials& kube_client::credentials() const {
+  return state_->credentials;
+}
+
+std::string api_path(std::string_view api_version, std::string_view resource, std::string_view ns,
+                     std::string_view name) {
+  std::string out = api_version.find('/') == std::string_view::npos ? "/api/" : "/apis/";
+  out += api_version;
+  if (!ns.empty()) {
+    out += "/namespaces/";
+    out += ns;
+  }
+  out += "/";
+  out += resource;
+  out += "/";
+  out += name;
+  return out;
+}
+
+std::string resource_of_kind(std::string_view kind) {
+  std::string out;
+  out.reserve(kind.size() + 1);
+  for (const char c : kind) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out + "s";
+}
+
+}  // namespace trainenv::server

@@ -1,0 +1,211 @@
+#include "trainenv/server/owner_cache.hpp"
+
+#include <exception>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace trainenv::server {
+
+namespace asio = boost::asio;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+// One GET in flight and the lookups waiting for it. The waiters are suspended on a timer that
+// never expires; the GET's end cancels it, which resumes each on its own executor.
+struct flight {
+  explicit flight(const asio::any_io_executor& executor)
+      : wake(executor, clock_type::time_point::max()) {}
+  asio::steady_timer wake;
+  bool done = false;
+  lookup_result result;
+};
+
+struct entry {
+  std::shared_ptr<const nlohmann::json> object;
+  clock_type::time_point expires;
+  std::list<std::string>::iterator recency;
+};
+
+std::string_view uid_of(const nlohmann::json& object) {
+  const auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return {};
+  const auto uid = metadata->find("uid");
+  return uid != metadata->end() && uid->is_string() ? uid->get_ref<const std::string&>()
+                                                    : std::string_view();
+}
+
+// A found object whose uid is not the expected one becomes uid_mismatch.
+void check_uid(lookup_result& result, const std::string& expected_uid) {
+  if (!result.ok() || expected_uid.empty()) return;
+  const auto uid = uid_of(*result.object);
+  if (uid == expected_uid) return;
+  result.status = lookup_status::uid_mismatch;
+  result.message = "metadata.uid is " + core::quote(uid) + ", the owner reference's is " +
+                   core::quote(expected_uid) + " (the object was recreated)";
+  result.object.reset();
+}
+
+std::chrono::microseconds since(clock_type::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start);
+}
+
+}  // namespace
+
+struct owner_cache::state {
+  state(asio::any_io_executor executor, fetch_function fetch, owner_cache_options options)
+      : executor(std::move(executor)), fetch(std::move(fetch)), options(options) {}
+
+  // Suspends until `f` is done; at once if it already is. The check and the wait are made
+  // under the lock that the GET's end takes, so no wake-up is missed.
+  template <class Token>
+  auto wait_for(std::shared_ptr<flight> f, Token&& token) {
+    return asio::async_initiate<Token, void(boost::system::error_code)>(
+        [this, f](auto handler) {
+          std::unique_lock lock(mutex);
+          if (!f->done) return f->wake.async_wait(std::move(handler));
+          lock.unlock();
+          const auto handler_executor = asio::get_associated_executor(handler, executor);
+          asio::post(handler_executor, [h = std::move(handler)]() mutable {
+            std::move(h)(boost::system::error_code());
+          });
+        },
+        token);
+  }
+
+  // Stores `object` as the freshest entry, evicting the least recently used beyond the bound.
+  void store_locked(const std::string& key, std::shared_ptr<const nlohmann::json> object) {
+    if (options.ttl.count() <= 0 || options.max_entries == 0) return;
+    const auto expires = clock_type::now() + options.ttl;
+    if (auto it = entries.find(key); it != entries.end()) {
+      it->second.object = std::move(object);
+      it->second.expires = expires;
+      recency.splice(recency.begin(), recency, it->second.recency);
+      return;
+    }
+    recency.push_front(key);
+    entries.emplace(key, entry{std::move(object), expires, recency.begin()});
+    while (entries.size() > options.max_entries) {
+      entries.erase(recency.back());
+      recency.pop_back();
+      counters.evictions.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // The stored object for `key` if it is still fresh (refreshing its recency).
+  std::shared_ptr<const nlohmann::json> find_locked(const std::string& key) {
+    const auto it = entries.find(key);
+    if (it == entries.end()) return nullptr;
+    if (clock_type::now() >= it->second.expires) {
+      recency.erase(it->second.recency);
+      entries.erase(it);
+      return nullptr;
+    }
+    recency.splice(recency.begin(), recency, it->second.recency);
+    return it->second.object;
+  }
+
+  asio::any_io_executor executor;
+  fetch_function fetch;
+  owner_cache_options options;
+  owner_cache_counters counters;
+  mutable std::mutex mutex;
+  std::unordered_map<std::string, entry> entries;
+  std::list<std::string> recency;  // keys, most recently used first
+  std::unordered_map<std::string, std::shared_ptr<flight>> in_flight;
+};
+
+owner_cache::owner_cache(asio::any_io_executor executor, fetch_function fetch,
+                         owner_cache_options options)
+    : state_(std::make_shared<state>(std::move(executor), std::move(fetch), options)) {}
+
+owner_cache::owner_cache(asio::any_io_executor executor, kube_client client,
+                         owner_cache_options options)
+    : owner_cache(
+          std::move(executor),
+          [client = std::move(client)](std::string path, std::chrono::milliseconds budget) {
+            return client.get(std::move(path), budget);
+          },
+          options) {}
+
+asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string expected_uid,
+                                                std::chrono::milliseconds budget) const {
+  const auto s = state_;
+  const auto start = clock_type::now();
+  const std::string key = expected_uid.empty() ? path : expected_uid;
+  std::shared_ptr<flight> f;
+  bool leader = false;
+  {
+    const std::lock_guard lock(s->mutex);
+    if (auto object = s->find_locked(key)) {
+      s->counters.hits.fetch_add(1, std::memory_order_relaxed);
+      lookup_result hit;
+      hit.object = std::move(object);
+      hit.http_status = 200;
+      hit.source = lookup_source::cached;
+      check_uid(hit, expected_uid);
+      hit.latency = since(start);
+      co_return hit;
+    }
+    auto& slot = s->in_flight[key];
+    if (!slot) {
+      slot = std::make_shared<flight>(s->executor);
+      leader = true;
+    }
+    f = slot;
+  }
+
+  if (!leader) {
+    s->counters.shared.fetch_add(1, std::memory_order_relaxed);
+    co_await s->wait_for(f, asio::as_tuple(asio::use_awaitable));
+    lookup_result joined;
+    {
+      const std::lock_guard lock(s->mutex);  // f->result was written under it
+      joined = f->result;
+    }
+    joined.source = lookup_source::shared;
+    joined.latency = since(start);
+    co_return joined;
+  }
+
+  lookup_result fetched;
+  try {
+    fetched = co_await s->fetch(path, budget);
+  } catch (const std::exception& e) {  // out of memory and the like: waiters must still wake
+    fetched = lookup_result{};
+    fetched.status = lookup_status::server_error;
+    fetched.message = std::string("lookup failed: ") + e.what();
+  }
+  check_uid(fetched, expected_uid);
+  fetched.source = lookup_source::fetched;
+  s->counters.fetches[static_cast<std::size_t>(fetched.status)].fetch_add(
+      1, std::memory_order_relaxed);
+  {
+    const std::lock_guard lock(s->mutex);
+    if (fetched.ok()) s->store_locked(key, fetched.object);
+    f->result = fetched;
+    f->done = true;
+    s->in_flight.erase(key);
+    f->wake.cancel();
+  }
+  fetched.latency = since(start);
+  co_return fetched;
+}
+
+const owner_cache_counters& owner_cache::counters() const {
+  return state_->counters;
+}
+
+std::size_t owner_cache::size() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->entries.size();
+}
+
+}  // namespace trainenv::server

@@ -1,0 +1,774 @@
+// Owner lookups for real: credentials from kubeconfig and service-account files, the API
+// client over real TLS on loopback against a real-shaped fake API server (tokens, Status
+// errors, misbehaviour on purpose), and the owner cache's TTL, bound, uid check and coalescing.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include "../test_support.hpp"
+#include "fake_apiserver.hpp"
+#include "test_certs.hpp"
+#include "trainenv/core/admission.hpp"
+#include "trainenv/inputs/kube_credentials.hpp"
+#include "trainenv/server/kube_client.hpp"
+#include "trainenv/server/owner_cache.hpp"
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace trainenv;
+using namespace trainenv::test;
+using namespace std::chrono_literals;
+using server::lookup_result;
+using server::lookup_status;
+
+namespace {
+
+const std::string owners_dir = std::string(TRAINENV_FIXTURES_DIR) + "/owners";
+const std::string job_path = "/apis/batch/v1/namespaces/team-a/jobs/gpt-node-0";
+const std::string jobset_path = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets/gpt";
+const std::string jobset_uid = "ac55e9c1-5dab-a422-b828-3d1af3ea7c82";
+
+// A fresh directory, removed at the end of the test.
+struct temp_dir {
+  temp_dir() {
+    static std::atomic<int> counter{0};
+    path = fs::temp_directory_path() /
+           ("trainenv-kube-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~temp_dir() {
+    std::error_code ignored;
+    fs::remove_all(path, ignored);
+  }
+  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
+  fs::path path;
+};
+
+// An io_context run by `n` threads for as long as the object lives.
+struct io_threads {
+  explicit io_threads(int n = 2) {
+    for (int i = 0; i < n; ++i) threads.emplace_back([this] { ioc.run(); });
+  }
+  ~io_threads() {
+    work.reset();
+    ioc.stop();
+    for (auto& t : threads) t.join();
+  }
+  template <class T>
+  T run(asio::awaitable<T> a) {
+    return asio::co_spawn(ioc, std::move(a), asio::use_future).get();
+  }
+  asio::io_context ioc;
+  asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(ioc);
+  std::vector<std::thread> threads;
+};
+
+server::kube_client make_client(io_threads& io, inputs::kube_credentials credentials,
+                                server::kube_client_options options = {}) {
+  auto client = server::kube_client::create(io.ioc.get_executor(), std::move(credentials), options);
+  REQUIRE(client.ok());
+  return std::move(*client);
+}
+
+lookup_result get(io_threads& io, const server::kube_client& client, const std::string& path,
+                  std::chrono::milliseconds budget = 2s) {
+  return io.run(client.get(path, budget));
+}
+
+std::string kubeconfig_text(const std::string& cluster, const std::string& user,
+                            const std::string& current = "dev") {
+  return "apiVersion: v1\nkind: Config\ncurrent-context: " + current +
+         "\ncontexts:\n- name: other\n  context: {cluster: nowhere, user: nobody}\n"
+         "- name: dev\n  context:\n    cluster: c1\n    user: u1\n    namespace: team-a\n"
+         "clusters:\n- name: c1\n  cluster:\n" +
+         cluster + "users:\n- name: u1\n  user:\n" + user;
+}
+
+}  // namespace
+
+// ---- credentials ----------------------------------------------------------------------------
+
+TEST_CASE("kubeconfig: data fields, current context, default port", "[kube]") {
+  temp_dir dir;
+  const auto ca = make_cert({.common_name = "ca", .is_ca = true});
+  write_file(dir.file("config"), kubeconfig_text("    server: https://api.example.com\n"
+                                                 "    certificate-authority-data: " +
+                                                     core::base64_encode(ca.cert) + "\n",
+                                                 "    token: abc.def\n"));
+  auto c = inputs::load_kubeconfig(dir.file("config"));
+  REQUIRE(c.ok());
+  CHECK(c->host == "api.example.com");
+  CHECK(c->port == 443);
+  CHECK(c->base_path.empty());
+  CHECK(c->ca_pem == ca.cert);
+  CHECK(c->token == "abc.def");
+  CHECK(c->token_file.empty());
+  CHECK(c->server_url() == "https://api.example.com:443");
+  CHECK(c->source == dir.file("config"));
+}
+
+TEST_CASE("kubeconfig: file fields resolved against the kubeconfig's directory", "[kube]") {
+  temp_dir dir;
+  fs::create_directories(dir.path / "kube" / "pki");
+  const auto ca = make_cert({.common_name = "ca", .is_ca = true});
+  const auto client = make_cert({.common_name = "me", .client = true}, &ca);
+  write_file(dir.file("kube/pki/ca.crt"), ca.cert);
+  write_file(dir.file("kube/pki/me.crt"), client.cert);
+  write_file(dir.file("kube/pki/me.key"), client.key);
+  write_file(dir.file("kube/token"), "  rotated-token\n");
+  write_file(dir.file("kube/config"),
+             kubeconfig_text("    server: https://[fd00::1]:6443/k8s/clusters/c-1/\n"
+                             "    certificate-authority: pki/ca.crt\n"
+                             "    tls-server-name: kubernetes.default.svc\n",
+                             "    tokenFile: token\n"
+                             "    client-certificate: pki/me.crt\n"
+                             "    client-key: " +
+                                 dir.file("kube/pki/me.key") + "\n"));
+  auto c = inputs::load_kubeconfig(dir.file("kube/config"));
+  REQUIRE(c.ok());
+  CHECK(c->host == "fd00::1");
+  CHECK(c->port == 6443);
+  CHECK(c->authority() == "[fd00::1]:6443");
+  CHECK(c->base_path == "/k8s/clusters/c-1");
+  CHECK(c->server_name == "kubernetes.default.svc");
+  CHECK(c->verify_name() == "kubernetes.default.svc");
+  CHECK(c->ca_pem == ca.cert);
+  CHECK(c->token_file == dir.file("kube/token"));
+  CHECK(c->token == "rotated-token");
+  CHECK(c->client_cert_pem == client.cert);
+  CHECK(c->client_key_pem == client.key);
+}
+
+TEST_CASE("kubeconfig: what is missing or wrong is named in one line", "[kube]") {
+  temp_dir dir;
+  const auto config = dir.file("config");
+  const auto error_of = [&](const std::string& text) {
+    write_file(config, text);
+    auto c = inputs::load_kubeconfig(config);
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.message().find("kubeconfig " + config + ": ") == 0);
+    CHECK(c.message().find('\n') == std::string::npos);
+    return c.message();
+  };
+  const std::string server = "    server: https://10.0.0.1:6443\n";
+  const std::string token = "    token: t\n";
+
+  CHECK_THAT(error_of("apiVersion: v1\nkind: Config\n"),
+             Catch::Contains("current-context is not set"));
+  CHECK_THAT(error_of(kubeconfig_text(server, token, "prod")),
+             Catch::Contains("current-context \"prod\" is not in contexts"));
+  CHECK_THAT(error_of(kubeconfig_text("    certificate-authority-data: eA==\n", token)),
+             Catch::Contains("cluster \"c1\": server is not set"));
+  CHECK_THAT(error_of(kubeconfig_text("    server: http://10.0.0.1:8080\n", token)),
+             Catch::Contains("is not an https URL"));
+  CHECK_THAT(error_of(kubeconfig_text("    server: https://10.0.0.1:99999\n", token)),
+             Catch::Contains("port \"99999\""));
+  CHECK_THAT(error_of(kubeconfig_text(server + "    insecure-skip-tls-verify: true\n", token)),
+             Catch::Contains("insecure-skip-tls-verify is not supported"));
+  CHECK_THAT(
+      error_of(kubeconfig_text(server + "    certificate-authority: missing/ca.crt\n", token)),
+      Catch::Contains("cluster \"c1\": certificate-authority: cannot read " +
+                      dir.file("missing/ca.crt")));
+  CHECK_THAT(error_of(kubeconfig_text(server + "    certificate-authority-data: '%%%'\n", token)),
+             Catch::Contains("certificate-authority-data is not valid base64"));
+  CHECK_THAT(error_of(kubeconfig_text(server, "    exec:\n      command: aws\n")),
+             Catch::Contains("user \"u1\": exec credentials are not supported"));
+  CHECK_THAT(error_of(kubeconfig_text(server, "    client-certificate-data: eA==\n")),
+             Catch::Contains("client-certificate is given without client-key"));
+  CHECK_THAT(error_of(kubeconfig_text(server, "    tokenFile: nope\n")),
+             Catch::Contains("user \"u1\": tokenFile: cannot read " + dir.file("nope")));
+  CHECK_THAT(error_of(kubeconfig_text(server, "    username: admin\n")),
+             Catch::Contains("user \"u1\": no credentials"));
+  CHECK_THAT(error_of(kubeconfig_text("    server: [1, 2]\n", token)),
+             Catch::Contains("server is not a string"));
+
+  auto missing = inputs::load_kubeconfig(dir.file("absent"));
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.message(), Catch::StartsWith("kubeconfig: cannot read " + dir.file("absent")));
+}
+
+TEST_CASE("in-cluster: service host, port, token and CA from the mount", "[kube]") {
+  temp_dir dir;
+  const auto ca = make_cert({.common_name = "cluster ca", .is_ca = true});
+  write_file(dir.file("token"), "sa-token\n");
+  write_file(dir.file("ca.crt"), ca.cert);
+
+  auto c = inputs::load_in_cluster("10.96.0.1", "443", dir.path.string());
+  REQUIRE(c.ok());
+  CHECK(c->host == "10.96.0.1");
+  CHECK(c->port == 443);
+  CHECK(c->token == "sa-token");
+  CHECK(c->token_file == dir.file("token"));
+  CHECK(c->ca_pem == ca.cert);
+  CHECK(c->source == "in-cluster");
+
+  auto v6 = inputs::load_in_cluster("fd00:10:96::1", "6443", dir.path.string());
+  REQUIRE(v6.ok());
+  CHECK(v6->host == "fd00:10:96::1");
+  CHECK(v6->server_url() == "https://[fd00:10:96::1]:6443");
+
+  // Through the environment, as in a pod.
+  ::setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+  ::setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  auto from_env = inputs::load_in_cluster(dir.path.string());
+  ::unsetenv("KUBERNETES_SERVICE_HOST");
+  ::unsetenv("KUBERNETES_SERVICE_PORT");
+  REQUIRE(from_env.ok());
+  CHECK(from_env->authority() == "10.96.0.1:443");
+
+  auto outside = inputs::load_in_cluster(dir.path.string());
+  REQUIRE_FALSE(outside.ok());
+  CHECK_THAT(outside.message(),
+             Catch::Contains("KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT"));
+  CHECK_THAT(outside.message(), Catch::Contains("--kubeconfig"));
+
+  auto bad_port = inputs::load_in_cluster("10.96.0.1", "https", dir.path.string());
+  REQUIRE_FALSE(bad_port.ok());
+  CHECK_THAT(bad_port.message(), Catch::StartsWith("KUBERNETES_SERVICE_PORT: port \"https\""));
+
+  fs::remove(dir.file("token"));
+  auto no_token = inputs::load_in_cluster("10.96.0.1", "443", dir.path.string());
+  REQUIRE_FALSE(no_token.ok());
+  CHECK_THAT(no_token.message(),
+             Catch::StartsWith("service account token: cannot read " + dir.file("token")));
+
+  write_file(dir.file("token"), "\n");
+  auto empty_token = inputs::load_in_cluster("10.96.0.1", "443", dir.path.string());
+  REQUIRE_FALSE(empty_token.ok());
+  CHECK_THAT(empty_token.message(), Catch::EndsWith("is empty"));
+
+  write_file(dir.file("token"), "sa-token");
+  fs::remove(dir.file("ca.crt"));
+  auto no_ca = inputs::load_in_cluster("10.96.0.1", "443", dir.path.string());
+  REQUIRE_FALSE(no_ca.ok());
+  CHECK_THAT(no_ca.message(), Catch::StartsWith("service account CA: cannot read"));
+}
+
+TEST_CASE("the client refuses credentials it cannot use", "[kube]") {
+  io_threads io(1);
+  fake_apiserver api;
+  auto bad_ca = api.credentials();
+  bad_ca.ca_pem = "not a certificate";
+  auto c1 = server::kube_client::create(io.ioc.get_executor(), bad_ca);
+  REQUIRE_FALSE(c1.ok());
+  CHECK_THAT(c1.message(), Catch::Contains("the cluster CA is not a PEM certificate"));
+
+  auto mismatched = api.credentials();
+  const auto a = make_cert({.client = true}, &api.ca());
+  const auto b = make_cert({.client = true}, &api.ca());
+  mismatched.client_cert_pem = a.cert;
+  mismatched.client_key_pem = b.key;
+  auto c2 = server::kube_client::create(io.ioc.get_executor(), mismatched);
+  REQUIRE_FALSE(c2.ok());
+  CHECK_THAT(c2.message(), Catch::Contains("the client key is not a PEM key of the client "
+                                           "certificate (fake apiserver): key values mismatch"));
+}
+
+TEST_CASE("api paths of the owner kinds", "[kube]") {
+  CHECK(server::api_path("batch/v1", server::resource_of_kind("Job"), "team-a", "x") ==
+        "/apis/batch/v1/namespaces/team-a/jobs/x");
+  CHECK(server::api_path("v1", "pods", "team-a", "p") == "/api/v1/namespaces/team-a/pods/p");
+  CHECK(server::api_path("trainer.kubeflow.org/v1alpha1",
+                         server::resource_of_kind("ClusterTrainingRuntime"), "",
+                         "torch-distributed") ==
+        "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/torch-distributed");
+  CHECK(server::resource_of_kind("MPIJob") == "mpijobs");
+  CHECK(server::resource_of_kind("JobSet") == "jobsets");
+}
+
+// ---- the client against the fake API server -------------------------------------------------
+
+TEST_CASE("GET returns the object, over one kept-alive TLS connection", "[kube]") {
+  fake_apiserver api;
+  const auto paths = api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  REQUIRE(paths == std::vector<std::string>{jobset_path, job_path});
+  io_threads io;
+  auto client = make_client(io, api.credentials());
+
+  auto r = get(io, client, job_path);
+  REQUIRE(r.status == lookup_status::ok);
+  CHECK(r.http_status == 200);
+  REQUIRE(r.object);
+  CHECK((*r.object)["metadata"]["uid"] == "c8f0472c-9aae-669b-2b9b-f7c9222a6421");
+  CHECK((*r.object)["spec"]["parallelism"] == 4);
+  CHECK(r.latency > 0us);
+
+  for (int i = 0; i < 9; ++i) REQUIRE(get(io, client, i % 2 ? job_path : jobset_path).ok());
+  CHECK(api.gets(job_path) == 5);
+  CHECK(api.gets(jobset_path) == 5);
+  CHECK(api.accepts() == 1);
+  CHECK(client.counters().connections_opened == 1);
+  CHECK(client.counters().requests_sent == 10);
+}
+
+TEST_CASE("each failure comes back as its kind, with the Status message", "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  io_threads io;
+  auto client = make_client(io, api.credentials());
+  const auto within_budget = [](const lookup_result& r) { CHECK(r.latency < 2s); };
+
+  SECTION("404 NotFound") {
+    auto r = get(io, client, "/apis/batch/v1/namespaces/team-a/jobs/x");
+    CHECK(r.status == lookup_status::not_found);
+    CHECK(r.http_status == 404);
+    CHECK(r.message == "HTTP 404 Not Found: jobs.batch \"x\" not found");
+    CHECK_FALSE(r.object);
+  }
+  SECTION("403 Forbidden") {
+    api.misbehave(job_path, {.what = fault::forbidden});
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::forbidden);
+    CHECK_THAT(r.message, Catch::Contains("cannot get resource \\\"jobs\\\"") ||
+                              Catch::Contains("cannot get resource \"jobs\""));
+  }
+  SECTION("500 with a Status") {
+    api.misbehave(job_path, {.what = fault::server_error});
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::server_error);
+    CHECK(r.http_status == 500);
+    CHECK_THAT(r.message, Catch::Contains("etcdserver: request timed out"));
+  }
+  SECTION("401 whatever the token: unauthorized after one retry") {
+    api.misbehave(job_path, {.what = fault::unauthorized});
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::unauthorized);
+    CHECK(r.message == "HTTP 401 Unauthorized: Unauthorized");
+    CHECK(api.gets(job_path) == 2);
+  }
+  SECTION("a body that is not JSON") {
+    api.misbehave(job_path, {.what = fault::garbage});
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::malformed);
+    CHECK_THAT(r.message, Catch::StartsWith("answer is not JSON"));
+  }
+  SECTION("JSON that is not an object") {
+    api.misbehave(job_path, {.what = fault::not_object});
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::malformed);
+    CHECK(r.message == "answer is not an object");
+  }
+  SECTION("64 MiB announced: refused without reading it") {
+    api.misbehave(job_path, {.what = fault::huge});
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::too_large);
+    CHECK(r.message == "answer larger than 4194304 bytes (67108864 announced)");
+    within_budget(r);
+  }
+  SECTION("an unannounced endless body: cut at the bound") {
+    api.misbehave(job_path, {.what = fault::huge_unannounced});
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::too_large);
+    CHECK(r.message == "answer larger than 4194304 bytes");
+    within_budget(r);
+  }
+  SECTION("the connection dropped mid-answer") {
+    api.misbehave(job_path, {.what = fault::drop_mid_response});
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::unreachable);
+    CHECK_THAT(r.message, Catch::StartsWith("connection lost mid-answer from 127.0.0.1:"));
+  }
+  SECTION("refused at accept") {
+    api.misbehave({.what = fault::refuse});
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::unreachable);
+    CHECK_THAT(r.message, Catch::StartsWith("TLS handshake with 127.0.0.1:"));
+    CHECK(api.total_gets() == 0);
+  }
+  SECTION("slower than the budget: a time-out, long before the answer would come") {
+    api.misbehave(job_path, {.delay = 2000ms});
+    const auto start = std::chrono::steady_clock::now();
+    auto r = get(io, client, job_path, 200ms);
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    CHECK(r.status == lookup_status::timeout);
+    CHECK(r.message == "no answer within 200 ms (waiting for the answer)");
+    CHECK(elapsed >= 190ms);
+    CHECK(elapsed < 1000ms);
+  }
+}
+
+TEST_CASE("the budget covers the TLS handshake too", "[kube]") {
+  fake_apiserver api;
+  api.misbehave({.delay = 2000ms, .what = fault::stall});  // accepts, then never answers
+  io_threads io;
+  auto client = make_client(io, api.credentials());
+  const auto start = std::chrono::steady_clock::now();
+  auto r = get(io, client, job_path, 200ms);
+  CHECK(r.status == lookup_status::timeout);
+  CHECK(r.message == "no answer within 200 ms (TLS handshake)");
+  CHECK(std::chrono::steady_clock::now() - start < 1000ms);
+  CHECK(api.accepts() == 1);
+}
+
+TEST_CASE("idle connections past their age are not reused", "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  io_threads io;
+  auto client = make_client(io, api.credentials(), {.max_idle_age = 0ms});
+  for (int i = 0; i < 3; ++i) REQUIRE(get(io, client, job_path).ok());
+  CHECK(api.accepts() == 3);
+  CHECK(client.counters().connections_opened == 3);
+}
+
+TEST_CASE("in-cluster credentials end to end: the service account mount and the service",
+          "[kube]") {
+  temp_dir dir;
+  fake_apiserver api({.tokens = {"sa-token"}});
+  api.load_yaml(owners_dir + "/volcano-pytorch.yaml");
+  write_file(dir.file("token"), "sa-token\n");
+  write_file(dir.file("ca.crt"), api.ca().cert);
+  auto credentials =
+      inputs::load_in_cluster("127.0.0.1", std::to_string(api.port()), dir.path.string());
+  REQUIRE(credentials.ok());
+  io_threads io;
+  auto client = make_client(io, *credentials);
+  auto r = get(io, client, "/apis/batch.volcano.sh/v1alpha1/namespaces/team-a/jobs/mnist");
+  REQUIRE(r.ok());
+  CHECK((*r.object)["metadata"]["uid"] == "6631f6c9-c9fd-a940-2357-82a11209bcfe");
+}
+
+TEST_CASE("no API server, or not the one the CA vouches for: unreachable", "[kube]") {
+  io_threads io;
+  SECTION("nothing listens") {
+    unsigned short port = 0;
+    {
+      fake_apiserver gone;
+      port = gone.port();
+    }
+    fake_apiserver api;  // only for its CA
+    auto credentials = api.credentials();
+    credentials.port = port;
+    auto client = make_client(io, credentials);
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::unreachable);
+    CHECK_THAT(r.message, Catch::StartsWith("cannot connect to 127.0.0.1:" + std::to_string(port)));
+  }
+  SECTION("a certificate from another CA") {
+    fake_apiserver api;
+    fake_apiserver other;
+    auto credentials = api.credentials();
+    credentials.ca_pem = other.ca().cert;
+    auto client = make_client(io, credentials);
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::unreachable);
+    CHECK_THAT(r.message, Catch::EndsWith("failed: certificate verify failed: certificate "
+                                          "signature failure"));
+    CHECK(api.total_gets() == 0);
+  }
+  SECTION("the right CA, but a certificate for another name") {
+    fake_apiserver api;
+    auto credentials = api.credentials();
+    credentials.server_name = "kubernetes.default.svc";
+    auto client = make_client(io, credentials);
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::unreachable);
+    CHECK_THAT(r.message, Catch::EndsWith("certificate verify failed: hostname mismatch"));
+    CHECK(api.total_gets() == 0);
+  }
+  SECTION("an address is checked as an address") {
+    fake_apiserver api;
+    auto credentials = api.credentials();
+    credentials.server_name = "127.0.0.2";
+    auto client = make_client(io, credentials);
+    auto r = get(io, client, job_path);
+    CHECK(r.status == lookup_status::unreachable);
+    CHECK_THAT(r.message, Catch::EndsWith("certificate verify failed: IP address mismatch"));
+  }
+  SECTION("a host name is resolved, and checked as a name") {
+    fake_apiserver api;
+    api.load_yaml(owners_dir + "/jobset-torch.yaml");
+    auto credentials = api.credentials();
+    credentials.host = "localhost";
+    auto client = make_client(io, credentials);
+    CHECK(get(io, client, job_path).ok());
+  }
+}
+
+TEST_CASE("a path that is not an object path never reaches the wire", "[kube]") {
+  fake_apiserver api;
+  io_threads io;
+  auto client = make_client(io, api.credentials());
+  for (const std::string path : {"/apis/batch/v1/namespaces/a/jobs/x\r\nX-Evil: 1",
+                                 "/apis/batch/v1/namespaces/a/jobs/x y", "jobs/x", ""}) {
+    auto r = get(io, client, path);
+    CHECK(r.status == lookup_status::not_found);
+    CHECK_THAT(r.message, Catch::StartsWith("not an API object path: "));
+  }
+  CHECK(api.accepts() == 0);
+}
+
+TEST_CASE("many lookups of many owners at once, from four threads, share the pool", "[kube]") {
+  fake_apiserver api;
+  auto paths = api.load_yaml(owners_dir + "/trainer-torch.yaml");
+  for (const auto& p : api.load_yaml(owners_dir + "/jobset-torch.yaml")) paths.push_back(p);
+  api.misbehave(paths[0], {.delay = 20ms});
+  io_threads io(4);
+  auto client = make_client(io, api.credentials());
+  std::vector<std::future<lookup_result>> results;
+  for (int round = 0; round < 3; ++round) {
+    for (std::size_t i = 0; i < 40; ++i) {
+      results.push_back(
+          asio::co_spawn(io.ioc, client.get(paths[i % paths.size()], 2s), asio::use_future));
+    }
+    for (auto& f : results) CHECK(f.get().ok());
+    results.clear();
+  }
+  CHECK(api.total_gets() == 120);
+  CHECK(client.counters().requests_sent == 120);
+  CHECK(api.handshakes() == client.counters().connections_opened);
+  CHECK(api.handshakes() < 120);  // connections were reused across rounds
+}
+
+TEST_CASE("a client certificate authenticates without a token", "[kube]") {
+  fake_apiserver api({.tokens = {}, .require_client_cert = true});
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  io_threads io;
+  auto credentials = api.credentials("");
+  SECTION("with it") {
+    const auto me = make_cert({.common_name = "trainenv", .client = true}, &api.ca());
+    credentials.client_cert_pem = me.cert;
+    credentials.client_key_pem = me.key;
+    auto client = make_client(io, credentials);
+    CHECK(get(io, client, job_path).ok());
+  }
+  SECTION("without it the handshake is refused") {
+    auto client = make_client(io, credentials);
+    CHECK(get(io, client, job_path).status == lookup_status::unreachable);
+  }
+}
+
+TEST_CASE("a rotated token file is re-read on a 401 and the GET retried once", "[kube]") {
+  temp_dir dir;
+  fake_apiserver api({.tokens = {"token-1"}});
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  write_file(dir.file("token"), "token-1\n");
+  auto credentials = api.credentials("token-1");
+  credentials.token_file = dir.file("token");
+  io_threads io;
+  auto client = make_client(io, credentials, {.token_recheck = 1h});
+  REQUIRE(get(io, client, job_path).ok());
+  CHECK(api.gets(job_path) == 1);
+
+  // The kubelet writes a new token and the API server stops accepting the old one.
+  write_file(dir.file("token"), "token-2\n");
+  api.set_tokens({"token-2"});
+  auto r = get(io, client, job_path);
+  REQUIRE(r.ok());
+  CHECK(api.gets(job_path) == 3);  // one 401, one retry
+  CHECK(client.counters().token_reloads == 1);
+  REQUIRE(get(io, client, job_path).ok());
+  CHECK(api.gets(job_path) == 4);  // the new token is kept
+
+  SECTION("a token file that still holds a refused token: unauthorized, one retry") {
+    api.set_tokens({"token-3"});
+    auto refused = get(io, client, job_path);
+    CHECK(refused.status == lookup_status::unauthorized);
+    CHECK(api.gets(job_path) == 6);
+  }
+}
+
+TEST_CASE("a changed token file is picked up before any 401", "[kube]") {
+  temp_dir dir;
+  fake_apiserver api({.tokens = {"token-1"}});
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  write_file(dir.file("token"), "token-1");
+  auto credentials = api.credentials("token-1");
+  credentials.token_file = dir.file("token");
+  io_threads io;
+  auto client = make_client(io, credentials, {.token_recheck = 0ms});
+  REQUIRE(get(io, client, job_path).ok());
+  write_file(dir.file("token"), "token-two");  // another size, so a changed file even in 1 s
+  api.set_tokens({"token-two"});
+  REQUIRE(get(io, client, job_path).ok());
+  CHECK(api.gets(job_path) == 2);  // no 401 on the way
+  CHECK(client.counters().token_reloads == 1);
+}
+
+TEST_CASE("a pooled connection the server closed is replaced once, transparently", "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  api.misbehave({.what = fault::close_after_answer});
+  io_threads io;
+  auto client = make_client(io, api.credentials());
+  REQUIRE(get(io, client, job_path).ok());
+  std::this_thread::sleep_for(50ms);  // the close reaches the client
+  auto r = get(io, client, job_path);
+  REQUIRE(r.ok());
+  CHECK(api.gets(job_path) == 2);
+  CHECK(api.accepts() == 2);
+  CHECK(client.counters().connections_opened == 2);
+}
+
+TEST_CASE("a slow lookup does not hold up other work on the same io_context", "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  api.misbehave(jobset_path, {.delay = 700ms});
+  io_threads io(1);  // one thread: a blocking lookup would stall everything
+  auto client = make_client(io, api.credentials());
+  std::mutex mutex;
+  std::vector<std::string> finished;
+  const auto lookup = [&](std::string path) -> asio::awaitable<lookup_status> {
+    auto r = co_await client.get(path, 2s);
+    const std::lock_guard lock(mutex);
+    finished.push_back(path);
+    co_return r.status;
+  };
+  auto slow = asio::co_spawn(io.ioc, lookup(jobset_path), asio::use_future);
+  std::this_thread::sleep_for(50ms);
+  const auto start = std::chrono::steady_clock::now();
+  auto fast = asio::co_spawn(io.ioc, lookup(job_path), asio::use_future);
+  CHECK(fast.get() == lookup_status::ok);
+  CHECK(std::chrono::steady_clock::now() - start < 500ms);
+  CHECK(slow.get() == lookup_status::ok);
+  CHECK(finished == std::vector<std::string>{job_path, jobset_path});
+  CHECK(api.accepts() == 2);  // the busy connection was not shared
+}
+
+TEST_CASE("a kubeconfig end to end: CA data, tokenFile", "[kube]") {
+  temp_dir dir;
+  fake_apiserver api({.tokens = {"from-file"}});
+  api.load_yaml(owners_dir + "/trainer-torch.yaml");
+  write_file(dir.file("token"), "from-file\n");
+  write_file(dir.file("config"),
+             kubeconfig_text(
+                 "    server: https://127.0.0.1:" + std::to_string(api.port()) + "\n" +
+                     "    certificate-authority-data: " + core::base64_encode(api.ca().cert) + "\n",
+                 "    tokenFile: token\n"));
+  auto credentials = inputs::load_kubeconfig(dir.file("config"));
+  REQUIRE(credentials.ok());
+  io_threads io;
+  auto client = make_client(io, *credentials);
+  auto r = get(io, client,
+               "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/torch-distributed");
+  REQUIRE(r.ok());
+  CHECK((*r.object)["kind"] == "ClusterTrainingRuntime");
+}
+
+// ---- the owner cache ------------------------------------------------------------------------
+
+TEST_CASE("owner cache: hits within the TTL, a refetch after it", "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  io_threads io;
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()), {.ttl = 1s});
+  auto first = io.run(cache.get(jobset_path, jobset_uid));
+  REQUIRE(first.ok());
+  CHECK(first.source == server::lookup_source::fetched);
+  auto second = io.run(cache.get(jobset_path, jobset_uid));
+  REQUIRE(second.ok());
+  CHECK(second.source == server::lookup_source::cached);
+  CHECK(second.object == first.object);  // the same stored value, not a copy
+  CHECK(api.gets(jobset_path) == 1);
+  CHECK(cache.counters().hits == 1);
+  CHECK(cache.counters().fetched(lookup_status::ok) == 1);
+
+  std::this_thread::sleep_for(1100ms);
+  auto third = io.run(cache.get(jobset_path, jobset_uid));
+  REQUIRE(third.ok());
+  CHECK(third.source == server::lookup_source::fetched);
+  CHECK(api.gets(jobset_path) == 2);
+}
+
+TEST_CASE("owner cache: the size bound evicts the least recently used", "[kube]") {
+  fake_apiserver api;
+  const auto a = api.load_yaml(owners_dir + "/jobset-torch.yaml");  // JobSet gpt, Job gpt-node-0
+  const auto b = api.load_yaml(owners_dir + "/volcano-pytorch.yaml");
+  io_threads io;
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()),
+                            {.max_entries = 2});
+  const auto lookup = [&](const std::string& path) { REQUIRE(io.run(cache.get(path, "")).ok()); };
+  lookup(a[0]);
+  lookup(a[1]);
+  lookup(a[0]);  // a[0] is now the most recent; a[1] the least
+  lookup(b[0]);  // evicts a[1]
+  CHECK(cache.size() == 2);
+  CHECK(cache.counters().evictions == 1);
+  lookup(a[0]);
+  lookup(b[0]);
+  CHECK(api.gets(a[0]) == 1);
+  CHECK(api.gets(b[0]) == 1);
+  lookup(a[1]);
+  CHECK(api.gets(a[1]) == 2);
+}
+
+TEST_CASE("owner cache: a recreated object of the same name is not the owner", "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  io_threads io;
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  auto r = io.run(cache.get(jobset_path, "00000000-old-uid"));
+  CHECK(r.status == lookup_status::uid_mismatch);
+  CHECK_FALSE(r.object);
+  CHECK(r.message == "metadata.uid is \"" + jobset_uid +
+                         "\", the owner reference's is \"00000000-old-uid\" (the object was "
+                         "recreated)");
+  CHECK(cache.counters().fetched(lookup_status::uid_mismatch) == 1);
+  CHECK(cache.size() == 0);
+  // The real owner is still found, under its own uid.
+  CHECK(io.run(cache.get(jobset_path, jobset_uid)).ok());
+}
+
+TEST_CASE("owner cache: failures are not cached", "[kube]") {
+  fake_apiserver api;
+  io_threads io;
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  CHECK(io.run(cache.get(jobset_path, jobset_uid)).status == lookup_status::not_found);
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");  // the JobSet appears
+  CHECK(io.run(cache.get(jobset_path, jobset_uid)).ok());
+  CHECK(api.gets(jobset_path) == 2);
+  CHECK(cache.counters().fetched(lookup_status::not_found) == 1);
+}
+
+TEST_CASE("owner cache: 64 concurrent lookups of one owner share one GET", "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  api.misbehave(jobset_path, {.delay = 100ms});  // all 64 arrive while the GET is out
+  io_threads io(2);
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  std::vector<std::future<lookup_result>> results;
+  for (int i = 0; i < 64; ++i) {
+    results.push_back(asio::co_spawn(io.ioc, cache.get(jobset_path, jobset_uid), asio::use_future));
+  }
+  std::size_t ok = 0;
+  std::size_t shared = 0;
+  for (auto& f : results) {
+    auto r = f.get();
+    ok += r.ok() ? 1 : 0;
+    shared += r.source == server::lookup_source::shared ? 1 : 0;
+    if (r.ok()) CHECK((*r.object)["metadata"]["uid"] == jobset_uid);
+  }
+  CHECK(ok == 64);
+  CHECK(api.gets(jobset_path) <= 2);
+  CHECK(api.gets(jobset_path) >= 1);
+  CHECK(shared + cache.counters().hits + api.gets(jobset_path) == 64);
+  CHECK(shared >= 60);
+}
+
+TEST_CASE("owner cache: waiters of a failed GET all get its failure, and none is cached",
+          "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  api.misbehave(jobset_path, {.delay = 100ms, .what = fault::server_error});
+  io_threads io(2);
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  std::vector<std::future<lookup_result>> results;
+  for (int i = 0; i < 16; ++i) {
+    results.push_back(asio::co_spawn(io.ioc, cache.get(jobset_path, jobset_uid), asio::use_future));
+  }
+  for (auto& f : results) CHECK(f.get().status == lookup_status::server_error);
+  CHECK(api.gets(jobset_path) == 1);
+  CHECK(cache.size() == 0);
+}
