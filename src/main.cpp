@@ -219,7 +219,9 @@ int run_check(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::cerr << inputs::main_help();
@@ -240,4 +242,18 @@ int main(int argc, char** argv) {
   }
   std::cerr << "trainenv: unknown command \"" << command << "\"\n\n" << inputs::main_help();
   return exit_usage;
+}
+
+}  // namespace
+
+// Start-up problems exit non-zero with one line; nothing escapes as an uncaught exception.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "trainenv: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "trainenv: unexpected error\n";
+  }
+  return exit_violation;
 }

@@ -43,11 +43,11 @@ std::string make_warning(std::string text) {
 bool contains(const json& existing, const json& wanted) {
   if (wanted.is_object()) {
     if (!existing.is_object()) return false;
-    for (const auto& [key, value] : wanted.items()) {
-      auto it = existing.find(key);
-      if (it == existing.end() || !contains(*it, value)) return false;
-    }
-    return true;
+    const auto items = wanted.items();
+    return std::all_of(items.begin(), items.end(), [&](const auto& item) {
+      const auto it = existing.find(item.key());
+      return it != existing.end() && contains(*it, item.value());
+    });
   }
   if (wanted.is_array()) {
     if (!existing.is_array() || existing.size() != wanted.size()) return false;

@@ -49,7 +49,8 @@ void patch_builder::add_members(const nlohmann::json& parent, std::string_view p
     add(std::move(path), std::move(members));
     return;
   }
-  for (auto& [name, value] : members.items()) add(path + "/" + escape_pointer_token(name), value);
+  for (const auto& [name, value] : members.items())
+    add(path + "/" + escape_pointer_token(name), value);
 }
 
 }  // namespace trainenv::core

@@ -13,7 +13,7 @@ using simdjson::dom::element_type;
 
 // Bodies up to this size reuse a per-thread parser; larger ones get their own, freed after, so a
 // thread does not keep ~14 bytes of parser state per byte of the largest body it ever saw.
-constexpr std::size_t reused_capacity = 64 * 1024;
+constexpr std::size_t reused_capacity = std::size_t{64} * 1024;
 
 class builder {
  public:

@@ -161,8 +161,8 @@ void check_members(const json& value, const std::string& field,
     // Not a structured binding: clang 14 (the fuzz build) cannot capture one in a lambda.
     const auto& key = item.key();
     const auto& member = item.value();
-    const auto rule = std::find_if(rules.begin(), rules.end(),
-                                   [&](const member_rule& r) { return r.name == key; });
+    const auto* const rule = std::find_if(rules.begin(), rules.end(),
+                                          [&](const member_rule& r) { return r.name == key; });
     if (rule == rules.end()) {
       std::string known;
       for (const auto& r : rules) known += (known.empty() ? "" : ", ") + std::string(r.name);
@@ -414,7 +414,7 @@ class parser {
     return text;
   }
 
-  item_scope parse_scope(const json& item, const std::string& field) {
+  static item_scope parse_scope(const json& item, const std::string& field) {
     item_scope scope;
     if (item.contains("roles")) {
       scope.roles.all = false;

@@ -74,6 +74,31 @@ std::optional<std::int64_t> quantity::ceil() const {
   return static_cast<std::int64_t>(whole);
 }
 
+namespace {
+
+// Scales `q` by what follows its digits: a suffix ("m", "Ki", "G", ...) or a decimal exponent
+// ("e3", "E-2": a signed integer of at most three digits). False when it is neither, or overflows.
+bool apply_suffix(quantity& q, std::string_view rest) {
+  for (const auto& s : suffixes) {
+    if (s.suffix != rest) continue;
+    if (!apply_exp10(q, s.exp10)) return false;
+    return s.exp2 == 0 || mul_checked(q.unscaled, static_cast<u128>(1) << s.exp2);
+  }
+  if (rest.size() < 2 || (rest[0] != 'e' && rest[0] != 'E')) return false;
+  std::size_t j = 1;
+  bool exp_negative = false;
+  if (rest[j] == '+' || rest[j] == '-') exp_negative = rest[j++] == '-';
+  if (j >= rest.size() || rest.size() - j > 3) return false;
+  int exp = 0;
+  for (; j < rest.size(); ++j) {
+    if (!is_digit(rest[j])) return false;
+    exp = exp * 10 + (rest[j] - '0');
+  }
+  return apply_exp10(q, exp_negative ? -exp : exp);
+}
+
+}  // namespace
+
 std::optional<quantity> parse_quantity(std::string_view text) {
   quantity q;
   std::size_t i = 0;
@@ -102,33 +127,7 @@ std::optional<quantity> parse_quantity(std::string_view text) {
   }
   if (!any_digit) return std::nullopt;
 
-  const std::string_view rest = text.substr(i);
-  const suffix_factor* match = nullptr;
-  for (const auto& s : suffixes) {
-    if (s.suffix == rest) {
-      match = &s;
-      break;
-    }
-  }
-  if (match != nullptr) {
-    if (!apply_exp10(q, match->exp10)) return std::nullopt;
-    if (match->exp2 != 0 && !mul_checked(q.unscaled, static_cast<u128>(1) << match->exp2)) {
-      return std::nullopt;
-    }
-  } else {
-    // Decimal exponent ("e3", "E-2"): a signed integer of at most three digits.
-    if (rest.size() < 2 || (rest[0] != 'e' && rest[0] != 'E')) return std::nullopt;
-    std::size_t j = 1;
-    bool exp_negative = false;
-    if (rest[j] == '+' || rest[j] == '-') exp_negative = rest[j++] == '-';
-    if (j >= rest.size() || rest.size() - j > 3) return std::nullopt;
-    int exp = 0;
-    for (; j < rest.size(); ++j) {
-      if (!is_digit(rest[j])) return std::nullopt;
-      exp = exp * 10 + (rest[j] - '0');
-    }
-    if (!apply_exp10(q, exp_negative ? -exp : exp)) return std::nullopt;
-  }
+  if (!apply_suffix(q, text.substr(i))) return std::nullopt;
   if (q.unscaled == 0) q.negative = false;
   return q;
 }

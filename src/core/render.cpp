@@ -54,29 +54,29 @@ std::optional<std::size_t> args_position_after(const json& container,
   return prefix.size() > command_size ? prefix.size() - command_size : 0;
 }
 
-result<wants> render(const policy& p, const topology& t, const pod_view& pod) {
-  const auto values = t.variables();
-  wants out;
-  if (p.when) {
-    auto ok = p.when->evaluate(values);
-    if (!ok) return std::move(ok).take_error();
-    if (!*ok) {
-      out.applies = false;
-      return out;
-    }
-  }
-  const auto& containers = *pod.containers();
+namespace {
 
-  container_wants target;
-  target.index = t.container;
-  for (const auto& item : p.env) {
+// Calls `take(item)` for each item of `items` whose scope applies to this pod; the first error
+// (of a condition or of `take`) ends the walk.
+template <class Item, class Take>
+result<bool> each_applying(const std::vector<Item>& items, const topology& t,
+                           const variable_values& values, Take take) {
+  for (const auto& item : items) {
     auto ok = applies(item.scope, t, values);
     if (!ok) return std::move(ok).take_error();
     if (!*ok) continue;
+    if (auto taken = take(item); !taken) return std::move(taken).take_error();
+  }
+  return true;
+}
+
+result<bool> render_env(const policy& p, const topology& t, const variable_values& values,
+                        container_wants& target) {
+  return each_applying(p.env, t, values, [&](const env_item& item) -> result<bool> {
     // Two entries of one name with `when`s that both hold: the first wins.
     if (std::any_of(target.env.begin(), target.env.end(),
                     [&](const json& e) { return e["name"] == item.name; }))
-      continue;
+      return true;
     json env = {{"name", item.name}};
     if (item.value) {
       auto value = item.value->render(values);
@@ -88,12 +88,13 @@ result<wants> render(const policy& p, const topology& t, const pod_view& pod) {
       env["valueFrom"] = std::move(*value_from);
     }
     target.env.push_back(std::move(env));
-  }
+    return true;
+  });
+}
 
-  for (const auto& item : p.ports) {
-    auto ok = applies(item.scope, t, values);
-    if (!ok) return std::move(ok).take_error();
-    if (!*ok) continue;
+result<bool> render_ports(const policy& p, const topology& t, const variable_values& values,
+                          container_wants& target) {
+  return each_applying(p.ports, t, values, [&](const port_item& item) -> result<bool> {
     auto text = item.container_port.render(values);
     if (!text) return std::move(text).take_error();
     const auto number = parse_decimal(*text, 65535);
@@ -105,37 +106,46 @@ result<wants> render(const policy& p, const topology& t, const pod_view& pod) {
     json port = {{"containerPort", *number}, {"protocol", item.protocol}};
     if (!item.name.empty()) port["name"] = item.name;
     target.ports.push_back(std::move(port));
-  }
+    return true;
+  });
+}
 
-  for (const auto& item : p.volume_mounts) {
-    auto ok = applies(item.scope, t, values);
-    if (!ok) return std::move(ok).take_error();
-    if (!*ok) continue;
-    auto mount = item.mount.render(values);
-    if (!mount) return std::move(mount).take_error();
-    target.mounts.push_back(std::move(*mount));
-  }
+// Renders `item.<field>` (a template_json) of each applying item into `out`.
+template <class Item, class Field>
+result<bool> render_json_items(const std::vector<Item>& items, Field field, const topology& t,
+                               const variable_values& values, std::vector<json>& out) {
+  return each_applying(items, t, values, [&](const Item& item) -> result<bool> {
+    auto rendered = (item.*field).render(values);
+    if (!rendered) return std::move(rendered).take_error();
+    out.push_back(std::move(*rendered));
+    return true;
+  });
+}
 
-  for (const auto& item : p.args) {
-    auto ok = applies(item.scope, t, values);
-    if (!ok) return std::move(ok).take_error();
-    if (!*ok) continue;
+result<bool> render_args(const policy& p, const topology& t, const variable_values& values,
+                         const json& container, container_wants& target,
+                         std::vector<std::string>& warnings) {
+  auto ok = each_applying(p.args, t, values, [&](const arg_item& item) -> result<bool> {
     auto arg = item.value.render(values);
     if (!arg) return std::move(arg).take_error();
     target.args.push_back(std::move(*arg));
+    return true;
+  });
+  if (!ok || target.args.empty() || p.args_after.empty()) return ok;
+  target.args_at = args_position_after(container, p.args_after);
+  if (!target.args_at) {
+    std::string prefix;
+    for (const auto& token : p.args_after) prefix += (prefix.empty() ? "" : " ") + token;
+    warnings.push_back("trainenv: args not added: the command does not start with \"" + prefix +
+                       "\"");
+    target.args.clear();
   }
-  if (!target.args.empty() && !p.args_after.empty()) {
-    target.args_at = args_position_after(containers[t.container], p.args_after);
-    if (!target.args_at) {
-      std::string prefix;
-      for (const auto& token : p.args_after) prefix += (prefix.empty() ? "" : " ") + token;
-      out.warnings.push_back("trainenv: args not added: the command does not start with \"" +
-                             prefix + "\"");
-      target.args.clear();
-    }
-  }
+  return true;
+}
 
-  // Extra containers (a sidecar, an init container) get the env and mounts too.
+// Extra containers (a sidecar, an init container) get the env and mounts too.
+void add_extra_containers(const policy& p, const topology& t, const pod_view& pod,
+                          const container_wants& target, std::vector<container_wants>& out) {
   for (const auto& extra : p.extra_containers) {
     const auto* list = member(pod.json()["spec"], extra.init ? "initContainers" : "containers");
     if (list == nullptr || !list->is_array()) continue;
@@ -147,29 +157,51 @@ result<wants> render(const policy& p, const topology& t, const pod_view& pod) {
       more.index = i;
       more.env = target.env;
       more.mounts = target.mounts;
-      out.containers.push_back(std::move(more));
+      out.push_back(std::move(more));
     }
   }
+}
+
+result<bool> render_annotations(const policy& p, const topology& t, const variable_values& values,
+                                json& out) {
+  auto ok =
+      each_applying(p.annotations, t, values, [&](const annotation_item& item) -> result<bool> {
+        auto text = item.value ? item.value->render(values) : render_lines(item, values);
+        if (!text) return std::move(text).take_error();
+        out[item.name] = std::move(*text);
+        return true;
+      });
+  out[std::string(keys::injected)] = p.name;
+  return ok;
+}
+
+}  // namespace
+
+result<wants> render(const policy& p, const topology& t, const pod_view& pod) {
+  const auto values = t.variables();
+  wants out;
+  if (p.when) {
+    auto ok = p.when->evaluate(values);
+    if (!ok) return std::move(ok).take_error();
+    if (!*ok) {
+      out.applies = false;
+      return out;
+    }
+  }
+  container_wants target;
+  target.index = t.container;
+  for (auto step :
+       {render_env(p, t, values, target), render_ports(p, t, values, target),
+        render_json_items(p.volume_mounts, &mount_item::mount, t, values, target.mounts),
+        render_args(p, t, values, (*pod.containers())[t.container], target, out.warnings)}) {
+    if (!step) return std::move(step).take_error();
+  }
+  add_extra_containers(p, t, pod, target, out.containers);
   out.containers.insert(out.containers.begin(), std::move(target));
-
-  for (const auto& item : p.volumes) {
-    auto ok = applies(item.scope, t, values);
-    if (!ok) return std::move(ok).take_error();
-    if (!*ok) continue;
-    auto volume = item.volume.render(values);
-    if (!volume) return std::move(volume).take_error();
-    out.volumes.push_back(std::move(*volume));
-  }
-
-  for (const auto& item : p.annotations) {
-    auto ok = applies(item.scope, t, values);
-    if (!ok) return std::move(ok).take_error();
-    if (!*ok) continue;
-    auto text = item.value ? item.value->render(values) : render_lines(item, values);
-    if (!text) return std::move(text).take_error();
-    out.annotations[item.name] = std::move(*text);
-  }
-  out.annotations[std::string(keys::injected)] = p.name;
+  if (auto ok = render_json_items(p.volumes, &volume_item::volume, t, values, out.volumes); !ok)
+    return std::move(ok).take_error();
+  if (auto ok = render_annotations(p, t, values, out.annotations); !ok)
+    return std::move(ok).take_error();
   return out;
 }
 

@@ -250,6 +250,63 @@ result<std::string> resolve_nproc(const nproc_setting& setting, const json& cont
   return std::string("auto");
 }
 
+namespace {
+
+// Processes per node, the processes-per-node count and the GPUs: annotation, else the policy's
+// default, resolved against the target container's resources.
+result<bool> resolve_processes(const pod_view& pod, const policy& p, const json& target,
+                               topology& t) {
+  nproc_setting nproc = p.default_nproc;
+  if (const auto* text = pod.annotation(keys::nproc_per_node)) {
+    const auto parsed = nproc_setting::parse(trim(*text));
+    if (!parsed) {
+      return error{"trainenv: annotation " + std::string(keys::nproc_per_node) + " is " +
+                   quote(*text) + "; expected a whole number >= 1, auto, cpu or gpu"};
+    }
+    nproc = *parsed;
+  }
+  if (nproc.kind == nproc_setting::mode::count) t.nproc_count = nproc.count;
+  if (auto gpus = gpu_count(target)) {
+    t.gpus_per_node = *gpus;
+  } else {
+    t.gpus_unknown_reason = gpus.message();
+  }
+  auto resolved = resolve_nproc(nproc, target);
+  if (!resolved) return std::move(resolved).take_error();
+  t.nproc_per_node = std::move(*resolved);
+  return true;
+}
+
+// Replicas per role: the annotation, else the policy's default (e.g. Volcano's
+// master=1,worker=<nodes-1>), else the pod's own role with the number of nodes.
+result<bool> resolve_replicas(const pod_view& pod, const policy& p, topology& t) {
+  if (const auto* given = pod.annotation(keys::replicas)) {
+    auto parsed = parse_replicas(*given);
+    if (!parsed) return std::move(parsed).take_error();
+    t.replicas = std::move(*parsed);
+  } else if (!p.default_replicas.empty()) {
+    // The policy's own default, e.g. Volcano's master=1,worker=<nodes-1>.
+    variable_values nodes;
+    nodes.set(variable::num_nodes, std::to_string(t.num_nodes));
+    for (const auto& [role, count] : p.default_replicas) {
+      auto text = count.render(nodes);
+      const auto n = text ? parse_decimal(*text, max_count) : std::nullopt;
+      if (!n) {
+        return error{"trainenv: policy " + quote(p.name) + " gives role " + quote(role) + " " +
+                     (text ? quote(*text) : text.message()) + " replicas for " +
+                     std::to_string(t.num_nodes) + " nodes; set annotation " +
+                     std::string(keys::replicas)};
+      }
+      t.replicas.emplace_back(role, *n);
+    }
+  } else {
+    t.replicas = {{t.role, t.num_nodes}};
+  }
+  return true;
+}
+
+}  // namespace
+
 result<topology> resolve_topology(const pod_view& pod, const policy& p) {
   topology t;
   const auto container = pod.target_container(p.container);
@@ -274,48 +331,12 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p) {
   if (!port) return std::move(port).take_error();
   t.master_port = *port;
 
-  nproc_setting nproc = p.default_nproc;
-  if (const auto* text = pod.annotation(keys::nproc_per_node)) {
-    const auto parsed = nproc_setting::parse(trim(*text));
-    if (!parsed) {
-      return error{"trainenv: annotation " + std::string(keys::nproc_per_node) + " is " +
-                   quote(*text) + "; expected a whole number >= 1, auto, cpu or gpu"};
-    }
-    nproc = *parsed;
-  }
-  if (nproc.kind == nproc_setting::mode::count) t.nproc_count = nproc.count;
-  if (auto gpus = gpu_count(target)) {
-    t.gpus_per_node = *gpus;
-  } else {
-    t.gpus_unknown_reason = gpus.message();
-  }
-  auto resolved = resolve_nproc(nproc, target);
-  if (!resolved) return std::move(resolved).take_error();
-  t.nproc_per_node = std::move(*resolved);
+  if (auto nproc = resolve_processes(pod, p, target, t); !nproc)
+    return std::move(nproc).take_error();
 
   const bool replicas_given = pod.annotation(keys::replicas) != nullptr;
-  if (replicas_given) {
-    auto parsed = parse_replicas(*pod.annotation(keys::replicas));
-    if (!parsed) return std::move(parsed).take_error();
-    t.replicas = std::move(*parsed);
-  } else if (!p.default_replicas.empty()) {
-    // The policy's own default, e.g. Volcano's master=1,worker=<nodes-1>.
-    variable_values nodes;
-    nodes.set(variable::num_nodes, std::to_string(t.num_nodes));
-    for (const auto& [role, count] : p.default_replicas) {
-      auto text = count.render(nodes);
-      const auto n = text ? parse_decimal(*text, max_count) : std::nullopt;
-      if (!n) {
-        return error{"trainenv: policy " + quote(p.name) + " gives role " + quote(role) + " " +
-                     (text ? quote(*text) : text.message()) + " replicas for " +
-                     std::to_string(t.num_nodes) + " nodes; set annotation " +
-                     std::string(keys::replicas)};
-      }
-      t.replicas.emplace_back(role, *n);
-    }
-  } else {
-    t.replicas = {{t.role, t.num_nodes}};
-  }
+  if (auto replicas = resolve_replicas(pod, p, t); !replicas)
+    return std::move(replicas).take_error();
   constexpr std::int64_t unknown = -1;
   const std::int64_t role_replicas = replicas_of(t.replicas, t.role, unknown);
   if (role_replicas == unknown && t.training_role) {

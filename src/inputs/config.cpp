@@ -115,7 +115,7 @@ flag endpoint_flag(endpoint_spec& target) {
           }};
 }
 
-flag choice_flag(std::string& target, std::vector<std::string> choices) {
+flag choice_flag(std::string& target, const std::vector<std::string>& choices) {
   return {true, [&target, choices](const std::string& v) {
             for (const auto& c : choices) {
               if (c == v) {
@@ -247,7 +247,7 @@ parsed<serve_config> parse_serve(const std::vector<std::string>& args) {
           return std::string();
         }}},
       {"--max-body-bytes", size_flag(c.max_body_bytes, 1024, std::size_t{1} << 30)},
-      {"--max-header-bytes", size_flag(c.max_header_bytes, 1024, 1024 * 1024)},
+      {"--max-header-bytes", size_flag(c.max_header_bytes, 1024, std::size_t{1024} * 1024)},
       {"--read-timeout", seconds_flag(c.read_timeout)},
       {"--idle-timeout", seconds_flag(c.idle_timeout)},
       {"--handshake-timeout", seconds_flag(c.handshake_timeout)},

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainenv/inputs/yaml.hpp"
 #include "trainenv/core/admission.hpp"
+#include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::inputs {
 namespace {
@@ -20,7 +20,7 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 // Credentials and CA bundles are small; a bigger file is a wrong path (a log, an image).
-constexpr std::uintmax_t max_credential_file_bytes = 1024 * 1024;
+constexpr std::uintmax_t max_credential_file_bytes = std::uintmax_t{1024} * 1024;
 
 core::result<std::string> read_small_file(const std::string& path) {
   std::error_code ec;

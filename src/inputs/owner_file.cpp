@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "trainenv/inputs/yaml.hpp"
 #include "trainenv/core/pod_view.hpp"
+#include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::inputs {
 namespace {

@@ -82,7 +82,11 @@ dir_watcher::dir_watcher(asio::io_context& ioc, std::string dir,
                                    debounce)) {}
 
 dir_watcher::~dir_watcher() {
-  stop();
+  try {
+    stop();
+  } catch (
+      ...) {  // NOLINT(bugprone-empty-catch): a destructor must not throw; stopping is best effort
+  }
 }
 
 bool dir_watcher::start() {

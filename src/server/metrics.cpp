@@ -46,7 +46,7 @@ metrics::policy_series& metrics::series_for(std::string_view policy) {
     auto& slot = series_[(start + probe) % policy_slots];
     const std::string* name = slot.name.load(std::memory_order_acquire);
     if (name == nullptr) {
-      auto* fresh =
+      const auto* fresh =
           policy.empty() ? &no_policy : new std::string(policy);  // lives as long as the process
       if (slot.name.compare_exchange_strong(name, fresh, std::memory_order_acq_rel)) return slot;
       if (fresh != &no_policy) delete fresh;

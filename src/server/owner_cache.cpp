@@ -66,7 +66,7 @@ struct owner_cache::state {
   // Suspends until `f` is done; at once if it already is. The check and the wait are made
   // under the lock that the GET's end takes, so no wake-up is missed.
   template <class Token>
-  auto wait_for(std::shared_ptr<flight> f, Token&& token) {
+  auto wait_for(const std::shared_ptr<flight>& f, Token&& token) {
     return asio::async_initiate<Token, void(boost::system::error_code)>(
         [this, f](auto handler) {
           std::unique_lock lock(mutex);

@@ -1,4 +1,5 @@
-// core/admission.hpp: AdmissionReview v1 / v1beta1 decoding and response encoding (SPEC §5, §6).
+// core/admission.hpp: AdmissionReview v1 / v1beta1 decoding and response encoding (docs/contract.md
+// §5, §6).
 #include <catch2/catch.hpp>
 
 #include <string>

@@ -1,5 +1,5 @@
-// core/json_patch.hpp: RFC 6902 patches that a strict applier accepts (SPEC §4). Every patch
-// built here is applied with nlohmann's json::patch, an independent applier.
+// core/json_patch.hpp: RFC 6902 patches that a strict applier accepts (docs/contract.md §4). Every
+// patch built here is applied with nlohmann's json::patch, an independent applier.
 #include <catch2/catch.hpp>
 
 #include <string>

@@ -1,4 +1,5 @@
-// core/json_text.hpp: untrusted JSON text through simdjson into nlohmann values (SPEC §6).
+// core/json_text.hpp: untrusted JSON text through simdjson into nlohmann values (docs/contract.md
+// §6).
 #include <catch2/catch.hpp>
 
 #include <string>

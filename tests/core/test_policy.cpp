@@ -1,5 +1,5 @@
 // core/policy.hpp: policy documents, their validation messages (which name the file and the
-// field), and the policy set's selection rules (SPEC §1, §3, §5 check-policies).
+// field), and the policy set's selection rules (docs/contract.md §1, §3, §5 check-policies).
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -325,8 +325,8 @@ TEST_CASE("valueFrom with two sources is rejected", "[policy]") {
 
 // Regression (fixed): only fieldRef is checked inside valueFrom; configMapKeyRef, secretKeyRef and
 // resourceFieldRef are copied into the Pod as written, so a policy that check-policies accepts
-// yields Pods the apiserver cannot decode or validate (SPEC §4: the patched Pod must be a valid
-// v1.Pod). Inputs: valueFrom: {secretKeyRef: "token"}, valueFrom: {configMapKeyRef: {}}.
+// yields Pods the apiserver cannot decode or validate (docs/contract.md §4: the patched Pod must be
+// a valid v1.Pod). Inputs: valueFrom: {secretKeyRef: "token"}, valueFrom: {configMapKeyRef: {}}.
 TEST_CASE("valueFrom key references must be mappings with name and key", "[policy]") {
   for (const json& ref : {json("token"), json::object(), json{{"name", "cm"}}}) {
     INFO("configMapKeyRef " << ref.dump());

@@ -1,4 +1,5 @@
-// core/quantity.hpp: exact Kubernetes quantity parsing (SPEC §2, processes per node from CPU).
+// core/quantity.hpp: exact Kubernetes quantity parsing (docs/contract.md §2, processes per node
+// from CPU).
 #include <catch2/catch.hpp>
 
 #include <string>

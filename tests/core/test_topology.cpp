@@ -1,4 +1,4 @@
-// SPEC §2: where each value comes from, in order, and what a missing or bad one means.
+// docs/contract.md §2: where each value comes from, in order, and what a missing or bad one means.
 #include <catch2/catch.hpp>
 
 #include "trainenv/core/topology.hpp"

@@ -1,4 +1,5 @@
-// app/config.hpp: command-line flags of serve, preview and check-policies (SPEC §5, §6).
+// app/config.hpp: command-line flags of serve, preview and check-policies (docs/contract.md §5,
+// §6).
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -33,7 +34,7 @@ std::vector<args> spellings(const std::string& flag, const std::string& value) {
 
 }  // namespace
 
-// --- serve defaults (SPEC §5, §6) ---
+// --- serve defaults (docs/contract.md §5, §6) ---
 
 TEST_CASE("serve listens on 0.0.0.0:8443 by default", "[config]") {
   const auto c = serve_ok({});

@@ -1,7 +1,7 @@
-// Hostile clients against the real server (in-process, port 0, real TLS on loopback), SPEC §6:
-// "No input may crash the process, leak memory, or stall other connections." Each case runs
-// with short timeouts configured through the harness, stops on its own, and ends by checking
-// that a fresh client is still answered on /healthz.
+// Hostile clients against the real server (in-process, port 0, real TLS on loopback),
+// docs/contract.md §6: "No input may crash the process, leak memory, or stall other connections."
+// Each case runs with short timeouts configured through the harness, stops on its own, and ends by
+// checking that a fresh client is still answered on /healthz.
 #include <catch2/catch.hpp>
 
 #include <atomic>

@@ -1,5 +1,6 @@
 // The real server on port 0 with certificates minted by the test (certs/mint.sh), spoken to
-// over real TLS with a Beast client: one keep-alive connection through the SPEC §6 rows.
+// over real TLS with a Beast client: one keep-alive connection through the docs/contract.md §6
+// rows.
 #include <catch2/catch.hpp>
 
 #include <filesystem>

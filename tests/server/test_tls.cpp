@@ -1,5 +1,5 @@
-// Certificate rotation and client authentication over real TLS (SPEC §5, §7): files swapped
-// the way a Secret volume swaps them, while requests flow.
+// Certificate rotation and client authentication over real TLS (docs/contract.md §5, §7): files
+// swapped the way a Secret volume swaps them, while requests flow.
 #include <catch2/catch.hpp>
 
 #include <atomic>

@@ -30,8 +30,8 @@
 
 #include "../test_support.hpp"
 #include "test_certs.hpp"
-#include "trainenv/inputs/yaml.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
+#include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::test {
 

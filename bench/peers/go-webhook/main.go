@@ -2,7 +2,7 @@
 // write in Go with nothing but the standard library: net/http + crypto/tls (ListenAndServeTLS,
 // TLS 1.2 minimum), encoding/json, one handler on POST /mutate.
 //
-// It does what trainenv's shipped torch policy does (SPEC §2, §3, §4) for the pods the benchmark
+// It does what trainenv's shipped torch policy does (docs/contract.md §2, §3, §4) for the pods the benchmark
 // sends, and nothing more: no other policies, no torchtune, no /preview, no metrics, no reload.
 //
 // Decoding: like controller-runtime's admission.Decoder, the envelope is a typed AdmissionReview
@@ -114,7 +114,7 @@ type PatchOp struct {
 	Value interface{} `json:"value"`
 }
 
-// ---- the torch injection (SPEC §2 sources, §3 torch row, §4 patch rules) ----
+// ---- the torch injection (docs/contract.md §2 sources, §3 torch row, §4 patch rules) ----
 
 const (
 	indexKey    = "batch.kubernetes.io/job-completion-index"

@@ -63,12 +63,14 @@ struct arg_item {
   item_scope scope;
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): as template_json below.
 struct volume_item {
   std::string name;
   template_json volume;  // a whole v1.Volume, name included
   item_scope scope;
 };
 
+// NOLINTNEXTLINE(bugprone-exception-escape): as template_json below.
 struct mount_item {
   std::string mount_path;
   template_json mount;  // a whole v1.VolumeMount

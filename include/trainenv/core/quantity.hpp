@@ -8,7 +8,7 @@
 namespace trainenv::core {
 
 // GCC's 128-bit integer; __extension__ keeps -Wpedantic quiet about it.
-__extension__ typedef unsigned __int128 uint128;
+__extension__ using uint128 = unsigned __int128;
 
 // An exact quantity: value = unscaled / 10^scale. Binary suffixes (Ki..Ei) are folded into
 // `unscaled`, so every quantity Kubernetes accepts within 38 significant digits is exact.

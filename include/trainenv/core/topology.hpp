@@ -1,5 +1,5 @@
-// Where a pod stands in its job (SPEC §2): job name, role, index, nodes, processes per node,
-// replicas per role, rank and world size — all read from the Pod alone.
+// Where a pod stands in its job (docs/contract.md §2): job name, role, index, nodes, processes per
+// node, replicas per role, rank and world size — all read from the Pod alone.
 #pragma once
 
 #include <cstddef>

@@ -26,8 +26,8 @@ struct serve_config {
   std::string log_format = "text";  // text | json
   std::string log_level = "info";
   unsigned threads = 0;  // 0: one per core
-  std::size_t max_body_bytes = 7 * 1024 * 1024;
-  std::size_t max_header_bytes = 16 * 1024;
+  std::size_t max_body_bytes = std::size_t{7} * 1024 * 1024;
+  std::size_t max_header_bytes = std::size_t{16} * 1024;
   std::size_t max_connections = 10'000;
   std::chrono::milliseconds drain_delay{5'000};
   std::chrono::milliseconds shutdown_deadline{25'000};

@@ -27,7 +27,7 @@ namespace trainenv::server {
 struct kube_client_options {
   // Larger answers are refused (when announced, without reading them). A JobSet or Trainer
   // runtime with big pod templates is tens of KiB; the API server's own limit is 3 MiB.
-  std::size_t max_response_bytes = 4 * 1024 * 1024;
+  std::size_t max_response_bytes = std::size_t{4} * 1024 * 1024;
   // Kept open between lookups. Busier moments open more connections (HTTP/1.1: one lookup per
   // connection at a time) and close those the pool has no room for. asio's TLS stream keeps
   // about 70 KiB of buffers per connection, so 8 idle cost about half a MiB.

@@ -1,4 +1,4 @@
-// HTTP -> core -> HTTP: routes, methods, media types and status codes (SPEC §5, §6).
+// HTTP -> core -> HTTP: routes, methods, media types and status codes (docs/contract.md §5, §6).
 #pragma once
 
 #include <atomic>

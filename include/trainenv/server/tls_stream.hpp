@@ -76,8 +76,8 @@ class tls_stream {
  private:
   enum class op { handshake, read, write, shutdown };
   enum class step { done, want_read, flush };
-  static constexpr std::size_t max_write = 64 * 1024;
-  static constexpr std::size_t read_chunk = 16 * 1024 + 512;  // a whole TLS record
+  static constexpr std::size_t max_write = std::size_t{64} * 1024;
+  static constexpr std::size_t read_chunk = std::size_t{16} * 1024 + 512;  // a whole TLS record
 
   // One OpenSSL call for `what`; sets `ec`/`n` when the step is done.
   step call(op what, void* data, std::size_t size, boost::system::error_code& ec, std::size_t& n);
