@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -120,12 +121,13 @@ class owner_values {
   // a recreated object of the same name is not the owner.
   void add(owner_ref ref, nlohmann::json object);
   void add_failure(owner_ref ref, lookup_failure failure, std::string detail = {});
-  // By API group, kind, namespace and name. Pointers stay valid until the next add.
+  // By API group, kind, namespace and name. Pointers stay valid as more objects are added (a
+  // deque), so a walk can hold an owner it found while it fetches the next one.
   [[nodiscard]] const owner_fetch* find(const owner_ref& ref) const;
-  [[nodiscard]] const std::vector<owner_fetch>& all() const { return fetched_; }
+  [[nodiscard]] const std::deque<owner_fetch>& all() const { return fetched_; }
 
  private:
-  std::vector<owner_fetch> fetched_;
+  std::deque<owner_fetch> fetched_;
 };
 
 // The pods one role of an owner runs, and where that number was read.
