@@ -13,6 +13,7 @@
 
 #include "pod_shapes.hpp"
 #include "synthetic_policies.hpp"
+#include "trainenv/core/diff.hpp"
 #include "trainenv/core/engine.hpp"
 #include "trainenv/core/topology.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
@@ -65,11 +66,16 @@ const core::policy& torch() {
   return *shipped().by_name("torch");
 }
 
+core::topology topology_of(const core::pod_view& pod) {
+  return core::resolve_topology(pod, torch(), pod.target_container(torch().container).value())
+      .value();
+}
+
 void render(benchmark::State& state, const std::string& body) {
   const auto request = decoded(body);
   const core::pod_view pod(request.object);
   for (auto _ : state) {
-    auto want = core::render(torch(), core::resolve_topology(pod, torch()).value(), pod);
+    auto want = core::render(torch(), topology_of(pod), pod);
     benchmark::DoNotOptimize(want);
   }
 }
@@ -77,8 +83,7 @@ void render(benchmark::State& state, const std::string& body) {
 void patch(benchmark::State& state, const std::string& body) {
   const auto request = decoded(body);
   const core::pod_view pod(request.object);
-  const auto want =
-      core::render(torch(), core::resolve_topology(pod, torch()).value(), pod).value();
+  const auto want = core::render(torch(), topology_of(pod), pod).value();
   for (auto _ : state) {
     auto d = core::build_patch(request.object, want, "torch");
     benchmark::DoNotOptimize(d);

@@ -190,9 +190,9 @@ int run_preview(const std::vector<std::string>& args) {
               << answer.message() << "\n";
     return exit_usage;
   }
-  std::cout << answer->dump(2) << "\n";
-  if (!(*answer)["allowed"].get<bool>()) {
-    std::cerr << (*answer)["message"].get<std::string>() << "\n";
+  std::cout << inputs::to_json(*answer).dump(2) << "\n";
+  if (!answer->decision.allowed) {
+    std::cerr << answer->decision.message << "\n";
     return exit_violation;
   }
   return exit_ok;

@@ -2,7 +2,6 @@
 
 #include <array>
 
-#include "trainenv/core/engine.hpp"
 #include "trainenv/core/json_text.hpp"
 #include "trainenv/core/pod_view.hpp"
 
@@ -19,40 +18,6 @@ constexpr std::string_view alphabet =
 std::string string_or_empty(const json& object, std::string_view key) {
   const auto* s = string_member(object, key);
   return s != nullptr ? *s : std::string();
-}
-
-// "PET_NNODES,WORLD_SIZE,port 29500,volume mpi-ssh-auth,...": what a patch adds, for the audit
-// log; bounded, since audit events are stored.
-std::string describe_patch(const json& patch) {
-  std::string out;
-  const auto add = [&](const std::string& item) { out += (out.empty() ? "" : ",") + item; };
-  const auto describe = [&](const std::string& path, const json& value) {
-    if (path.find("/ports") != std::string::npos) {
-      add("port " + value.value("containerPort", json()).dump());
-    } else if (path.find("/volumeMounts") != std::string::npos) {
-      add("mount " + value.value("mountPath", std::string("?")));
-    } else if (path.rfind("/spec/volumes", 0) == 0) {
-      add("volume " + value.value("name", std::string("?")));
-    } else if (path.find("/args") != std::string::npos) {
-      add("arg " + (value.is_string() ? value.get<std::string>() : value.dump()));
-    } else if (path.rfind("/metadata/annotations", 0) == 0) {
-      add("annotation");
-    } else if (const auto* name = string_member(value, "name")) {
-      add(*name);
-    }
-  };
-  for (const auto& op : patch) {
-    const auto& path = op["path"].get_ref<const std::string&>();
-    const auto& value = op["value"];
-    if (value.is_array()) {
-      for (const auto& item : value) describe(path, item);
-    } else {
-      describe(path, value);
-    }
-  }
-  constexpr std::size_t max_length = 1024;
-  if (out.size() > max_length) out = out.substr(0, max_length - 3) + "...";
-  return out;
 }
 
 // What decode_review_json reads of a review, and of its object what the engine reads.
@@ -139,7 +104,7 @@ std::string encode_response(const admission_request& request, const decision& d)
   if (!d.policy.empty()) {
     // Keys without '/', at most 63 characters: the apiserver prefixes them with the webhook's name.
     json audit = {{"policy", d.policy}};
-    if (d.mutated()) audit["injected"] = describe_patch(d.patch);
+    if (d.mutated()) audit["injected"] = d.injected.describe();
     out += R"(,"auditAnnotations":)";
     out += text(audit);
   }

@@ -461,4 +461,11 @@ result<owner_kind> parse_owner_kind(const json& document, std::string_view sourc
   return owner_kind_parser(source).parse(document);
 }
 
+const role_pods* owner_counts::find(std::string_view role) const {
+  for (const auto& r : roles) {
+    if (r.role == role) return &r;
+  }
+  return nullptr;
+}
+
 }  // namespace trainenv::core

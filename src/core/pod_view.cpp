@@ -2,19 +2,6 @@
 
 namespace trainenv::core {
 
-const nlohmann::json* member(const nlohmann::json& object, std::string_view key) {
-  if (!object.is_object()) return nullptr;
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return nullptr;
-  return &*it;
-}
-
-const std::string* string_member(const nlohmann::json& object, std::string_view key) {
-  const auto* value = member(object, key);
-  if (value == nullptr || !value->is_string()) return nullptr;
-  return value->get_ptr<const std::string*>();
-}
-
 const std::string* pod_view::string_at(std::string_view section, std::string_view object,
                                        std::string_view key) const {
   const auto* outer = member(*pod_, section);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "trainenv/core/keys.hpp"
+
 namespace trainenv::core {
 namespace {
 
@@ -15,16 +17,16 @@ result<bool> applies(const item_scope& scope, const topology& t, const variable_
 }
 
 result<std::string> render_lines(const annotation_item& item, const variable_values& values) {
-  auto count_text = item.line_count->render(values);
-  if (!count_text) return std::move(count_text).take_error();
-  const auto count = parse_decimal(*count_text, 100'000);
-  if (!count)
-    return error{"trainenv: annotation " + item.name + " asks for " + quote(*count_text) +
+  constexpr std::int64_t max_lines = 100'000;
+  auto count = item.line_count->evaluate(values);
+  if (!count) return std::move(count).take_error();
+  if (*count < 0 || *count > max_lines)
+    return error{"trainenv: annotation " + item.name + " asks for " + std::to_string(*count) +
                  " lines"};
   variable_values per_line = values;
   std::string text;
   for (std::int64_t i = 0; i < *count; ++i) {
-    per_line.set(variable::line, std::to_string(i));
+    per_line.set(variable::line, i);
     auto line = item.line->render(per_line);
     if (!line) return std::move(line).take_error();
     text += *line;
@@ -95,11 +97,11 @@ result<bool> render_env(const policy& p, const topology& t, const variable_value
 result<bool> render_ports(const policy& p, const topology& t, const variable_values& values,
                           container_wants& target) {
   return each_applying(p.ports, t, values, [&](const port_item& item) -> result<bool> {
-    auto text = item.container_port.render(values);
-    if (!text) return std::move(text).take_error();
-    const auto number = parse_decimal(*text, 65535);
-    if (!number || *number == 0) {
-      return error{"trainenv: policy \"" + p.name + "\" gives containerPort \"" + *text +
+    auto number = item.container_port.evaluate(values);
+    if (!number) return std::move(number).take_error();
+    if (*number < 1 || *number > 65535) {
+      return error{"trainenv: policy \"" + p.name + "\" gives containerPort \"" +
+                   std::to_string(*number) +
                    "\"; expected a port number from 1 to 65535 (check annotation " +
                    std::string(keys::master_port) + ")"};
     }

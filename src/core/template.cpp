@@ -8,27 +8,6 @@
 namespace trainenv::core {
 namespace {
 
-struct variable_info {
-  std::string_view name;
-  bool integer;
-};
-
-constexpr std::array<variable_info, variable_count> variables = {{
-    {"job", false},
-    {"namespace", false},
-    {"role", false},
-    {"index", true},
-    {"numNodes", true},
-    {"nprocPerNode", false},  // a count, or "auto" / "gpu"
-    {"masterPort", true},
-    {"worldSize", true},
-    {"rank", true},
-    {"gpusPerNode", true},
-    {"slots", true},
-    {"processesPerNode", true},
-    {"i", true},
-}};
-
 // Arithmetic stays far from int64 overflow: the inputs are small counts.
 constexpr std::int64_t max_magnitude = std::int64_t{1} << 40;
 
@@ -195,55 +174,6 @@ class expression_parser {
   expression& out_;
 };
 
-std::string_view variable_name(variable v) {
-  return variables[static_cast<std::size_t>(v)].name;
-}
-
-bool is_integer_variable(variable v) {
-  return variables[static_cast<std::size_t>(v)].integer;
-}
-
-std::optional<variable> variable_from_name(std::string_view name) {
-  for (std::size_t i = 0; i < variables.size(); ++i) {
-    if (variables[i].name == name) return static_cast<variable>(i);
-  }
-  return std::nullopt;
-}
-
-std::string variable_names() {
-  std::string out;
-  for (const auto& v : variables) {
-    if (!out.empty()) out += ", ";
-    out += v.name;
-  }
-  return out;
-}
-
-void variable_values::set(variable v, std::string value) {
-  values_[static_cast<std::size_t>(v)] = std::move(value);
-}
-
-void variable_values::set_unavailable(variable v, std::string reason) {
-  values_[static_cast<std::size_t>(v)].reset();
-  reasons_[static_cast<std::size_t>(v)] = std::move(reason);
-}
-
-const std::string* variable_values::get(variable v) const {
-  const auto& slot = values_[static_cast<std::size_t>(v)];
-  return slot ? &*slot : nullptr;
-}
-
-std::int64_t variable_values::replicas(std::string_view role) const {
-  for (const auto& [name, count] : replicas_) {
-    if (name == role) return count;
-  }
-  return 0;
-}
-
-const std::string& variable_values::unavailable_reason(variable v) const {
-  return reasons_[static_cast<std::size_t>(v)];
-}
-
 result<expression> expression::compile(std::string_view text) {
   expression out;
   expression_parser parser(text, out);
@@ -264,15 +194,9 @@ result<std::int64_t> expression::evaluate(const variable_values& values) const {
         stack.push_back(op.number);
         break;
       case op_kind::load: {
-        const auto* text = values.get(op.var);
-        if (text == nullptr) return error{values.unavailable_reason(op.var)};
-        const bool negative = !text->empty() && text->front() == '-';
-        const auto n =
-            parse_decimal(std::string_view(*text).substr(negative ? 1 : 0), max_magnitude);
-        if (!n)
-          return error{"${" + std::string(variable_name(op.var)) + "} is \"" + *text +
-                       "\", not a number"};
-        stack.push_back(negative ? -*n : *n);
+        const auto n = values.number(op.var);
+        if (!n) return error{values.unavailable_reason(op.var)};
+        stack.push_back(*n);
         break;
       }
       case op_kind::load_replicas:
@@ -310,7 +234,7 @@ result<std::int64_t> expression::evaluate(const variable_values& values) const {
 
 result<std::string> expression::render(const variable_values& values) const {
   if (text_variable_) {
-    const auto* text = values.get(*text_variable_);
+    const auto* text = values.text(*text_variable_);
     if (text == nullptr) return error{values.unavailable_reason(*text_variable_)};
     return *text;
   }
@@ -382,15 +306,22 @@ result<template_string> template_string::compile(std::string_view text) {
     i = close + 1;
   }
   if (!literal.empty() || out.segments_.empty()) out.segments_.push_back({std::move(literal), {}});
+  if (!out.has_expressions_) {
+    out.literal_number_ =
+        parse_decimal(out.segments_.front().literal, std::numeric_limits<std::int64_t>::max());
+  }
   return out;
 }
 
 bool template_string::is_integer() const {
-  if (!has_expressions_) {
-    const auto& text = segments_.front().literal;
-    return parse_decimal(text, std::numeric_limits<std::int64_t>::max()).has_value();
-  }
+  if (!has_expressions_) return literal_number_.has_value();
   return segments_.size() == 1 && segments_[0].literal.empty() && segments_[0].value->is_integer();
+}
+
+result<std::int64_t> template_string::evaluate(const variable_values& values) const {
+  if (literal_number_) return *literal_number_;
+  if (!is_integer()) return error{"\"" + source_ + "\" is not a whole number"};
+  return segments_[0].value->evaluate(values);
 }
 
 result<std::string> template_string::render(const variable_values& values) const {

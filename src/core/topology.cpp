@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "trainenv/core/keys.hpp"
 #include "trainenv/core/quantity.hpp"
 
 namespace trainenv::core {
@@ -121,88 +122,6 @@ std::int64_t replicas_of(const std::vector<std::pair<std::string, std::int64_t>>
   return absent;
 }
 
-// resources.requests first, then resources.limits (Kubeflow Trainer's order).
-const json* container_resource(const json& container, std::string_view name, std::string& where) {
-  const auto* resources = member(container, "resources");
-  if (resources == nullptr) return nullptr;
-  for (std::string_view section : {"requests", "limits"}) {
-    const auto* list = member(*resources, section);
-    const auto* value = list != nullptr ? member(*list, name) : nullptr;
-    if (value != nullptr) {
-      where = "resources." + std::string(section) + "." + std::string(name);
-      return value;
-    }
-  }
-  return nullptr;
-}
-
-// Calls `visit(section, name, value)` for each resource of the container whose name contains
-// "gpu" (case-insensitive), requests before limits, until it returns false.
-template <class Visit>
-void for_each_gpu_resource(const json& container, Visit visit) {
-  const auto* resources = member(container, "resources");
-  if (resources == nullptr) return;
-  for (std::string_view section : {"requests", "limits"}) {
-    const auto* list = member(*resources, section);
-    if (list == nullptr || !list->is_object()) continue;
-    for (const auto& [name, value] : list->items()) {
-      std::string lower = name;
-      std::transform(lower.begin(), lower.end(), lower.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (lower.find("gpu") != std::string::npos && !visit(section, name, value)) return;
-    }
-  }
-}
-
-bool asks_for_gpu(const json& container) {
-  bool found = false;
-  for_each_gpu_resource(container, [&](std::string_view, const std::string&, const json&) {
-    found = true;
-    return false;
-  });
-  return found;
-}
-
-// The first resource whose name contains "gpu" with a count above 0, requests before limits
-// (Kubeflow Trainer's GetNumGPUPerNode); 0 when there is none.
-result<std::int64_t> gpu_count(const json& container) {
-  std::optional<error> bad;
-  std::int64_t count = 0;
-  for_each_gpu_resource(
-      container, [&](std::string_view section, const std::string& name, const json& value) {
-        const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-        const auto q = value.is_string() || value.is_number() ? parse_quantity(text) : std::nullopt;
-        const auto n = q ? q->ceil() : std::nullopt;
-        if (!n) {
-          const auto* cname = string_member(container, "name");
-          bad = error{"trainenv: resources." + std::string(section) + "." + name +
-                      " of container " + quote(cname ? *cname : "") + " is " + quote(text) +
-                      "; expected a whole number of GPUs"};
-          return false;
-        }
-        count = *n;
-        return count <= 0;  // keep looking past a zero count
-      });
-  if (bad) return std::move(*bad);
-  return std::max<std::int64_t>(count, 0);
-}
-
-result<std::int64_t> cpu_count(const json& container) {
-  std::string where;
-  const auto* cpu = container_resource(container, "cpu", where);
-  if (cpu == nullptr) return std::int64_t{1};
-  // Kubernetes serialises quantities as strings but accepts JSON numbers too.
-  const std::string text = cpu->is_string() ? cpu->get<std::string>() : cpu->dump();
-  const auto q = cpu->is_string() || cpu->is_number() ? parse_quantity(text) : std::nullopt;
-  const auto ceiling = q ? q->ceil() : std::nullopt;
-  if (!ceiling) {
-    const auto* name = string_member(container, "name");
-    return error{"trainenv: " + where + " of container " + quote(name ? *name : "") + " is " +
-                 quote(text) + "; expected a Kubernetes quantity such as 4, 2.5 or 2500m"};
-  }
-  return std::max<std::int64_t>(1, *ceiling);
-}
-
 }  // namespace
 
 result<std::vector<std::pair<std::string, std::int64_t>>> parse_replicas(std::string_view text) {
@@ -231,25 +150,6 @@ result<std::vector<std::pair<std::string, std::int64_t>>> parse_replicas(std::st
   return out;
 }
 
-result<std::string> resolve_nproc(const nproc_setting& setting, const json& container) {
-  using mode = nproc_setting::mode;
-  switch (setting.kind) {
-    case mode::count:
-      return std::to_string(setting.count);
-    case mode::gpu:
-      return std::string("gpu");
-    case mode::automatic:
-      if (asks_for_gpu(container)) return std::string("auto");
-      [[fallthrough]];
-    case mode::cpu: {
-      auto n = cpu_count(container);
-      if (!n) return std::move(n).take_error();
-      return std::to_string(*n);
-    }
-  }
-  return std::string("auto");
-}
-
 namespace {
 
 // Processes per node, the processes-per-node count and the GPUs: annotation, else the policy's
@@ -273,7 +173,7 @@ result<bool> resolve_processes(const pod_view& pod, const policy& p, const json&
   }
   auto resolved = resolve_nproc(nproc, target);
   if (!resolved) return std::move(resolved).take_error();
-  t.nproc_per_node = std::move(*resolved);
+  t.nproc_per_node = *resolved;
   return true;
 }
 
@@ -287,13 +187,12 @@ result<bool> resolve_replicas(const pod_view& pod, const policy& p, topology& t)
   } else if (!p.default_replicas.empty()) {
     // The policy's own default, e.g. Volcano's master=1,worker=<nodes-1>.
     variable_values nodes;
-    nodes.set(variable::num_nodes, std::to_string(t.num_nodes));
+    nodes.set(variable::num_nodes, t.num_nodes);
     for (const auto& [role, count] : p.default_replicas) {
-      auto text = count.render(nodes);
-      const auto n = text ? parse_decimal(*text, max_count) : std::nullopt;
-      if (!n) {
+      auto n = count.evaluate(nodes);
+      if (!n || *n < 0 || *n > max_count) {
         return error{"trainenv: policy " + quote(p.name) + " gives role " + quote(role) + " " +
-                     (text ? quote(*text) : text.message()) + " replicas for " +
+                     (n ? quote(std::to_string(*n)) : n.message()) + " replicas for " +
                      std::to_string(t.num_nodes) + " nodes; set annotation " +
                      std::string(keys::replicas)};
       }
@@ -307,13 +206,9 @@ result<bool> resolve_replicas(const pod_view& pod, const policy& p, topology& t)
 
 }  // namespace
 
-result<topology> resolve_topology(const pod_view& pod, const policy& p) {
+result<topology> resolve_topology(const pod_view& pod, const policy& p, std::size_t target_index) {
   topology t;
-  const auto container = pod.target_container(p.container);
-  if (!container)
-    return error{
-        "trainenv: spec.containers is empty or missing; the pod has no container to inject into"};
-  t.container = *container;
+  t.container = target_index;
   const auto& target = (*pod.containers())[t.container];
 
   auto job = resolve_job(pod);
@@ -390,7 +285,7 @@ variable_values topology::variables() const {
   const auto set_number = [&v](variable var, std::optional<std::int64_t> value,
                                const std::string& reason) {
     if (value) {
-      v.set(var, std::to_string(*value));
+      v.set(var, *value);
     } else {
       v.set_unavailable(var, reason);
     }
@@ -399,9 +294,9 @@ variable_values topology::variables() const {
   v.set(variable::namespace_name, namespace_name);
   v.set(variable::role, role);
   set_number(variable::index, index, index_unknown_reason);
-  v.set(variable::num_nodes, std::to_string(num_nodes));
-  v.set(variable::nproc_per_node, nproc_per_node);
-  v.set(variable::master_port, std::to_string(master_port));
+  v.set(variable::num_nodes, num_nodes);
+  v.set(variable::nproc_per_node, nproc_per_node.text());
+  v.set(variable::master_port, master_port);
   // Policies are validated so that only items scoped to training roles use these two.
   const std::string not_training = "trainenv: role " + quote(role) + " is not a training role";
   set_number(variable::world_size, world_size, not_training);
@@ -412,8 +307,8 @@ variable_values topology::variables() const {
   // MPI slots: the processes-per-node setting when a number, else the GPUs, else 1.
   set_number(variable::slots, nproc_count ? nproc_count : gpus_or_one, gpus_unknown_reason);
   // Processes per node as a number: the resolved count, or for auto/gpu the GPUs (at least 1).
-  const auto resolved = parse_decimal(nproc_per_node, max_count);
-  set_number(variable::processes_per_node, resolved ? resolved : gpus_or_one, gpus_unknown_reason);
+  set_number(variable::processes_per_node,
+             nproc_per_node.count ? nproc_per_node.count : gpus_or_one, gpus_unknown_reason);
   v.set_unavailable(variable::line, "trainenv: ${i} exists only inside an annotation's lines");
   v.set_replicas(replicas);
   return v;

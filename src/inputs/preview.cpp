@@ -7,8 +7,8 @@ namespace trainenv::inputs {
 
 using nlohmann::json;
 
-core::result<json> preview(std::string_view text, const core::policy_set& policies,
-                           const core::mutate_options& options) {
+core::result<preview_answer> preview(std::string_view text, const core::policy_set& policies,
+                                     const core::mutate_options& options) {
   auto document = parse_document(text);
   if (!document) return std::move(document).take_error();
   if (!document->is_object()) return core::error{"expected a Pod or an AdmissionReview object"};
@@ -32,8 +32,25 @@ core::result<json> preview(std::string_view text, const core::policy_set& polici
 
   json object = nullptr;
   if (d.allowed) object = d.mutated() ? pod.patch(d.patch) : std::move(pod);
-  return json{{"allowed", d.allowed},        {"policy", d.policy},     {"patch", d.patch},
-              {"object", std::move(object)}, {"warnings", d.warnings}, {"message", d.message}};
+  return preview_answer{std::move(d), std::move(object)};
+}
+
+json to_json(const preview_answer& answer) {
+  const auto& d = answer.decision;
+  const auto& injected = d.injected;
+  return json{{"allowed", d.allowed},
+              {"policy", d.policy},
+              {"patch", d.patch},
+              {"object", answer.object},
+              {"warnings", d.warnings},
+              {"message", d.message},
+              {"injected",
+               {{"env", injected.env},
+                {"ports", injected.ports},
+                {"mounts", injected.mounts},
+                {"args", injected.args},
+                {"volumes", injected.volumes},
+                {"annotations", injected.annotations}}}};
 }
 
 }  // namespace trainenv::inputs

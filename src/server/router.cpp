@@ -236,12 +236,11 @@ http_response router::preview(const http_request& request, outcome& result) cons
     if (!answer)
       return error_response(http::status::bad_request, answer.message(), request.version(),
                             request.keep_alive());
-    const bool allowed = (*answer)["allowed"].get<bool>();
-    result = {allowed
-                  ? ((*answer)["patch"].empty() ? decision_label::allowed : decision_label::patched)
-                  : decision_label::denied,
-              (*answer)["policy"].get<std::string>(), 0};
-    return json_response(http::status::ok, *answer, request);
+    const auto& d = answer->decision;
+    result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
+                        : decision_label::denied,
+              d.policy, 0};
+    return json_response(http::status::ok, inputs::to_json(*answer), request);
   } catch (const std::exception& e) {
     spdlog::error("internal error on /preview: {}", e.what());
     return error_response(http::status::internal_server_error,

@@ -95,8 +95,8 @@ policy named(const std::string& name, const std::string& from,
 variable_values values_for_render() {
   variable_values v;
   v.set(variable::job, "j");
-  v.set(variable::master_port, "23456");
-  v.set(variable::num_nodes, "2");
+  v.set(variable::master_port, std::int64_t{23456});
+  v.set(variable::num_nodes, std::int64_t{2});
   return v;
 }
 
@@ -708,15 +708,15 @@ variable_values pod_values() {
   v.set(variable::job, "j");
   v.set(variable::namespace_name, "ns");
   v.set(variable::role, "node");
-  v.set(variable::index, "1");
-  v.set(variable::num_nodes, "3");
+  v.set(variable::index, std::int64_t{1});
+  v.set(variable::num_nodes, std::int64_t{3});
   v.set(variable::nproc_per_node, "4");
-  v.set(variable::master_port, "29500");
-  v.set(variable::world_size, "3");
-  v.set(variable::rank, "1");
-  v.set(variable::gpus_per_node, "4");
-  v.set(variable::slots, "4");
-  v.set(variable::processes_per_node, "4");
+  v.set(variable::master_port, std::int64_t{29500});
+  v.set(variable::world_size, std::int64_t{3});
+  v.set(variable::rank, std::int64_t{1});
+  v.set(variable::gpus_per_node, std::int64_t{4});
+  v.set(variable::slots, std::int64_t{4});
+  v.set(variable::processes_per_node, std::int64_t{4});
   v.set_replicas({{"master", 1}, {"worker", 2}});
   return v;
 }
@@ -1420,7 +1420,7 @@ TEST_CASE("an annotation with lines keeps its count and per-line text", "[policy
   CHECK(render_ok(*a.line_count) == "3");
   CHECK(a.line->uses(variable::line));
   auto values = pod_values();
-  values.set(variable::line, "2");
+  values.set(variable::line, std::int64_t{2});
   CHECK(render_ok(*a.line, values) == "j-node-0-2.j slots=4");
 }
 

@@ -1,6 +1,7 @@
 // docs/contract.md §2: where each value comes from, in order, and what a missing or bad one means.
 #include <catch2/catch.hpp>
 
+#include "trainenv/core/pod_shape.hpp"
 #include "trainenv/core/topology.hpp"
 
 using nlohmann::json;
@@ -29,14 +30,16 @@ json pod(json labels, json annotations = json::object(), json resources = json::
 }
 
 topology resolve_ok(const json& p, const policy& pol = torch_like()) {
-  auto t = resolve_topology(pod_view(p), pol);
+  auto t =
+      resolve_topology(pod_view(p), pol, pod_view(p).target_container(pol.container).value_or(0));
   INFO((t.ok() ? std::string() : t.message()));
   REQUIRE(t.ok());
   return std::move(t).value();
 }
 
 std::string resolve_error(const json& p, const policy& pol = torch_like()) {
-  auto t = resolve_topology(pod_view(p), pol);
+  auto t =
+      resolve_topology(pod_view(p), pol, pod_view(p).target_container(pol.container).value_or(0));
   REQUIRE_FALSE(t.ok());
   return t.message();
 }
@@ -46,7 +49,7 @@ std::string nproc_for(json resources, std::string annotation = "") {
   if (!annotation.empty()) annotations["trainenv.io/nproc-per-node"] = annotation;
   return resolve_ok(
              pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, annotations, std::move(resources)))
-      .nproc_per_node;
+      .nproc_per_node.text();
 }
 
 }  // namespace
@@ -128,7 +131,7 @@ TEST_CASE("missing index with several replicas leaves rank unknown with the reas
   CHECK_FALSE(t.index.has_value());
   CHECK_FALSE(t.rank.has_value());
   const auto values = t.variables();
-  CHECK(values.get(variable::rank) == nullptr);
+  CHECK_FALSE(values.number(variable::rank).has_value());
   CHECK_THAT(values.unavailable_reason(variable::rank),
              Catch::Contains("index") && Catch::Contains("4 replicas") &&
                  Catch::Contains("batch.kubernetes.io/job-completion-index"));
@@ -265,6 +268,9 @@ TEST_CASE("the target container is the one named node, else the first", "[topolo
   CHECK(resolve_ok(p).container == 1);
   p["spec"]["containers"][1]["name"] = "trainer";
   CHECK(resolve_ok(p).container == 0);
+  // No container at all: the pod's shape check says so, before topology runs.
   p["spec"]["containers"] = json::array();
-  CHECK_THAT(resolve_error(p), Catch::Contains("spec.containers"));
+  std::size_t target = 0;
+  CHECK_THAT(check_pod_shape(pod_view(p), torch_like(), target),
+             Catch::Contains("spec.containers is empty"));
 }

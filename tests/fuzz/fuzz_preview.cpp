@@ -16,9 +16,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto& policies = fuzz::shipped_policies();
   const auto answer = inputs::preview(text, policies, {});
   if (!answer) return 0;
-  (void)answer->dump(-1, ' ', false, json::error_handler_t::replace);
-  if (!(*answer)["allowed"].get<bool>() || (*answer)["patch"].empty()) return 0;
-  const auto again = core::mutate_pod((*answer)["object"], policies);
+  (void)inputs::to_json(*answer).dump(-1, ' ', false, json::error_handler_t::replace);
+  if (!answer->decision.allowed || !answer->decision.mutated()) return 0;
+  const auto again = core::mutate_pod(answer->object, policies);
   fuzz::require(again.allowed && again.patch.empty(), "the previewed pod needs no further patch",
                 again.patch.dump() + "\n" + again.message);
   return 0;

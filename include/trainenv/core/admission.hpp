@@ -8,12 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/decision.hpp"
 #include "trainenv/core/json_text.hpp"
 #include "trainenv/core/result.hpp"
 
 namespace trainenv::core {
-
-struct decision;
 
 // clang-tidy 14 reads the implicit special members through nlohmann::json's default member
 // initialiser; none of them throws in practice.

@@ -51,13 +51,7 @@ struct runtime_framework {
     const pod_view& pod, const nlohmann::json& job, const owner_values& owners,
     const owner_kind_set& kinds);
 
-// The pod counts its owners give. `every_role` is false for a plain Job, which knows only the
-// pod's own role. nullopt: a bare pod, with no controlling owner to ask.
-struct owner_counts {
-  std::vector<role_pods> roles;
-  bool every_role = true;
-  std::string owner;  // "JobSet team-a/bert": the object that gave them
-};
+// The pod counts its owners give. nullopt: a bare pod, with no controlling owner to ask.
 [[nodiscard]] owner_step<result<std::optional<owner_counts>>> counts_from_owners(
     const pod_view& pod, std::string_view role, const owner_values& owners,
     const owner_kind_set& kinds);

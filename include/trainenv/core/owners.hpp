@@ -139,6 +139,16 @@ struct role_pods {
   const nlohmann::json* pod_template = nullptr;  // into the owner object, which must outlive this
 };
 
+// The pod counts a pod's owners give. `every_role` is false for a plain Job, which knows only the
+// pod's own role.
+struct owner_counts {
+  std::vector<role_pods> roles;
+  bool every_role = true;
+  std::string owner;  // "JobSet team-a/bert": the object that gave them
+
+  [[nodiscard]] const role_pods* find(std::string_view role) const;
+};
+
 // The pods a batch/v1 JobSpec runs at once: min(parallelism, completions); parallelism defaults
 // to 1 and completions to parallelism. Errors name the member (`where` + ".parallelism") and
 // the value.

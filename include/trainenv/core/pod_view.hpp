@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/json_access.hpp"
 #include "trainenv/core/json_text.hpp"
 
 namespace trainenv::core {
@@ -49,10 +50,5 @@ class pod_view {
                                              std::string_view key) const;
   const nlohmann::json* pod_;
 };
-
-// The member `key` of `object` as a string, or nullptr.
-[[nodiscard]] const std::string* string_member(const nlohmann::json& object, std::string_view key);
-// The member `key` of `object` when present and not null, or nullptr.
-[[nodiscard]] const nlohmann::json* member(const nlohmann::json& object, std::string_view key);
 
 }  // namespace trainenv::core

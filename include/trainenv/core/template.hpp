@@ -15,59 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "trainenv/core/result.hpp"
+#include "trainenv/core/variables.hpp"
 
 namespace trainenv::core {
-
-enum class variable : std::uint8_t {
-  job,
-  namespace_name,
-  role,
-  index,
-  num_nodes,
-  nproc_per_node,
-  master_port,
-  world_size,
-  rank,
-  gpus_per_node,
-  slots,
-  processes_per_node,
-  line,  // ${i}: the line number inside an annotation's `lines`
-};
-inline constexpr std::size_t variable_count = 13;
-
-// The bit for `v` in a used() mask.
-[[nodiscard]] constexpr std::uint32_t variable_bit(variable v) {
-  return 1U << static_cast<unsigned>(v);
-}
-// The bit in a used() mask for a replicas(<role>) call.
-inline constexpr std::uint32_t replicas_bit = 1U << 31;
-
-[[nodiscard]] std::string_view variable_name(variable v);
-[[nodiscard]] std::optional<variable> variable_from_name(std::string_view name);
-// Whole numbers, usable in arithmetic; the others are text.
-[[nodiscard]] bool is_integer_variable(variable v);
-// "job, namespace, role, ..." for error messages.
-[[nodiscard]] std::string variable_names();
-
-// The values of one pod's variables. An unavailable one carries the reason instead, which
-// becomes the violation message when a policy item needs it.
-class variable_values {
- public:
-  void set(variable v, std::string value);
-  void set_unavailable(variable v, std::string reason);
-  [[nodiscard]] const std::string* get(variable v) const;
-  [[nodiscard]] const std::string& unavailable_reason(variable v) const;
-  // replicas(<role>) in expressions; 0 for a role not listed.
-  void set_replicas(std::vector<std::pair<std::string, std::int64_t>> replicas) {
-    replicas_ = std::move(replicas);
-  }
-  [[nodiscard]] std::int64_t replicas(std::string_view role) const;
-
- private:
-  std::vector<std::pair<std::string, std::int64_t>> replicas_;
-  std::array<std::optional<std::string>, variable_count> values_{};
-  std::array<std::string, variable_count> reasons_{};
-};
 
 // One "${...}" body: a text variable alone ("job"), or integer arithmetic over integer
 // variables and literals with + - * and max(...), min(...), replicas(<role>) ("numNodes - 1").
@@ -135,11 +85,14 @@ class template_string {
   // count or a port must be.
   [[nodiscard]] bool is_integer() const;
   [[nodiscard]] result<std::string> render(const variable_values& values) const;
+  // The value of an is_integer() template as a number (a count, a port).
+  [[nodiscard]] result<std::int64_t> evaluate(const variable_values& values) const;
   [[nodiscard]] const std::string& source() const { return source_; }
 
  private:
   std::vector<segment> segments_;
-  std::uint32_t used_ = 0;  // bit per variable
+  std::optional<std::int64_t> literal_number_;  // a literal that is a whole number
+  std::uint32_t used_ = 0;                      // bit per variable
   bool has_expressions_ = false;
   std::string source_;
 };

@@ -9,35 +9,14 @@
 #include <utility>
 #include <vector>
 
+#include "trainenv/core/keys.hpp"
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/policy.hpp"
+#include "trainenv/core/resources.hpp"
 #include "trainenv/core/result.hpp"
-#include "trainenv/core/template.hpp"
+#include "trainenv/core/variables.hpp"
 
 namespace trainenv::core {
-
-// The keys trainenv reads, in one place so messages and docs name them identically.
-namespace keys {
-inline constexpr std::string_view ancestor_step = "trainer.kubeflow.org/trainjob-ancestor-step";
-inline constexpr std::string_view framework = "trainer.kubeflow.org/framework";
-inline constexpr std::string_view trainjob_name = "trainer.kubeflow.org/trainjob-name";
-inline constexpr std::string_view jobset_name = "jobset.sigs.k8s.io/jobset-name";
-inline constexpr std::string_view jobset_uid = "jobset.sigs.k8s.io/jobset-uid";
-inline constexpr std::string_view job_index = "jobset.sigs.k8s.io/job-index";
-inline constexpr std::string_view replicated_job = "jobset.sigs.k8s.io/replicatedjob-name";
-inline constexpr std::string_view completion_index = "batch.kubernetes.io/job-completion-index";
-inline constexpr std::string_view volcano_job = "volcano.sh/job-name";
-inline constexpr std::string_view volcano_task = "volcano.sh/task-spec";
-inline constexpr std::string_view volcano_index = "volcano.sh/task-index";
-inline constexpr std::string_view inject = "trainenv.io/inject";
-inline constexpr std::string_view policy = "trainenv.io/policy";
-inline constexpr std::string_view role = "trainenv.io/role";
-inline constexpr std::string_view num_nodes = "trainenv.io/num-nodes";
-inline constexpr std::string_view nproc_per_node = "trainenv.io/nproc-per-node";
-inline constexpr std::string_view replicas = "trainenv.io/replicas";
-inline constexpr std::string_view master_port = "trainenv.io/master-port";
-inline constexpr std::string_view injected = "trainenv.io/injected";
-}  // namespace keys
 
 struct topology {
   std::string job;
@@ -46,7 +25,7 @@ struct topology {
   std::optional<std::int64_t> index;
   std::string index_unknown_reason;  // why `index` is empty
   std::int64_t num_nodes = 1;
-  std::string nproc_per_node;  // resolved: a whole number, "auto" or "gpu"
+  resolved_nproc nproc_per_node;
   std::int64_t master_port = 0;
   std::optional<std::int64_t> gpus_per_node;  // the target container's GPU count
   std::string gpus_unknown_reason;            // why `gpus_per_node` is empty (a bad quantity)
@@ -61,15 +40,12 @@ struct topology {
 };
 
 // Violations come back as errors whose message starts "trainenv: " and names the key, the
-// value and the expected form.
-[[nodiscard]] result<topology> resolve_topology(const pod_view& pod, const policy& p);
+// value and the expected form. `pod` has passed check_pod_shape, which found `target`.
+[[nodiscard]] result<topology> resolve_topology(const pod_view& pod, const policy& p,
+                                                std::size_t target);
 
 // "master=1,worker=3" -> [(master,1),(worker,3)].
 [[nodiscard]] result<std::vector<std::pair<std::string, std::int64_t>>> parse_replicas(
     std::string_view text);
-
-// Processes per node from a setting and the container's resources (Kubeflow Trainer's rule).
-[[nodiscard]] result<std::string> resolve_nproc(const nproc_setting& setting,
-                                                const nlohmann::json& container);
 
 }  // namespace trainenv::core

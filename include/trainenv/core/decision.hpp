@@ -1,0 +1,45 @@
+// What the engine answers for one pod: allowed or denied, the policy, the JSON Patch, the
+// warnings, and a typed summary of what the patch adds. The admission encoder, the preview and
+// the logs read this; none of them looks inside the patch to find out what it does.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace trainenv::core {
+
+// What a patch adds, by kind, in the order the patch adds it. Names repeated across containers
+// (a sidecar gets the same env) are listed once.
+struct injection_summary {
+  std::vector<std::string> env;          // variable names
+  std::vector<std::int64_t> ports;       // containerPort
+  std::vector<std::string> mounts;       // mountPath
+  std::vector<std::string> args;         // as inserted
+  std::vector<std::string> volumes;      // volume names
+  std::vector<std::string> annotations;  // keys
+
+  [[nodiscard]] bool empty() const;
+  // "PET_NNODES,WORLD_SIZE,port 29500,mount /etc/mpi,volume mpi-ssh-auth,arg --x,annotation k",
+  // cut at `max_length` characters (audit events are stored, so this is bounded).
+  [[nodiscard]] std::string describe(std::size_t max_length = 1024) const;
+};
+
+// clang-tidy 14 reads the implicit special members through nlohmann::json's default member
+// initialiser; none of them throws in practice.
+struct decision {  // NOLINT(bugprone-exception-escape)
+  bool allowed = true;
+  std::string policy;  // the policy that applied, if any
+  nlohmann::json patch = nlohmann::json::array();
+  injection_summary injected;  // what `patch` adds
+  std::vector<std::string> warnings;
+  // Denied: the violation ("trainenv: ..."). Allowed: why nothing applied, if so.
+  std::string message;
+
+  [[nodiscard]] bool mutated() const { return !patch.empty(); }
+};
+
+}  // namespace trainenv::core

@@ -1,0 +1,17 @@
+// Reading members of JSON objects whose shape is not trusted: absent, null and wrongly typed
+// members read as "not there" instead of throwing. A bottom header: includes nothing of the core.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace trainenv::core {
+
+// The member `key` of `object` as a string, or nullptr.
+[[nodiscard]] const std::string* string_member(const nlohmann::json& object, std::string_view key);
+// The member `key` of `object` when present and not null, or nullptr.
+[[nodiscard]] const nlohmann::json* member(const nlohmann::json& object, std::string_view key);
+
+}  // namespace trainenv::core

@@ -1,0 +1,33 @@
+// The label and annotation keys trainenv reads and writes (docs/contract.md §1, §2), in one place
+// so that messages, docs and code name them identically. A bottom header: includes nothing of
+// the core.
+#pragma once
+
+#include <string_view>
+
+namespace trainenv::core {
+
+// The keys trainenv reads, in one place so messages and docs name them identically.
+namespace keys {
+inline constexpr std::string_view ancestor_step = "trainer.kubeflow.org/trainjob-ancestor-step";
+inline constexpr std::string_view framework = "trainer.kubeflow.org/framework";
+inline constexpr std::string_view trainjob_name = "trainer.kubeflow.org/trainjob-name";
+inline constexpr std::string_view jobset_name = "jobset.sigs.k8s.io/jobset-name";
+inline constexpr std::string_view jobset_uid = "jobset.sigs.k8s.io/jobset-uid";
+inline constexpr std::string_view job_index = "jobset.sigs.k8s.io/job-index";
+inline constexpr std::string_view replicated_job = "jobset.sigs.k8s.io/replicatedjob-name";
+inline constexpr std::string_view completion_index = "batch.kubernetes.io/job-completion-index";
+inline constexpr std::string_view volcano_job = "volcano.sh/job-name";
+inline constexpr std::string_view volcano_task = "volcano.sh/task-spec";
+inline constexpr std::string_view volcano_index = "volcano.sh/task-index";
+inline constexpr std::string_view inject = "trainenv.io/inject";
+inline constexpr std::string_view policy = "trainenv.io/policy";
+inline constexpr std::string_view role = "trainenv.io/role";
+inline constexpr std::string_view num_nodes = "trainenv.io/num-nodes";
+inline constexpr std::string_view nproc_per_node = "trainenv.io/nproc-per-node";
+inline constexpr std::string_view replicas = "trainenv.io/replicas";
+inline constexpr std::string_view master_port = "trainenv.io/master-port";
+inline constexpr std::string_view injected = "trainenv.io/injected";
+}  // namespace keys
+
+}  // namespace trainenv::core

@@ -1,0 +1,18 @@
+#include "trainenv/core/json_access.hpp"
+
+namespace trainenv::core {
+
+const nlohmann::json* member(const nlohmann::json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const std::string* string_member(const nlohmann::json& object, std::string_view key) {
+  const auto* value = member(object, key);
+  if (value == nullptr || !value->is_string()) return nullptr;
+  return value->get_ptr<const std::string*>();
+}
+
+}  // namespace trainenv::core
