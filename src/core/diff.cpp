@@ -64,9 +64,23 @@ const json* find_port(const json& list, const json& wanted) {
   return nullptr;
 }
 
+// Adds the members of `defaults` that `value` lacks; nested objects only where `value` has them.
+void fill_defaults(json& value, const json& defaults) {
+  if (!value.is_object()) return;
+  for (const auto& [k, v] : defaults.items()) {
+    const auto it = value.find(k);
+    if (it == value.end()) {
+      if (!v.is_object()) value[k] = v;
+    } else if (v.is_object()) {
+      fill_defaults(*it, v);
+    }
+  }
+}
+
 // Adds each wanted entry of the list `key` that the pod lacks (by `find`); an entry the pod
 // already has is kept, with a warning (from `describe`) when it differs.
-// `defaults` are members the apiserver fills in when absent (a port's protocol), compared as such.
+// `defaults` are members the apiserver fills in when absent (a port's protocol, a fieldRef's
+// apiVersion), compared as such: a pod that says the same thing in fewer words agrees.
 // `record` notes each added entry in the decision's summary.
 template <class Find, class Describe, class Record>
 void merge_list(const json& parent, const std::string& path, std::string_view key,
@@ -78,9 +92,7 @@ void merge_list(const json& parent, const std::string& path, std::string_view ke
   for (const auto& item : wanted) {
     if (const auto* existing = existing_list != nullptr ? find(*existing_list, item) : nullptr) {
       json defaulted = *existing;
-      for (const auto& [k, v] : defaults.items()) {
-        if (!defaulted.contains(k)) defaulted[k] = v;
-      }
+      fill_defaults(defaulted, defaults);
       if (!contains(defaulted, item)) warnings.push_back(make_warning(describe(*existing, item)));
       continue;
     }
@@ -145,7 +157,7 @@ void diff_container(const json& container, const container_wants& want, patch_bu
         return "trainenv: kept user-set " + w["name"].get<std::string>() + describe_env(e) + where;
       },
       [&](const json& w) { note_once(d.injected.env, w["name"].get<std::string>()); }, patch,
-      warnings);
+      warnings, json{{"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}}}}}});
   merge_list(
       container, path, "ports", want.ports, find_port,
       [&](const json& e, const json& w) {

@@ -1,9 +1,11 @@
-// Bytes are decoded elsewhere; here the data flow of one pod:
-// recognise -> select a policy -> check the pod's shape -> topology -> render -> diff.
+// Bytes are decoded elsewhere; here the data flow of one pod: recognise -> select a policy ->
+// check the pod's shape -> the counts its owners give -> topology -> render -> diff. Each step
+// that needs an owner object the shell has not fetched yet names it instead of answering.
 #include "trainenv/core/engine.hpp"
 
 #include "trainenv/core/diff.hpp"
 #include "trainenv/core/keys.hpp"
+#include "trainenv/core/owner_walk.hpp"
 #include "trainenv/core/pod_shape.hpp"
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/render.hpp"
@@ -29,28 +31,148 @@ decision pass(std::string why) {
   return d;
 }
 
+// The variables whose values come from the job's size: only a policy that uses one of them
+// makes a pod's owners worth reading.
+constexpr std::uint32_t count_variables =
+    variable_bit(variable::num_nodes) | variable_bit(variable::world_size) |
+    variable_bit(variable::rank) | variable_bit(variable::slots) |
+    variable_bit(variable::processes_per_node) | replicas_bit;
+
+std::uint32_t variables_used(const policy& p) {
+  std::uint32_t used = p.when ? p.when->used() : 0;
+  const auto scope = [&](const item_scope& s) {
+    if (s.when) used |= s.when->used();
+  };
+  for (const auto& item : p.env) {
+    scope(item.scope);
+    if (item.value) used |= item.value->used();
+    if (item.value_from) used |= item.value_from->used();
+  }
+  for (const auto& item : p.ports) {
+    scope(item.scope);
+    used |= item.container_port.used();
+  }
+  for (const auto& item : p.args) {
+    scope(item.scope);
+    used |= item.value.used();
+  }
+  for (const auto& item : p.volume_mounts) {
+    scope(item.scope);
+    used |= item.mount.used();
+  }
+  for (const auto& item : p.volumes) {
+    scope(item.scope);
+    used |= item.volume.used();
+  }
+  for (const auto& item : p.annotations) {
+    scope(item.scope);
+    if (item.value) used |= item.value->used();
+    if (item.line_count) used |= item.line_count->used();
+    if (item.line) used |= item.line->used();
+  }
+  return used;
+}
+
+// An explicit count annotation wins (docs/contract.md §2.1); when an owner was read anyway (to
+// recognise the pod or find its framework) and says otherwise, the user hears about it.
+void add_disagreements(const pod_view& pod, const policy& p, const owner_values& owners,
+                       const owner_kind_set& kinds, const topology& t, decision& d) {
+  if (!has_explicit_counts(pod) || owners.all().empty()) return;
+  const auto found = counts_from_owners(pod, t.role, owners, kinds);
+  if (needed(found) != nullptr) return;  // not read: nothing to compare with
+  const auto& read = std::get<result<std::optional<owner_counts>>>(found);
+  if (!read || !*read) return;
+  const auto& counts = **read;
+  if (pod.annotation(keys::num_nodes) != nullptr) {
+    const auto nodes = owner_nodes(counts, p, t.role);
+    if (nodes != t.num_nodes) {
+      d.warnings.push_back(make_warning(
+          "trainenv: kept annotation " + std::string(keys::num_nodes) + "=" +
+          std::to_string(t.num_nodes) + "; " + counts.owner + " runs " + std::to_string(nodes)));
+    }
+  }
+  if (pod.annotation(keys::replicas) != nullptr) {
+    for (const auto& [role, count] : t.replicas) {
+      const auto* r = counts.find(role);
+      if (r != nullptr && r->pods != count) {
+        d.warnings.push_back(make_warning(
+            "trainenv: kept annotation " + std::string(keys::replicas) + " " + role + "=" +
+            std::to_string(count) + "; " + counts.owner + " runs " + std::to_string(r->pods)));
+      }
+    }
+  }
+}
+
 }  // namespace
 
-decision mutate_pod(const json& pod, const policy_set& policies, const mutate_options& options) {
+decision owner_chain_too_long(const owner_ref& last) {
+  return deny("trainenv: the pod's owners took more than " + std::to_string(max_owner_fetches) +
+              " reads to size it (the last: " + last.display() + "); set annotation " +
+              std::string(keys::num_nodes) + " and " + std::string(keys::policy));
+}
+
+owner_step<decision> evaluate(const json& pod, const policy_set& policies,
+                              const owner_values& owners, const mutate_options& options) {
   if (!pod.is_object()) return deny("trainenv: the object is not a Pod (expected a JSON object)");
   const pod_view view(pod);
-  const auto* step = view.label(keys::ancestor_step);
-  if (step == nullptr || *step != "trainer") {
-    return pass("not a training pod: label " + std::string(keys::ancestor_step) +
-                " is not \"trainer\"");
+  const auto& kinds = policies.owner_kinds();
+
+  const auto recognised = recognise(view, owners);
+  if (const auto* ref = needed(recognised)) return *ref;
+  const auto& verdict = std::get<recognition>(recognised);
+  switch (verdict.kind) {
+    case recognition::verdict::not_training:
+      return pass(verdict.reason);
+    case recognition::verdict::unknown: {
+      // Recognising fails open: a pod not known to be ours is not ours to block.
+      auto d = pass(verdict.reason);
+      d.warnings.push_back(make_warning(verdict.reason));
+      return d;
+    }
+    case recognition::verdict::training:
+    case recognition::verdict::through_job:
+      break;
   }
   if (const auto* inject = view.annotation(keys::inject); inject != nullptr && *inject == "false") {
     return pass("opted out: annotation " + std::string(keys::inject) + " is \"false\"");
   }
 
-  const auto selected = select_policy(view, policies, options.forced_policy);
+  // Trainer's layout: only the runtime names the framework.
+  std::optional<framework_found> runtime;
+  if (verdict.kind == recognition::verdict::through_job && options.forced_policy.empty() &&
+      view.annotation(keys::policy) == nullptr && view.label(keys::framework) == nullptr) {
+    const auto found = framework_from_runtime(view, *verdict.job, owners, kinds);
+    if (const auto* ref = needed(found)) return *ref;
+    const auto& framework = std::get<result<runtime_framework>>(found);
+    if (!framework) return deny(framework.message());
+    if (framework->framework) runtime = framework_found{*framework->framework, framework->source};
+  }
+  const auto selected =
+      select_policy(view, policies, options.forced_policy, runtime ? &*runtime : nullptr);
   if (selected.chosen == nullptr) return deny(selected.violation);
   const policy& p = *selected.chosen;
 
   std::size_t target = 0;
   if (auto problem = check_pod_shape(view, p, target); !problem.empty())
     return deny(std::move(problem), p.name);
-  auto topo = resolve_topology(view, p, target);
+
+  // The counts the owners give, when the annotations leave them open and the policy uses them.
+  std::optional<owner_counts> counts;
+  if (!has_explicit_counts(view) && (variables_used(p) & count_variables) != 0) {
+    const auto found = counts_from_owners(view, pod_role(view), owners, kinds);
+    if (const auto* ref = needed(found)) return *ref;
+    const auto& read = std::get<result<std::optional<owner_counts>>>(found);
+    if (!read) {
+      // Sizing fails closed: a silently wrong count is worse than a retried pod creation.
+      return deny("trainenv: cannot read the pod counts: " + read.message() + "; set annotation " +
+                      std::string(keys::num_nodes) + " (or " + std::string(keys::replicas) +
+                      ") on the pod template to skip the lookup",
+                  p.name);
+    }
+    counts = *read;
+  }
+
+  auto topo = resolve_topology(view, p, target, counts ? &*counts : nullptr);
   if (!topo) return deny(topo.message(), p.name);
   auto want = render(p, *topo, view);
   if (!want) return deny(want.message(), p.name);
@@ -58,7 +180,17 @@ decision mutate_pod(const json& pod, const policy_set& policies, const mutate_op
     return pass("policy " + quote(p.name) + " does not apply: its condition " +
                 quote(p.when_source) + " is false");
   }
-  return build_patch(pod, *want, p.name);
+  auto d = build_patch(pod, *want, p.name);
+  d.sources = std::move(topo->sources);
+  if (runtime) d.sources.push_back({"framework", runtime->value, runtime->source});
+  add_disagreements(view, p, owners, kinds, *topo, d);
+  return d;
+}
+
+decision mutate_pod(const json& pod, const policy_set& policies, const mutate_options& options) {
+  return decide(pod, policies, options, [](const owner_ref& ref, owner_values& owners) {
+    owners.add_failure(ref, lookup_failure::no_access, "no API access (this path reads no owners)");
+  });
 }
 
 decision mutate(const admission_request& request, const policy_set& policies,

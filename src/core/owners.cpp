@@ -207,6 +207,7 @@ result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& ob
       auto per_job = job_spec_pods(*spec, who + " " + where + "." + path_text(layout.job_spec));
       if (!per_job) return std::move(per_job).take_error();
       out.pods_per_job = *per_job;
+      out.several_jobs = replicas > 1;
     }
     out.pods = replicas * out.pods_per_job;
     if (out.pods > max_count) {

@@ -767,9 +767,10 @@ result<policy> parse_policy(const json& document, std::string_view source) {
   return out;
 }
 
-result<policy_set> policy_set::build(std::vector<policy> policies) {
+result<policy_set> policy_set::build(std::vector<policy> policies, owner_kind_set owner_kinds) {
   policy_set set;
   set.policies_ = std::move(policies);
+  set.owner_kinds_ = std::move(owner_kinds);
   for (std::size_t i = 0; i < set.policies_.size(); ++i) {
     const auto& p = set.policies_[i];
     if (auto [it, inserted] = set.by_name_.emplace(p.name, i); !inserted) {

@@ -6,7 +6,7 @@
 namespace trainenv::core {
 
 selection select_policy(const pod_view& pod, const policy_set& policies,
-                        std::string_view forced_policy) {
+                        std::string_view forced_policy, const framework_found* framework_found) {
   // The names a denial suggests; bounded, as a cluster may load hundreds of policies.
   const auto listing = [](const std::vector<std::string>& names) {
     constexpr std::size_t shown = 16;
@@ -31,15 +31,21 @@ selection select_policy(const pod_view& pod, const policy_set& policies,
                          ", which is not a loaded policy; use one of: " + known_names()};
   }
   const policy* chosen = nullptr;
-  if (const auto* framework = pod.label(keys::framework)) {
+  const auto* framework = pod.label(keys::framework);
+  std::string framework_source = "label " + std::string(keys::framework);
+  if (framework == nullptr && framework_found != nullptr) {
+    framework = &framework_found->value;
+    framework_source = framework_found->source;
+  }
+  if (framework != nullptr) {
     chosen = policies.by_framework(*framework);
     if (chosen == nullptr) {
       std::vector<std::string> values;
       for (const auto& p : policies.all())
         values.insert(values.end(), p.frameworks.begin(), p.frameworks.end());
-      return {nullptr, "trainenv: label " + std::string(keys::framework) + " is " +
-                           quote(*framework) + ", which no policy lists; use one of: " +
-                           listing(values) + ", or set annotation " + std::string(keys::policy)};
+      return {nullptr, "trainenv: " + framework_source + " is " + quote(*framework) +
+                           ", which no policy lists; use one of: " + listing(values) +
+                           ", or set annotation " + std::string(keys::policy)};
     }
   } else {
     chosen = policies.default_policy();

@@ -64,7 +64,9 @@ result<std::string> resolve_job(const pod_view& pod) {
   return *found.value;
 }
 
-std::string resolve_role(const pod_view& pod) {
+}  // namespace
+
+std::string pod_role(const pod_view& pod) {
   const auto found = first_of({
       label_or_annotation(pod, keys::role),
       {pod.label(keys::replicated_job), ""},
@@ -72,6 +74,24 @@ std::string resolve_role(const pod_view& pod) {
   });
   return found.value != nullptr ? *found.value : std::string("node");
 }
+
+std::int64_t owner_nodes(const owner_counts& owners, const policy& p, std::string_view role) {
+  std::int64_t nodes = 0;
+  if (owners.every_role) {
+    for (const auto& training : p.training_roles) {
+      if (const auto* r = owners.find(training)) nodes += r->pods;
+    }
+  }
+  if (nodes > 0) return nodes;
+  const auto* own = owners.find(role);  // a plain Job knows only the pod's own role
+  return own != nullptr ? own->pods : 0;
+}
+
+bool has_explicit_counts(const pod_view& pod) {
+  return pod.annotation(keys::num_nodes) != nullptr || pod.annotation(keys::replicas) != nullptr;
+}
+
+namespace {
 
 // nullopt value with no error: no source present.
 result<std::optional<std::int64_t>> read_index(const pod_view& pod) {
@@ -204,9 +224,84 @@ result<bool> resolve_replicas(const pod_view& pod, const policy& p, topology& t)
   return true;
 }
 
+// The GPUs of one worker as the training role's pod template in the owner asks for them: what a
+// launcher's MPI slots count. nullopt when no template says.
+std::optional<std::int64_t> template_gpus(const owner_counts& owners, const policy& p) {
+  for (const auto& role : p.training_roles) {
+    const auto* r = owners.find(role);
+    if (r == nullptr || r->pod_template == nullptr) continue;
+    const auto* spec = member(*r->pod_template, "spec");
+    const auto* containers = spec != nullptr ? member(*spec, "containers") : nullptr;
+    if (containers == nullptr || !containers->is_array() || containers->empty()) continue;
+    const json* chosen = &(*containers)[0];
+    for (const auto& c : *containers) {
+      if (const auto* name = string_member(c, "name"); name != nullptr && *name == p.container)
+        chosen = &c;
+    }
+    if (auto gpus = gpu_count(*chosen)) return *gpus;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::string replicas_text(const std::vector<std::pair<std::string, std::int64_t>>& replicas) {
+  std::string out;
+  for (const auto& [role, count] : replicas)
+    out += (out.empty() ? "" : ",") + role + "=" + std::to_string(count);
+  return out;
+}
+
+// Replicas of every role the owner knows, and the number of nodes as the pods of the policy's
+// training roles added up (an MPI launcher counts its workers, not itself).
+result<bool> apply_owner_counts(const owner_counts& owners, const policy& p, topology& t) {
+  const auto* own = owners.find(t.role);
+  if (own == nullptr) {
+    std::string roles;
+    for (const auto& r : owners.roles) roles += (roles.empty() ? "" : ", ") + r.role;
+    return error{"trainenv: " + owners.owner + " has no role " + quote(t.role) + " (it has " +
+                 (roles.empty() ? std::string("none") : roles) + "); set label " +
+                 std::string(keys::role) + " or annotation " + std::string(keys::replicas)};
+  }
+  for (const auto& r : owners.roles) t.replicas.emplace_back(r.role, r.pods);
+  const auto nodes = owner_nodes(owners, p, t.role);
+  if (nodes < 1 || nodes > max_count) {
+    return error{"trainenv: " + owners.owner + " gives " + std::to_string(nodes) +
+                 " pods to the training roles; set annotation " + std::string(keys::num_nodes)};
+  }
+  t.num_nodes = nodes;
+  t.sources.push_back({"numNodes", std::to_string(nodes), owners.owner});
+  t.sources.push_back({"replicas", replicas_text(t.replicas), owners.owner});
+  if (!t.training_role) {
+    if (const auto gpus = template_gpus(owners, p)) {
+      t.worker_gpus = *gpus;
+      t.sources.push_back({"workerGpus", std::to_string(*gpus), owners.owner + " pod template"});
+    }
+  }
+  return true;
+}
+
+// A JobSet replicatedJob with several Jobs: the pod's index in its role is its completion index
+// plus its Job's index times the pods of one Job.
+result<bool> add_job_index(const pod_view& pod, const owner_counts& owners, topology& t) {
+  const auto* own = owners.find(t.role);
+  if (own == nullptr || !own->several_jobs || !t.index) return true;
+  const auto* text = pod.label(keys::job_index);
+  const auto job = text != nullptr ? parse_decimal(trim(*text), max_count) : std::nullopt;
+  if (!job) {
+    return error{"trainenv: role " + quote(t.role) + " of " + owners.owner + " runs " +
+                 std::to_string(own->pods / std::max<std::int64_t>(own->pods_per_job, 1)) +
+                 " Jobs, and label " + std::string(keys::job_index) + " is " +
+                 (text != nullptr ? quote(*text) : std::string("missing")) +
+                 "; expected a whole number >= 0"};
+  }
+  t.index = *job * own->pods_per_job + *t.index;
+  return true;
+}
+
 }  // namespace
 
-result<topology> resolve_topology(const pod_view& pod, const policy& p, std::size_t target_index) {
+result<topology> resolve_topology(const pod_view& pod, const policy& p, std::size_t target_index,
+                                  const owner_counts* owners) {
   topology t;
   t.container = target_index;
   const auto& target = (*pod.containers())[t.container];
@@ -215,12 +310,8 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   if (!job) return std::move(job).take_error();
   t.job = std::move(*job);
   if (const auto* ns = pod.namespace_name()) t.namespace_name = *ns;
-  t.role = resolve_role(pod);
+  t.role = pod_role(pod);
   t.training_role = p.is_training_role(t.role);
-
-  auto nodes = read_int_annotation(pod, keys::num_nodes, p.default_num_nodes, 1, max_count);
-  if (!nodes) return std::move(nodes).take_error();
-  t.num_nodes = *nodes;
 
   auto port = read_int_annotation(pod, keys::master_port, p.default_master_port, 1, 65535);
   if (!port) return std::move(port).take_error();
@@ -230,8 +321,24 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
     return std::move(nproc).take_error();
 
   const bool replicas_given = pod.annotation(keys::replicas) != nullptr;
-  if (auto replicas = resolve_replicas(pod, p, t); !replicas)
-    return std::move(replicas).take_error();
+  const bool from_owners = owners != nullptr && !has_explicit_counts(pod);
+  if (from_owners) {
+    if (auto ok = apply_owner_counts(*owners, p, t); !ok) return std::move(ok).take_error();
+  } else {
+    auto nodes = read_int_annotation(pod, keys::num_nodes, p.default_num_nodes, 1, max_count);
+    if (!nodes) return std::move(nodes).take_error();
+    t.num_nodes = *nodes;
+    t.sources.push_back({"numNodes", std::to_string(t.num_nodes),
+                         pod.annotation(keys::num_nodes) != nullptr
+                             ? annotation_name(keys::num_nodes)
+                             : "policy " + quote(p.name) + " default"});
+    if (auto replicas = resolve_replicas(pod, p, t); !replicas)
+      return std::move(replicas).take_error();
+    t.sources.push_back({"replicas", replicas_text(t.replicas),
+                         replicas_given               ? annotation_name(keys::replicas)
+                         : p.default_replicas.empty() ? "the pod's role with numNodes replicas"
+                                                      : "policy " + quote(p.name) + " default"});
+  }
   constexpr std::int64_t unknown = -1;
   const std::int64_t role_replicas = replicas_of(t.replicas, t.role, unknown);
   if (role_replicas == unknown && t.training_role) {
@@ -243,6 +350,9 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   auto index = read_index(pod);
   if (!index) return std::move(index).take_error();
   t.index = *index;
+  if (from_owners) {
+    if (auto ok = add_job_index(pod, *owners, t); !ok) return std::move(ok).take_error();
+  }
   if (!t.index && role_replicas == 1) t.index = 0;
   if (!t.index) {
     t.index_unknown_reason =
@@ -252,7 +362,8 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
         std::string(keys::volcano_index);
   }
   if (t.index && role_replicas != unknown && *t.index >= role_replicas) {
-    const std::string source = replicas_given
+    const std::string source = from_owners ? owners->owner
+                               : replicas_given
                                    ? "annotation " + std::string(keys::replicas)
                                    : "annotation " + std::string(keys::num_nodes) + " (default " +
                                          std::to_string(p.default_num_nodes) + ")";
@@ -305,7 +416,10 @@ variable_values topology::variables() const {
   const auto gpus_or_one =
       gpus_per_node ? std::optional(std::max<std::int64_t>(*gpus_per_node, 1)) : std::nullopt;
   // MPI slots: the processes-per-node setting when a number, else the GPUs, else 1.
-  set_number(variable::slots, nproc_count ? nproc_count : gpus_or_one, gpus_unknown_reason);
+  const auto worker = worker_gpus ? worker_gpus : gpus_per_node;
+  const auto worker_or_one =
+      worker ? std::optional(std::max<std::int64_t>(*worker, 1)) : std::nullopt;
+  set_number(variable::slots, nproc_count ? nproc_count : worker_or_one, gpus_unknown_reason);
   // Processes per node as a number: the resolved count, or for auto/gpu the GPUs (at least 1).
   set_number(variable::processes_per_node,
              nproc_per_node.count ? nproc_per_node.count : gpus_or_one, gpus_unknown_reason);

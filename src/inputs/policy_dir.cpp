@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "trainenv/core/json_access.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::inputs {
@@ -80,6 +81,7 @@ policy_load load_policy_dir(const std::string& dir) {
   out.errors = std::move(read.errors);
   out.fingerprint = read.fingerprint;
   std::vector<core::policy> policies;
+  std::vector<core::owner_kind> owner_kinds;
   for (const auto& file : read.files) {
     out.files.push_back(file.path);
     auto docs = parse_documents(file.text);
@@ -90,6 +92,18 @@ policy_load load_policy_dir(const std::string& dir) {
     for (std::size_t i = 0; i < docs->size(); ++i) {
       const auto where =
           docs->size() > 1 ? file.path + " (document " + std::to_string(i + 1) + ")" : file.path;
+      // One directory holds both kinds of document (docs/policies.md): policies, and the owner
+      // kinds that say where a pod's counts sit.
+      const auto* kind = core::string_member((*docs)[i], "kind");
+      if (kind != nullptr && *kind == core::owner_kind_kind) {
+        auto k = core::parse_owner_kind((*docs)[i], where);
+        if (!k) {
+          out.errors.push_back(k.message());
+          continue;
+        }
+        owner_kinds.push_back(std::move(*k));
+        continue;
+      }
       auto p = core::parse_policy((*docs)[i], where);
       if (!p) {
         out.errors.push_back(p.message());
@@ -103,7 +117,12 @@ policy_load load_policy_dir(const std::string& dir) {
     out.errors.push_back(dir + ": no policy files (*.yaml, *.yml, *.json) found");
     return out;
   }
-  auto set = core::policy_set::build(std::move(policies));
+  auto kinds = core::owner_kind_set::build(std::move(owner_kinds));
+  if (!kinds) {
+    out.errors.push_back(kinds.message());
+    return out;
+  }
+  auto set = core::policy_set::build(std::move(policies), std::move(*kinds));
   if (!set) {
     out.errors.push_back(set.message());
     return out;

@@ -127,7 +127,11 @@ TEST_CASE("a container without env, and a pod without annotations, get them crea
           "[engine][patch]") {
   json pod = torch_node(0, 1);
   pod["spec"]["containers"][0].erase("env");
+  // Without annotations the counts would come from the owners: make it a bare pod, which takes
+  // the policy's defaults instead.
   pod["metadata"].erase("annotations");
+  pod["metadata"].erase("ownerReferences");
+  pod["metadata"]["labels"].erase("jobset.sigs.k8s.io/jobset-uid");
   const auto d = core::mutate_pod(pod, shipped());
   REQUIRE(d.allowed);
   CHECK(d.patch[0]["path"] == "/spec/containers/0/env");

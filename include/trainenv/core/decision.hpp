@@ -28,13 +28,21 @@ struct injection_summary {
   [[nodiscard]] std::string describe(std::size_t max_length = 1024) const;
 };
 
+// Where one value came from: {"numNodes", "4", "JobSet team-a/bert spec.replicatedJobs"}.
+struct value_source {
+  std::string name;
+  std::string value;
+  std::string source;
+};
+
 // clang-tidy 14 reads the implicit special members through nlohmann::json's default member
 // initialiser; none of them throws in practice.
 struct decision {  // NOLINT(bugprone-exception-escape)
   bool allowed = true;
   std::string policy;  // the policy that applied, if any
   nlohmann::json patch = nlohmann::json::array();
-  injection_summary injected;  // what `patch` adds
+  injection_summary injected;         // what `patch` adds
+  std::vector<value_source> sources;  // where the counts came from, when a policy applied
   std::vector<std::string> warnings;
   // Denied: the violation ("trainenv: ..."). Allowed: why nothing applied, if so.
   std::string message;

@@ -10,6 +10,8 @@
 
 #include "trainenv/core/admission.hpp"
 #include "trainenv/core/decision.hpp"
+#include "trainenv/core/owner_walk.hpp"
+#include "trainenv/core/owners.hpp"
 #include "trainenv/core/policy.hpp"
 
 namespace trainenv::core {
@@ -19,6 +21,34 @@ struct mutate_options {
   std::string forced_policy;
 };
 
+// One round of the decision, given the owner objects fetched so far (docs/contract.md §2.1): the
+// decision, or the next owner object it needs. The shell fetches that object (the API through
+// its cache, a --owners file, or nothing), adds it or its failure to `owners`, and asks again.
+[[nodiscard]] owner_step<decision> evaluate(const nlohmann::json& pod, const policy_set& policies,
+                                            const owner_values& owners,
+                                            const mutate_options& options = {});
+
+// A pod needs at most four reads (Job, JobSet, TrainJob, runtime); past this many the chain is
+// not one trainenv knows, and the pod is denied.
+inline constexpr int max_owner_fetches = 8;
+[[nodiscard]] decision owner_chain_too_long(const owner_ref& last);
+
+// evaluate until it decides, calling `fetch(ref, owners)` for each object it needs; `fetch`
+// adds the object or its failure to `owners`.
+template <class Fetch>
+[[nodiscard]] decision decide(const nlohmann::json& pod, const policy_set& policies,
+                              const mutate_options& options, Fetch fetch) {
+  owner_values owners;
+  for (int fetches = 0;; ++fetches) {
+    auto step = evaluate(pod, policies, owners, options);
+    if (auto* d = std::get_if<decision>(&step)) return std::move(*d);
+    const auto& ref = std::get<owner_ref>(step);
+    if (fetches == max_owner_fetches) return owner_chain_too_long(ref);
+    fetch(ref, owners);
+  }
+}
+
+// decide with no API access: a pod that needs an owner is treated as its lookup failing.
 [[nodiscard]] decision mutate_pod(const nlohmann::json& pod, const policy_set& policies,
                                   const mutate_options& options = {});
 

@@ -135,7 +135,10 @@ struct role_pods {
   std::string role;
   std::int64_t pods = 0;
   std::int64_t pods_per_job = 1;  // the pods of one Job (JobSet: a replicatedJob has replicas Jobs)
-  std::string source;             // "JobSet team-a/bert spec.replicatedJobs[node]"
+  // The role runs several Jobs (a JobSet replicatedJob with replicas > 1): a pod's completion
+  // index counts within its Job, and its index in the role adds job-index x pods_per_job.
+  bool several_jobs = false;
+  std::string source;                            // "JobSet team-a/bert spec.replicatedJobs[node]"
   const nlohmann::json* pod_template = nullptr;  // into the owner object, which must outlive this
 };
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/owners.hpp"
 #include "trainenv/core/result.hpp"
 #include "trainenv/core/template.hpp"
 
@@ -138,8 +139,10 @@ class policy_set {
   policy_set(policy_set&&) = default;
   policy_set& operator=(policy_set&&) = default;
 
-  // Rejects duplicate names, a framework value claimed twice and more than one default.
-  [[nodiscard]] static result<policy_set> build(std::vector<policy> policies);
+  // Rejects duplicate names, a framework value claimed twice and more than one default. The
+  // owner kinds (policies/owners.yaml) travel with the policies: one load, one snapshot.
+  [[nodiscard]] static result<policy_set> build(std::vector<policy> policies,
+                                                owner_kind_set owner_kinds = {});
 
   [[nodiscard]] const policy* by_name(std::string_view name) const;
   [[nodiscard]] const policy* by_framework(std::string_view framework) const;
@@ -147,6 +150,7 @@ class policy_set {
   // The policies that declared `replaces: {policy: <name>}`.
   [[nodiscard]] const std::vector<const policy*>& replacements_of(std::string_view name) const;
   [[nodiscard]] const std::vector<policy>& all() const { return policies_; }
+  [[nodiscard]] const owner_kind_set& owner_kinds() const { return owner_kinds_; }
 
  private:
   struct string_hash {
@@ -156,6 +160,7 @@ class policy_set {
   using index_map = std::unordered_map<std::string, std::size_t, string_hash, std::equal_to<>>;
 
   std::vector<policy> policies_;
+  owner_kind_set owner_kinds_;
   index_map by_name_;
   index_map by_framework_;
   std::optional<std::size_t> default_;
