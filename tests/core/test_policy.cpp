@@ -199,29 +199,30 @@ TEST_CASE("an unknown spec key is rejected with a did-you-mean suggestion", "[po
   json doc = minimal_doc();
   doc["spec"]["framework"] = json::array({"torch"});
   const auto message = parse_error(doc);
-  CHECK_THAT(message, StartsWith(std::string(source) + ": spec.framework: "));
-  CHECK_THAT(message, Contains("did you mean \"frameworks\"?"));
+  CHECK(message ==
+        std::string(source) + ": spec: unknown field \"framework\"; did you mean \"frameworks\"?");
 }
 
 TEST_CASE("an unknown env item key is rejected with a did-you-mean suggestion", "[policy]") {
   const auto message = parse_error(with_env({{"name", "A"}, {"valeu", "1"}}));
-  CHECK_THAT(message, StartsWith(std::string(source) + ": spec.env[0].valeu: "));
-  CHECK_THAT(message, Contains("did you mean \"value\"?"));
+  CHECK(message ==
+        std::string(source) + ": spec.env[0]: unknown field \"valeu\"; did you mean \"value\"?");
 }
 
 TEST_CASE("an unknown key far from any known one lists the known fields", "[policy]") {
   json doc = minimal_doc();
   doc["spec"]["defaults"] = {{"completelyDifferent", 1}};
   const auto message = parse_error(doc);
-  CHECK_THAT(message, StartsWith(std::string(source) + ": spec.defaults.completelyDifferent: "));
-  CHECK_THAT(message, Contains("masterPort") && Contains("numNodes") && Contains("nprocPerNode"));
-  CHECK_THAT(message, !Contains("did you mean"));
+  CHECK(message == std::string(source) +
+                       ": spec.defaults: unknown field \"completelyDifferent\"; known fields here: "
+                       "masterPort, numNodes, nprocPerNode, replicas");
 }
 
 TEST_CASE("an unknown top-level key is rejected", "[policy]") {
   json doc = minimal_doc();
   doc["status"] = json::object();
-  CHECK_THAT(parse_error(doc), StartsWith(std::string(source) + ": document.status: "));
+  CHECK_THAT(parse_error(doc),
+             StartsWith(std::string(source) + ": document: unknown field \"status\""));
 }
 
 TEST_CASE("a wrong apiVersion is rejected naming the expected one", "[policy]") {
@@ -891,8 +892,8 @@ TEST_CASE("replaces rejects a policy that is not a string", "[policy][replaces]"
 TEST_CASE("replaces rejects unknown keys and non-mappings", "[policy][replaces]") {
   const auto message =
       parse_error(with_spec(R"({"replaces": {"policy": "torch", "commandPrefx": ["tune"]}})"));
-  CHECK_THAT(message, StartsWith(at("spec.replaces.commandPrefx")));
-  CHECK_THAT(message, Contains("did you mean \"commandPrefix\"?"));
+  CHECK(message ==
+        at("spec.replaces") + "unknown field \"commandPrefx\"; did you mean \"commandPrefix\"?");
   CHECK_THAT(parse_error(with_spec(R"({"replaces": "torch"})")), StartsWith(at("spec.replaces")));
 }
 
@@ -974,7 +975,7 @@ TEST_CASE("an extra container's init must be a boolean", "[policy][extra-contain
 
 TEST_CASE("extraContainers reject unknown keys and non-lists", "[policy][extra-containers]") {
   CHECK_THAT(parse_error(with_spec(R"({"extraContainers": [{"name": "a", "inti": true}]})")),
-             StartsWith(at("spec.extraContainers[0].inti")));
+             StartsWith(at("spec.extraContainers[0]") + "unknown field \"inti\""));
   CHECK_THAT(parse_error(with_spec(R"({"extraContainers": {"name": "a"}})")),
              StartsWith(at("spec.extraContainers")));
   CHECK_THAT(parse_error(with_spec(R"({"extraContainers": ["a"]})")),
@@ -1095,8 +1096,9 @@ TEST_CASE("an arg item needs a string value", "[policy][args]") {
 
 TEST_CASE("args reject unknown keys and wrong shapes", "[policy][args]") {
   CHECK_THAT(parse_error(with_spec(R"({"args": {"items": [{"value": "a", "valeu": "b"}]}})")),
-             StartsWith(at("spec.args.items[0].valeu")));
-  CHECK_THAT(parse_error(with_spec(R"({"args": {"item": []}})")), StartsWith(at("spec.args.item")));
+             StartsWith(at("spec.args.items[0]") + "unknown field \"valeu\""));
+  CHECK(parse_error(with_spec(R"({"args": {"item": []}})")) ==
+        at("spec.args") + "unknown field \"item\"; did you mean \"items\"?");
   CHECK_THAT(parse_error(with_spec(R"({"args": ["--x"]})")), StartsWith(at("spec.args")));
   CHECK_THAT(parse_error(with_spec(R"({"args": {"items": {"value": "a"}}})")),
              StartsWith(at("spec.args.items")));
@@ -1179,7 +1181,7 @@ TEST_CASE("a volume needs exactly one source", "[policy][volumes]") {
 
 TEST_CASE("a volume source of another kind is an unknown field", "[policy][volumes]") {
   CHECK_THAT(parse_error(with_spec(R"({"volumes": [{"name": "v", "hostPath": {"path": "/x"}}]})")),
-             StartsWith(at("spec.volumes[0].hostPath")));
+             StartsWith(at("spec.volumes[0]") + "unknown field \"hostPath\""));
 }
 
 TEST_CASE("a volume needs a unique DNS-label name", "[policy][volumes]") {
@@ -1214,13 +1216,14 @@ TEST_CASE("a volume source's required members are checked", "[policy][volumes]")
 TEST_CASE("a volume source's member names are checked", "[policy][volumes]") {
   const auto message =
       parse_error(with_spec(R"({"volumes": [{"name": "v", "secret": {"secretname": "s"}}]})"));
-  CHECK_THAT(message, StartsWith(at("spec.volumes[0].secret.secretname")));
-  CHECK_THAT(message, Contains("secretName"));
+  // Kubernetes' own members get the same message, with the nearest name.
+  CHECK(message == at("spec.volumes[0].secret") +
+                       "unknown field \"secretname\"; did you mean \"secretName\"?");
   CHECK_THAT(
       parse_error(with_spec(R"({"volumes": [{"name": "v", "configMap": {"name": "c", "x": 1}}]})")),
-      StartsWith(at("spec.volumes[0].configMap.x")));
+      StartsWith(at("spec.volumes[0].configMap") + "unknown field \"x\"; known fields here: "));
   CHECK_THAT(parse_error(with_spec(R"({"volumes": [{"name": "v", "emptyDir": {"size": "1Gi"}}]})")),
-             StartsWith(at("spec.volumes[0].emptyDir.size")));
+             StartsWith(at("spec.volumes[0].emptyDir") + "unknown field \"size\""));
 }
 
 TEST_CASE("a volume source's member types are checked", "[policy][volumes]") {
@@ -1278,7 +1281,8 @@ TEST_CASE("a volume's key items need key and path and a valid mode", "[policy][v
       {R"([{"key": "k", "path": "p", "mode": 512}])", "spec.volumes[0].configMap.items[0].mode"},
       {R"([{"key": "k", "path": "p", "mode": "0644"}])", "spec.volumes[0].configMap.items[0].mode"},
       {R"([{"key": 1, "path": "p"}])", "spec.volumes[0].configMap.items[0].key"},
-      {R"([{"key": "k", "path": "p", "mod": 420}])", "spec.volumes[0].configMap.items[0].mod"}};
+      // An unknown member is reported at its object (the message names it).
+      {R"([{"key": "k", "path": "p", "mod": 420}])", "spec.volumes[0].configMap.items[0]"}};
   for (const auto& [items, field] : cases) {
     INFO("items: " << items);
     json doc = minimal_doc();
@@ -1298,7 +1302,7 @@ TEST_CASE("a downwardAPI item needs path and fieldRef with fieldPath", "[policy]
       {R"([{"path": "p", "fieldRef": {}}])",
        "spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath"},
       {R"([{"path": "p", "fieldRef": {"fieldPath": "x", "extra": 1}}])",
-       "spec.volumes[0].downwardAPI.items[0].fieldRef.extra"},
+       "spec.volumes[0].downwardAPI.items[0].fieldRef"},
       {R"([{"path": "p", "fieldRef": {"fieldPath": "x"}, "mode": 4095}])",
        "spec.volumes[0].downwardAPI.items[0].mode"},
       {R"(["p"])", "spec.volumes[0].downwardAPI.items[0]"}};
@@ -1380,8 +1384,8 @@ TEST_CASE("a volume mount's subPath must be a string", "[policy][volume-mounts]"
 TEST_CASE("a volume mount rejects unknown keys", "[policy][volume-mounts]") {
   const auto message = parse_error(
       with_spec(R"({"volumeMounts": [{"name": "v", "mountPath": "/x", "readonly": true}]})"));
-  CHECK_THAT(message, StartsWith(at("spec.volumeMounts[0].readonly")));
-  CHECK_THAT(message, Contains("did you mean \"readOnly\"?"));
+  CHECK(message ==
+        at("spec.volumeMounts[0]") + "unknown field \"readonly\"; did you mean \"readOnly\"?");
 }
 
 TEST_CASE("a volume mount using worldSize must be scoped to training roles",
@@ -1504,7 +1508,7 @@ TEST_CASE("an annotation's lines need count and text", "[policy][annotations]") 
   CHECK_THAT(
       parse_error(with_spec(
           R"({"annotations": [{"name": "a", "lines": {"count": 1, "text": "x", "sep": ","}}]})")),
-      StartsWith(at("spec.annotations[0].lines.sep")));
+      StartsWith(at("spec.annotations[0].lines") + "unknown field \"sep\""));
   CHECK_THAT(parse_error(with_spec(R"({"annotations": [{"name": "a", "lines": "x"}]})")),
              StartsWith(at("spec.annotations[0].lines")));
   CHECK_THAT(parse_error(with_spec(
