@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cctype>
 
+#include "trainenv/core/names.hpp"
 #include "trainenv/core/pod_view.hpp"
-#include "trainenv/core/policy.hpp"
+#include "trainenv/core/policy_fields.hpp"
 
 namespace trainenv::core {
 namespace {
@@ -343,7 +344,7 @@ class owner_kind_parser {
 
  private:
   std::optional<role_layout> parse_roles(const json& roles) {
-    if (!roles.is_object()) return fail_layout("spec.roles", "must be a mapping");
+    if (!keep(expect_object(roles, "spec.roles"))) return std::nullopt;
     if (!known(roles, "spec.roles",
                {"own", "list", "map", "name", "replicas", "jobSpec", "podTemplate"}))
       return std::nullopt;
@@ -399,25 +400,15 @@ class owner_kind_parser {
     return out;
   }
 
+  // Each read keeps the first problem it meets (in policy_fields' words) and returns nothing,
+  // so that parse() can test once after several reads.
   bool known(const json& object, const std::string& field,
              std::initializer_list<std::string_view> names) {
-    for (const auto& item : object.items()) {
-      if (std::find(names.begin(), names.end(), item.key()) != names.end()) continue;
-      std::string list;
-      for (auto n : names) list += (list.empty() ? "" : ", ") + std::string(n);
-      fail((field.empty() ? "" : field + ".") + item.key(),
-           "unknown field; known fields here: " + list);
-      return false;
-    }
-    return true;
+    return keep(check_fields(object, field, names));
   }
   const json* object(const json& parent, std::string_view key, const std::string& field) {
     const auto* value = member(parent, key);
-    if (value == nullptr || !value->is_object()) {
-      fail(field, "must be a mapping");
-      return nullptr;
-    }
-    return value;
+    return keep(expect_object(value != nullptr ? *value : json(), field)) ? value : nullptr;
   }
   // A non-empty string member; absent is an error unless `optional`.
   const std::string* text(const json& parent, std::string_view key, const std::string& field,
@@ -427,23 +418,25 @@ class owner_kind_parser {
       if (!optional) fail(field, "missing");
       return nullptr;
     }
-    if (!value->is_string() || value->get_ref<const std::string&>().empty()) {
-      fail(field, "must be a non-empty string");
-      return nullptr;
-    }
-    return &value->get_ref<const std::string&>();
+    return keep(read_text(*value, field)) ? &value->get_ref<const std::string&>() : nullptr;
   }
   bool flag(const json& parent, std::string_view key, const std::string& field) {
     const auto* value = member(parent, key);
     if (value == nullptr) return false;
-    if (!value->is_boolean()) {
-      fail(field, "must be true or false");
-      return false;
-    }
-    return value->get<bool>();
+    auto read = read_bool(*value, field);
+    return keep(read) && *read;
+  }
+  bool keep(const std::optional<error>& problem) {
+    if (!problem) return true;
+    if (!failed_) failed_ = error{source_ + ": " + problem->message};
+    return false;
+  }
+  template <class T>
+  bool keep(const result<T>& read) {
+    return read ? true : keep(error{read.message()});
   }
   error fail(const std::string& field, const std::string& problem) {
-    if (!failed_) failed_ = error{source_ + ": " + (field.empty() ? "" : field + ": ") + problem};
+    keep(field_error(field, problem));
     return *failed_;
   }
   std::nullopt_t fail_layout(const std::string& field, const std::string& problem) {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "trainenv/core/policy.hpp"
+#include "trainenv/core/names.hpp"
 
 namespace trainenv::core {
 namespace {

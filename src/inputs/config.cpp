@@ -7,7 +7,7 @@
 
 #include <arpa/inet.h>
 
-#include "trainenv/core/policy.hpp"
+#include "trainenv/core/names.hpp"
 
 namespace trainenv::inputs {
 namespace {
@@ -129,6 +129,23 @@ flag choice_flag(std::string& target, const std::vector<std::string>& choices) {
           }};
 }
 
+// HOST:PORT as --listen takes it: an IPv6 host in brackets.
+std::string endpoint_text(const endpoint_spec& e) {
+  const bool v6 = e.host.find(':') != std::string::npos;
+  return (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
+}
+
+// Seconds as the SECONDS flags take them: "10", "0.5", "1.25".
+std::string seconds_text(std::chrono::milliseconds ms) {
+  std::string out = std::to_string(ms.count() / 1000);
+  if (const auto rest = ms.count() % 1000; rest != 0) {
+    std::string fraction = std::to_string(1000 + rest).substr(1);
+    fraction.erase(fraction.find_last_not_of('0') + 1);
+    out += "." + fraction;
+  }
+  return out;
+}
+
 }  // namespace
 
 core::result<endpoint_spec> parse_endpoint(const std::string& text) {
@@ -170,6 +187,9 @@ std::string main_help() {
 }
 
 std::string serve_help() {
+  // The defaults stated here are the struct's own, so the two cannot drift apart.
+  const serve_config d;
+  const auto seconds = [](std::chrono::milliseconds ms) { return seconds_text(ms); };
   return "Usage: trainenv serve [flags]\n"
          "\n"
          "Runs the admission webhook: POST /mutate and /preview, GET /healthz and /readyz over "
@@ -177,32 +197,60 @@ std::string serve_help() {
          "and /metrics, /healthz, /readyz over plain HTTP on --metrics-listen.\n"
          "\n"
          "Flags:\n"
-         "  --listen HOST:PORT         HTTPS address (default 0.0.0.0:8443; port 0 picks a free "
-         "one)\n"
-         "  --tls-cert FILE            serving certificate, PEM (default certs/tls.crt)\n"
-         "  --tls-key FILE             its private key, PEM (default certs/tls.key)\n"
-         "  --client-ca FILE           require client certificates signed by this CA (default: "
-         "none)\n"
-         "  --policies DIR             policy directory (default policies/)\n"
-         "  --metrics-listen HOST:PORT plain-HTTP health address (default 0.0.0.0:9090)\n"
-         "  --log-format text|json     log line format (default text)\n"
-         "  --log-level LEVEL          trace, debug, info, warn, error or off (default info)\n"
-         "  --threads N                I/O threads (default: one per core)\n"
-         "  --max-body-bytes N         largest request body; larger ones get 413 (default "
-         "7340032)\n"
-         "  --max-header-bytes N       largest request header block; larger ones get 431 (default "
-         "16384)\n"
-         "  --read-timeout SECONDS     time to receive one request once it has started (default "
-         "10)\n"
-         "  --idle-timeout SECONDS     keep-alive connection idle time before closing (default "
-         "120)\n"
-         "  --handshake-timeout SECONDS TLS handshake time limit (default 10)\n"
+         "  --listen HOST:PORT         HTTPS address (default " +
+         endpoint_text(d.listen) +
+         "; port 0 picks a free one)\n"
+         "  --tls-cert FILE            serving certificate, PEM (default " +
+         d.tls_cert +
+         ")\n"
+         "  --tls-key FILE             its private key, PEM (default " +
+         d.tls_key +
+         ")\n"
+         "  --client-ca FILE           require client certificates signed by this CA (default" +
+         (d.client_ca.empty() ? ": none" : " " + d.client_ca) +
+         ")\n"
+         "  --policies DIR             policy directory (default " +
+         d.policies +
+         ")\n"
+         "  --metrics-listen HOST:PORT plain-HTTP health address (default " +
+         endpoint_text(d.metrics_listen) +
+         ")\n"
+         "  --log-format text|json     log line format (default " +
+         d.log_format +
+         ")\n"
+         "  --log-level LEVEL          trace, debug, info, warn, error or off (default " +
+         d.log_level +
+         ")\n"
+         "  --threads N                I/O threads (default" +
+         (d.threads == 0 ? std::string(": one per core") : " " + std::to_string(d.threads)) +
+         ")\n"
+         "  --max-body-bytes N         largest request body; larger ones get 413 (default " +
+         std::to_string(d.max_body_bytes) +
+         ")\n"
+         "  --max-header-bytes N       largest request header block; larger ones get 431 "
+         "(default " +
+         std::to_string(d.max_header_bytes) +
+         ")\n"
+         "  --read-timeout SECONDS     time to receive one request once it has started (default " +
+         seconds(d.read_timeout) +
+         ")\n"
+         "  --idle-timeout SECONDS     keep-alive connection idle time before closing (default " +
+         seconds(d.idle_timeout) +
+         ")\n"
+         "  --handshake-timeout SECONDS TLS handshake time limit (default " +
+         seconds(d.handshake_timeout) +
+         ")\n"
          "  --max-connections N        open connections, both listeners; more are closed at once "
-         "(default 10000)\n"
+         "(default " +
+         std::to_string(d.max_connections) +
+         ")\n"
          "  --drain-delay SECONDS      on SIGTERM/SIGINT, keep serving this long with /readyz at "
-         "503 (default 5)\n"
+         "503 (default " +
+         seconds(d.drain_delay) +
+         ")\n"
          "  --shutdown-deadline SECONDS exit by then after the signal, in-flight requests done "
-         "(default 25)\n";
+         "(default " +
+         seconds(d.shutdown_deadline) + ")\n";
 }
 
 std::string preview_help() {

@@ -2,6 +2,8 @@
 // §6).
 #include <catch2/catch.hpp>
 
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -173,6 +175,30 @@ TEST_CASE("serve --help sets failure.help and lists every flag", "[config]") {
         "--read-timeout", "--idle-timeout", "--handshake-timeout"}) {
     CHECK_THAT(serve_help(), Contains(flag));
   }
+}
+
+// The help is written from serve_config's defaults; read each "(default X)" back through the
+// flag and the result must be the default configuration, so help and struct cannot drift.
+TEST_CASE("serve --help states serve_config's defaults", "[config]") {
+  const serve_config defaults;
+  const std::regex line(R"(^  (--[a-z-]+) .*\(default ([^;)]+)[;)])");
+  std::istringstream help(serve_help());
+  std::vector<std::string> stated;
+  for (std::string text; std::getline(help, text);) {
+    std::smatch m;
+    if (!std::regex_search(text, m, line)) continue;
+    INFO(text);
+    stated.push_back(m[1]);
+    const auto p = parse_serve({m[1], m[2]});
+    REQUIRE(p.ok);
+    CHECK(p.config == defaults);
+  }
+  // Every flag but --client-ca and --threads, whose defaults are words.
+  CHECK(stated.size() == 15);
+  CHECK_THAT(serve_help(), Contains("certificates signed by this CA (default: none)"));
+  CHECK_THAT(serve_help(), Contains("I/O threads (default: one per core)"));
+  // And the check can fail: a different value is a different configuration.
+  CHECK_FALSE(serve_ok({"--read-timeout", "11"}) == defaults);
 }
 
 TEST_CASE("serve rejects an unknown flag naming it", "[config]") {

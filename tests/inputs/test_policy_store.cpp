@@ -160,8 +160,8 @@ TEST_CASE("an error in a multi-document file names the file and the document", "
                             "apiVersion: trainenv.io/v1alpha1\nkind: TrainingPolicy\n"
                             "metadata: {name: mpi}\nspec: {framework: [mpi]}\n");
   const auto message = load_error(dir.str());
-  CHECK_THAT(message,
-             Contains((dir.path() / "all.yaml").string() + " (document 2): spec.framework"));
+  CHECK_THAT(message, Contains((dir.path() / "all.yaml").string() +
+                               " (document 2): spec: unknown field \"framework\""));
 }
 
 TEST_CASE("a ConfigMap volume layout loads each policy once", "[policy_store]") {

@@ -1,5 +1,7 @@
-// Policy value types, and the parsing and validation of a policy document (already decoded
-// from YAML or JSON into nlohmann::json by the shell; no file IO here).
+// Policy value types, the parsing and validation of a policy document (already decoded from
+// YAML or JSON into nlohmann::json by the shell; no file IO here), and the policy set. The
+// validators of names (is_dns_label, parse_decimal, ...) are names.hpp, included here for the
+// callers that still find them through this header.
 #pragma once
 
 #include <cstdint>
@@ -11,13 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/names.hpp"
 #include "trainenv/core/owners.hpp"
 #include "trainenv/core/result.hpp"
 #include "trainenv/core/template.hpp"
 
 namespace trainenv::core {
 
-inline constexpr std::string_view policy_api_version = "trainenv.io/v1alpha1";
 inline constexpr std::string_view policy_kind = "TrainingPolicy";
 
 // Processes per node as written in an annotation or a policy default.
@@ -167,9 +169,5 @@ class policy_set {
   std::unordered_map<std::string, std::vector<const policy*>, string_hash, std::equal_to<>>
       replacements_;
 };
-
-// Shared validators (policies and pod annotations use the same rules).
-[[nodiscard]] bool is_dns_label(std::string_view s);
-[[nodiscard]] std::optional<std::int64_t> parse_decimal(std::string_view s, std::int64_t max);
 
 }  // namespace trainenv::core

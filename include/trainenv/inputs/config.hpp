@@ -14,6 +14,7 @@ namespace trainenv::inputs {
 struct endpoint_spec {
   std::string host;  // numeric address; "0.0.0.0" or "::" for all
   std::uint16_t port = 0;
+  friend bool operator==(const endpoint_spec&, const endpoint_spec&) = default;
 };
 
 struct serve_config {
@@ -34,6 +35,8 @@ struct serve_config {
   std::chrono::milliseconds handshake_timeout{10'000};
   std::chrono::milliseconds read_timeout{10'000};
   std::chrono::milliseconds idle_timeout{120'000};
+  // serve --help states these defaults; the tests parse them back and compare.
+  friend bool operator==(const serve_config&, const serve_config&) = default;
 };
 
 struct preview_config {

@@ -1,0 +1,39 @@
+// The names and numbers a policy, an OwnerKind or a pod annotation may write, checked as
+// Kubernetes checks them: DNS labels, environment variable names, port names and numbers,
+// annotation keys, unsigned decimals. The bottom of the core: it includes no core header, so
+// every layer may use it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace trainenv::core {
+
+// The apiVersion of every document trainenv reads (TrainingPolicy, OwnerKind).
+inline constexpr std::string_view policy_api_version = "trainenv.io/v1alpha1";
+
+// Kubernetes' DNS label (RFC 1123): 1-63 of [a-z0-9-], no leading or trailing '-'. Object,
+// container, volume, role and framework names.
+[[nodiscard]] bool is_dns_label(std::string_view s);
+
+// An environment variable name as the apiserver accepts it: [A-Za-z_.-][A-Za-z0-9_.-]*.
+[[nodiscard]] bool is_env_name(std::string_view s);
+
+// Kubernetes' IANA_SVC_NAME: at most 15 characters of [a-z0-9-], at least one letter, no
+// leading, trailing or doubled '-'.
+[[nodiscard]] bool is_port_name(std::string_view s);
+
+// A container port's protocol: TCP, UDP or SCTP.
+[[nodiscard]] bool is_port_protocol(std::string_view s);
+
+inline constexpr std::int64_t max_port = 65535;
+
+// Kubernetes' qualified name, as annotation keys are: an optional DNS-subdomain prefix and '/',
+// then at most 63 of [A-Za-z0-9._-] that start and end with a letter or digit.
+[[nodiscard]] bool is_annotation_key(std::string_view key);
+
+// An unsigned decimal of at most 18 digits, no sign or space, up to `max`; nullopt otherwise.
+[[nodiscard]] std::optional<std::int64_t> parse_decimal(std::string_view s, std::int64_t max);
+
+}  // namespace trainenv::core
