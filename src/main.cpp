@@ -14,11 +14,11 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "trainenv/inputs/config.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/inputs/preview.hpp"
 #include "trainenv/server/logging.hpp"
-#include "trainenv/server/policy_store.hpp"
 #include "trainenv/server/server.hpp"
-#include "trainenv/server/tls.hpp"
+#include "trainenv/server/state.hpp"
 
 namespace {
 
@@ -55,16 +55,15 @@ int run_serve(const std::vector<std::string>& args) {
                      config.policies, config.policies);
     return exit_violation;
   }
-  state.policies.replace(loaded.policies);
+  state.policies.publish(loaded.policies);
 
-  server::tls_store tls;
   const server::tls_files tls_files{config.tls_cert, config.tls_key, config.client_ca};
   auto bundle = server::load_server_tls(tls_files);
   if (!bundle) {
     spdlog::critical("not starting: {}", bundle.message());
     return exit_violation;
   }
-  tls.replace(bundle->context);
+  state.certificate.publish(std::make_shared<const server::tls_bundle>(*bundle));
   state.cert_not_after = bundle->not_after;
 
   const unsigned threads =
@@ -72,15 +71,16 @@ int run_serve(const std::vector<std::string>& args) {
   boost::asio::io_context ioc(static_cast<int>(threads));
   // Policies follow their directory (a ConfigMap mount swaps a ..data link): inotify, and a
   // poll every 2 s where inotify sees nothing.
-  server::policy_reloader reloader(ioc, config.policies, state, std::chrono::seconds(2),
-                                   loaded.fingerprint);
-  reloader.start();
+  const auto reloader = server::policy_reloader(ioc, state, config.policies,
+                                                std::chrono::seconds(2), loaded.fingerprint);
+  reloader->start();
 
   // The certificate too: cert-manager and Secret volumes rotate it in place.
-  server::tls_reloader tls_reloader(ioc, tls_files, tls, state, std::chrono::seconds(2));
-  tls_reloader.start();
+  const auto tls_reloader =
+      server::certificate_reloader(ioc, state, tls_files, std::chrono::seconds(2));
+  tls_reloader->start();
 
-  server::server server(ioc, server::limits_from(config), state, tls);
+  server::server server(ioc, server::limits_from(config), state);
   auto bound = server.start(config.listen, config.metrics_listen);
   if (!bound) {
     spdlog::critical("not starting: {}", bound.message());
@@ -126,8 +126,8 @@ int run_serve(const std::vector<std::string>& args) {
     drain_timer.expires_after(config.drain_delay);
     drain_timer.async_wait([&](const boost::system::error_code& e) {
       if (e) return;
-      reloader.stop();
-      tls_reloader.stop();
+      reloader->stop();
+      tls_reloader->stop();
       server.stop_accepting();
       server.close_connections();
       stop_when_idle();

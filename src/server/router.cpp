@@ -186,7 +186,7 @@ http_response router::mutate(const http_request& request, outcome& result) const
     return error_response(http::status::bad_request, review.message(), request.version(),
                           request.keep_alive());
   }
-  const auto policies = state_.policies.current();
+  const auto policies = state_.policies.read();
   try {
     const auto d = core::mutate(*review, *policies);
     result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
@@ -230,7 +230,7 @@ http_response router::preview(const http_request& request, outcome& result) cons
     }
     options.forced_policy = std::move(*policy);
   }
-  const auto policies = state_.policies.current();
+  const auto policies = state_.policies.read();
   try {
     auto answer = inputs::preview(request.body(), *policies, options);
     if (!answer)

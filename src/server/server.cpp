@@ -214,11 +214,11 @@ class connection_guard {
   metrics& m_;
 };
 
-asio::awaitable<void> tls_session(tcp::socket socket, std::shared_ptr<asio::ssl::context> context,
+asio::awaitable<void> tls_session(tcp::socket socket, std::shared_ptr<const tls_bundle> tls,
                                   session_limits limits, const router& routes, metrics& m,
                                   std::shared_ptr<session_registry> registry) {
   const connection_guard counted(m);
-  tls_stream stream(beast::tcp_stream(std::move(socket)), *context);
+  tls_stream stream(beast::tcp_stream(std::move(socket)), *tls->context);
   beast::get_lowest_layer(stream).expires_after(limits.handshake_timeout);
   if (auto [ec, n] = co_await stream.async_handshake(use_nothrow); ec) {
     spdlog::debug("TLS handshake failed: {}", ec.message());
@@ -272,11 +272,10 @@ session_limits limits_from(const inputs::serve_config& config) {
 }
 
 struct server::impl {
-  impl(asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls)
+  impl(asio::io_context& ioc, session_limits limits, server_state& state)
       : ioc(ioc),
         limits(limits),
         state(state),
-        tls(tls),
         admission_routes(state, true),
         health_routes(state, false),
         tls_acceptor(ioc),
@@ -313,7 +312,6 @@ struct server::impl {
   asio::io_context& ioc;
   session_limits limits;
   server_state& state;
-  tls_store& tls;
   router admission_routes;
   router health_routes;
   tcp::acceptor tls_acceptor;
@@ -321,8 +319,8 @@ struct server::impl {
   std::shared_ptr<session_registry> sessions = std::make_shared<session_registry>();
 };
 
-server::server(asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls)
-    : impl_(std::make_unique<impl>(ioc, limits, state, tls)) {}
+server::server(asio::io_context& ioc, session_limits limits, server_state& state)
+    : impl_(std::make_unique<impl>(ioc, limits, state)) {}
 
 server::~server() = default;
 
@@ -341,7 +339,7 @@ core::result<server::endpoints> server::start(const inputs::endpoint_spec& tls_l
                               [self](tcp::socket socket) {
                                 auto executor = socket.get_executor();
                                 asio::co_spawn(executor,
-                                               tls_session(std::move(socket), self->tls.current(),
+                                               tls_session(std::move(socket), self->state.certificate.read(),
                                                            self->limits, self->admission_routes,
                                                            self->state.metrics, self->sessions),
                                                asio::detached);

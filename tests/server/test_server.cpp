@@ -456,7 +456,7 @@ TEST_CASE("a new policy in a swapped ConfigMap directory applies within 2 s, req
     std::this_thread::sleep_for(10ms);
   stop = true;
   client_thread.join();
-  CHECK(server.state.policies.current()->by_name("paddle") != nullptr);
+  CHECK(server.state.policies.read()->by_name("paddle") != nullptr);
   CHECK(requests > 20);
   CHECK(failures == 0);
   CHECK(torch_unpatched == 0);

@@ -10,7 +10,7 @@
 #include "trainenv/core/result.hpp"
 #include "trainenv/inputs/config.hpp"
 #include "trainenv/server/router.hpp"
-#include "trainenv/server/tls.hpp"
+#include "trainenv/server/state.hpp"
 
 namespace trainenv::server {
 
@@ -36,7 +36,8 @@ class server {
     boost::asio::ip::tcp::endpoint plain;
   };
 
-  server(boost::asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls);
+  // Serves with the policies and certificate `state` publishes, and counts into its metrics.
+  server(boost::asio::io_context& ioc, session_limits limits, server_state& state);
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;

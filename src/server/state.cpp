@@ -1,0 +1,34 @@
+// Wires the two reload sources to the state's snapshots and counters.
+#include "trainenv/server/state.hpp"
+
+namespace trainenv::server {
+
+std::unique_ptr<file_reloader> policy_reloader(boost::asio::io_context& ioc, server_state& state,
+                                               std::string dir,
+                                               std::chrono::milliseconds poll_interval,
+                                               std::size_t loaded_fingerprint) {
+  return std::make_unique<file_reloader>(
+      ioc, policy_source(std::move(dir), state.policies), poll_interval, loaded_fingerprint,
+      [&state](bool ok) {
+        (ok ? state.policy_reloads : state.policy_reload_errors)
+            .fetch_add(1, std::memory_order_relaxed);
+      });
+}
+
+std::unique_ptr<file_reloader> certificate_reloader(boost::asio::io_context& ioc,
+                                                    server_state& state, tls_files files,
+                                                    std::chrono::milliseconds poll_interval) {
+  auto source = certificate_source(std::move(files), state.certificate);
+  const auto published = source.fingerprint();
+  return std::make_unique<file_reloader>(
+      ioc, std::move(source), poll_interval, published, [&state](bool ok) {
+        if (!ok) {
+          state.tls_reload_errors.fetch_add(1, std::memory_order_relaxed);
+          return;
+        }
+        state.cert_not_after.store(state.certificate.read()->not_after, std::memory_order_relaxed);
+        state.tls_reloads.fetch_add(1, std::memory_order_relaxed);
+      });
+}
+
+}  // namespace trainenv::server
