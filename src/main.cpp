@@ -2,7 +2,6 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -11,7 +10,6 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "trainenv/inputs/config.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
@@ -63,8 +61,7 @@ int run_serve(const std::vector<std::string>& args) {
     spdlog::critical("not starting: {}", bundle.message());
     return exit_violation;
   }
-  state.certificate.publish(std::make_shared<const server::tls_bundle>(*bundle));
-  state.cert_not_after = bundle->not_after;
+  state.publish_certificate(*bundle);
 
   const unsigned threads =
       config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
@@ -87,50 +84,23 @@ int run_serve(const std::vector<std::string>& args) {
     return exit_violation;
   }
 
-  // SIGTERM or SIGINT: /readyz turns 503 at once so endpoints drop this pod, serving goes on for
-  // the drain delay, then new connections are refused, idle ones closed, busy ones finish
-  // their request; the process exits 0 when none is left, or at the deadline. A second signal
-  // stops at once.
+  // SIGTERM or SIGINT: the server drains (server::drain) and the process exits 0 when no
+  // connection is left, or at the deadline. A second signal stops at once.
   boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
-  boost::asio::steady_timer drain_timer(ioc);
-  boost::asio::steady_timer deadline_timer(ioc);
-  boost::asio::steady_timer idle_check(ioc);
-  std::function<void()> stop_when_idle = [&] {
-    if (state.metrics.open_connections.load() == 0) {
-      ioc.stop();
-      return;
-    }
-    idle_check.expires_after(std::chrono::milliseconds(20));
-    idle_check.async_wait([&](const boost::system::error_code& ec) {
-      if (!ec) stop_when_idle();
-    });
-  };
   signals.async_wait([&](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     spdlog::info("received {}: not ready; draining for {} ms, exiting within {} ms",
                  signal == SIGTERM ? "SIGTERM" : "SIGINT", config.drain_delay.count(),
                  config.shutdown_deadline.count());
-    state.ready = false;
     signals.async_wait([&](const boost::system::error_code& again, int) {
       if (again) return;
       spdlog::warn("second signal: stopping now");
       ioc.stop();
     });
-    deadline_timer.expires_after(config.shutdown_deadline);
-    deadline_timer.async_wait([&](const boost::system::error_code& e) {
-      if (e) return;
-      spdlog::warn("shutdown deadline reached with {} connection(s) open; stopping",
-                   state.metrics.open_connections.load());
-      ioc.stop();
-    });
-    drain_timer.expires_after(config.drain_delay);
-    drain_timer.async_wait([&](const boost::system::error_code& e) {
-      if (e) return;
+    server.drain(config.drain_delay, config.shutdown_deadline, [&](bool) {
       reloader->stop();
       tls_reloader->stop();
-      server.stop_accepting();
-      server.close_connections();
-      stop_when_idle();
+      ioc.stop();
     });
   });
 
@@ -152,7 +122,7 @@ int run_serve(const std::vector<std::string>& args) {
   spdlog::info("certificate serial {} valid until {}", bundle->serial, bundle->not_after);
   spdlog::info("listening https={}:{} http={}:{}", bound->tls.address().to_string(),
                bound->tls.port(), bound->plain.address().to_string(), bound->plain.port());
-  state.ready = true;
+  state.set_ready(true);
 
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });

@@ -13,7 +13,8 @@ file_reloader::file_reloader(boost::asio::io_context& ioc, reload_source source,
     : source_(std::move(source)),
       on_reload_(std::move(on_reload)),
       fingerprint_(published_fingerprint),
-      watcher_(ioc, source_.dir, poll_interval, [this] { reload(); }, debounce) {}
+      watcher_(
+          ioc, source_.dir, poll_interval, [this] { reload(); }, debounce) {}
 
 void file_reloader::reload() {
   const auto fingerprint = source_.fingerprint();

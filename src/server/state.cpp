@@ -1,4 +1,4 @@
-// Wires the two reload sources to the state's snapshots and counters.
+// Wires the two reload sources to the state's snapshots and metrics.
 #include "trainenv/server/state.hpp"
 
 namespace trainenv::server {
@@ -9,10 +9,7 @@ std::unique_ptr<file_reloader> policy_reloader(boost::asio::io_context& ioc, ser
                                                std::size_t loaded_fingerprint) {
   return std::make_unique<file_reloader>(
       ioc, policy_source(std::move(dir), state.policies), poll_interval, loaded_fingerprint,
-      [&state](bool ok) {
-        (ok ? state.policy_reloads : state.policy_reload_errors)
-            .fetch_add(1, std::memory_order_relaxed);
-      });
+      [&state](bool ok) { state.metrics.on_reload(reload_kind::policies, ok); });
 }
 
 std::unique_ptr<file_reloader> certificate_reloader(boost::asio::io_context& ioc,
@@ -22,12 +19,8 @@ std::unique_ptr<file_reloader> certificate_reloader(boost::asio::io_context& ioc
   const auto published = source.fingerprint();
   return std::make_unique<file_reloader>(
       ioc, std::move(source), poll_interval, published, [&state](bool ok) {
-        if (!ok) {
-          state.tls_reload_errors.fetch_add(1, std::memory_order_relaxed);
-          return;
-        }
-        state.cert_not_after.store(state.certificate.read()->not_after, std::memory_order_relaxed);
-        state.tls_reloads.fetch_add(1, std::memory_order_relaxed);
+        if (ok) state.metrics.on_certificate(state.certificate.read()->not_after);
+        state.metrics.on_reload(reload_kind::certificate, ok);
       });
 }
 

@@ -9,7 +9,6 @@
 #include <fstream>
 #include <sstream>
 
-
 namespace trainenv::server {
 namespace {
 

@@ -91,8 +91,7 @@ struct watched_value {
   std::atomic<int> loaded{0};
   std::atomic<int> refused{0};
   boost::asio::io_context ioc;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{
-      ioc.get_executor()};
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{ioc.get_executor()};
   std::unique_ptr<file_reloader> reloader;
   std::thread thread;
 };

@@ -70,7 +70,7 @@ struct running_server {
     reloader->start();
     auto bundle = server::load_server_tls(options.tls);
     REQUIRE(bundle.ok());
-    state.certificate.publish(std::make_shared<const server::tls_bundle>(*bundle));
+    state.publish_certificate(*bundle);
     if (options.rotate_certificates) {
       tls_reloader = server::certificate_reloader(ioc, state, options.tls, 2s);
       tls_reloader->start();
@@ -79,7 +79,7 @@ struct running_server {
     auto bound = server->start({"127.0.0.1", 0}, {"127.0.0.1", 0});
     REQUIRE(bound.ok());
     endpoints = *bound;
-    state.ready = true;
+    state.set_ready(true);
     for (int i = 0; i < 2; ++i) threads.emplace_back([this] { ioc.run(); });
   }
   ~running_server() {
