@@ -2,7 +2,6 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
-#include <functional>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -11,14 +10,13 @@
 #include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "trainenv/inputs/config.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/inputs/preview.hpp"
 #include "trainenv/server/logging.hpp"
-#include "trainenv/server/policy_store.hpp"
 #include "trainenv/server/server.hpp"
-#include "trainenv/server/tls.hpp"
+#include "trainenv/server/state.hpp"
 
 namespace {
 
@@ -55,82 +53,54 @@ int run_serve(const std::vector<std::string>& args) {
                      config.policies, config.policies);
     return exit_violation;
   }
-  state.policies.replace(loaded.policies);
+  state.policies.publish(loaded.policies);
 
-  server::tls_store tls;
   const server::tls_files tls_files{config.tls_cert, config.tls_key, config.client_ca};
   auto bundle = server::load_server_tls(tls_files);
   if (!bundle) {
     spdlog::critical("not starting: {}", bundle.message());
     return exit_violation;
   }
-  tls.replace(bundle->context);
-  state.cert_not_after = bundle->not_after;
+  state.publish_certificate(*bundle);
 
   const unsigned threads =
       config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
   boost::asio::io_context ioc(static_cast<int>(threads));
   // Policies follow their directory (a ConfigMap mount swaps a ..data link): inotify, and a
   // poll every 2 s where inotify sees nothing.
-  server::policy_reloader reloader(ioc, config.policies, state, std::chrono::seconds(2),
-                                   loaded.fingerprint);
-  reloader.start();
+  const auto reloader = server::policy_reloader(ioc, state, config.policies,
+                                                std::chrono::seconds(2), loaded.fingerprint);
+  reloader->start();
 
   // The certificate too: cert-manager and Secret volumes rotate it in place.
-  server::tls_reloader tls_reloader(ioc, tls_files, tls, state, std::chrono::seconds(2));
-  tls_reloader.start();
+  const auto tls_reloader =
+      server::certificate_reloader(ioc, state, tls_files, std::chrono::seconds(2));
+  tls_reloader->start();
 
-  server::server server(ioc, server::limits_from(config), state, tls);
+  server::server server(ioc, server::limits_from(config), state);
   auto bound = server.start(config.listen, config.metrics_listen);
   if (!bound) {
     spdlog::critical("not starting: {}", bound.message());
     return exit_violation;
   }
 
-  // SIGTERM or SIGINT: /readyz turns 503 at once so endpoints drop this pod, serving goes on for
-  // the drain delay, then new connections are refused, idle ones closed, busy ones finish
-  // their request; the process exits 0 when none is left, or at the deadline. A second signal
-  // stops at once.
+  // SIGTERM or SIGINT: the server drains (server::drain) and the process exits 0 when no
+  // connection is left, or at the deadline. A second signal stops at once.
   boost::asio::signal_set signals(ioc, SIGINT, SIGTERM);
-  boost::asio::steady_timer drain_timer(ioc);
-  boost::asio::steady_timer deadline_timer(ioc);
-  boost::asio::steady_timer idle_check(ioc);
-  std::function<void()> stop_when_idle = [&] {
-    if (state.metrics.open_connections.load() == 0) {
-      ioc.stop();
-      return;
-    }
-    idle_check.expires_after(std::chrono::milliseconds(20));
-    idle_check.async_wait([&](const boost::system::error_code& ec) {
-      if (!ec) stop_when_idle();
-    });
-  };
   signals.async_wait([&](const boost::system::error_code& ec, int signal) {
     if (ec) return;
     spdlog::info("received {}: not ready; draining for {} ms, exiting within {} ms",
                  signal == SIGTERM ? "SIGTERM" : "SIGINT", config.drain_delay.count(),
                  config.shutdown_deadline.count());
-    state.ready = false;
     signals.async_wait([&](const boost::system::error_code& again, int) {
       if (again) return;
       spdlog::warn("second signal: stopping now");
       ioc.stop();
     });
-    deadline_timer.expires_after(config.shutdown_deadline);
-    deadline_timer.async_wait([&](const boost::system::error_code& e) {
-      if (e) return;
-      spdlog::warn("shutdown deadline reached with {} connection(s) open; stopping",
-                   state.metrics.open_connections.load());
+    server.drain(config.drain_delay, config.shutdown_deadline, [&](bool) {
+      reloader->stop();
+      tls_reloader->stop();
       ioc.stop();
-    });
-    drain_timer.expires_after(config.drain_delay);
-    drain_timer.async_wait([&](const boost::system::error_code& e) {
-      if (e) return;
-      reloader.stop();
-      tls_reloader.stop();
-      server.stop_accepting();
-      server.close_connections();
-      stop_when_idle();
     });
   });
 
@@ -152,7 +122,7 @@ int run_serve(const std::vector<std::string>& args) {
   spdlog::info("certificate serial {} valid until {}", bundle->serial, bundle->not_after);
   spdlog::info("listening https={}:{} http={}:{}", bound->tls.address().to_string(),
                bound->tls.port(), bound->plain.address().to_string(), bound->plain.port());
-  state.ready = true;
+  state.set_ready(true);
 
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });

@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include "trainenv/server/state.hpp"
-
 namespace trainenv::server {
 namespace {
 
@@ -57,8 +55,13 @@ metrics::policy_series& metrics::series_for(std::string_view policy) {
   return overflow_;
 }
 
-void metrics::record(route_label route, decision_label decision, std::string_view policy,
-                     std::size_t patch_ops, std::chrono::nanoseconds duration) {
+void metrics::on_request_started() {
+  in_flight_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void metrics::on_request(route_label route, decision_label decision, std::string_view policy,
+                         std::size_t patch_ops, std::chrono::nanoseconds duration) {
+  in_flight_.fetch_sub(1, std::memory_order_relaxed);
   auto& series = series_for(policy);
   series.requests[static_cast<std::size_t>(route)][static_cast<std::size_t>(decision)].fetch_add(
       1, std::memory_order_relaxed);
@@ -75,7 +78,36 @@ void metrics::record(route_label route, decision_label decision, std::string_vie
                             std::memory_order_relaxed);
 }
 
-std::string metrics::render(const server_state& state) const {
+void metrics::on_connection_opened() {
+  open_connections_.fetch_add(1, std::memory_order_relaxed);
+}
+void metrics::on_connection_closed() {
+  open_connections_.fetch_sub(1, std::memory_order_relaxed);
+}
+void metrics::on_connection_refused() {
+  refused_connections_.fetch_add(1, std::memory_order_relaxed);
+}
+void metrics::on_reload(reload_kind kind, bool ok) {
+  reloads_[static_cast<std::size_t>(kind)][ok ? 1 : 0].fetch_add(1, std::memory_order_relaxed);
+}
+void metrics::on_certificate(std::int64_t not_after) {
+  cert_not_after_.store(not_after, std::memory_order_relaxed);
+}
+void metrics::on_readiness(bool ready) {
+  ready_.store(ready, std::memory_order_relaxed);
+}
+
+std::int64_t metrics::open_connections() const {
+  return open_connections_.load(std::memory_order_relaxed);
+}
+std::uint64_t metrics::refused_connections() const {
+  return refused_connections_.load(std::memory_order_relaxed);
+}
+std::uint64_t metrics::reloads(reload_kind kind, bool ok) const {
+  return reloads_[static_cast<std::size_t>(kind)][ok ? 1 : 0].load(std::memory_order_relaxed);
+}
+
+std::string metrics::render() const {
   std::string out;
   const auto header = [&](std::string_view name, std::string_view type, std::string_view help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
@@ -132,27 +164,27 @@ std::string metrics::render(const server_state& state) const {
     out += fmt::format("{} {}\n", name, value);
   };
   gauge("trainenv_requests_in_flight", "Requests being handled now.",
-        in_flight.load(std::memory_order_relaxed));
+        in_flight_.load(std::memory_order_relaxed));
   gauge("trainenv_open_connections", "Open client connections, both listeners.",
-        open_connections.load(std::memory_order_relaxed));
+        open_connections_.load(std::memory_order_relaxed));
   counter("trainenv_refused_connections_total",
           "Connections closed at once: --max-connections was reached.",
-          refused_connections.load(std::memory_order_relaxed));
+          refused_connections_.load(std::memory_order_relaxed));
   counter("trainenv_policy_reloads_total", "Policy sets loaded after a change on disk.",
-          state.policy_reloads.load(std::memory_order_relaxed));
+          reloads(reload_kind::policies, true));
   counter("trainenv_policy_reload_errors_total",
           "Policy changes refused as invalid (the last good set stays).",
-          state.policy_reload_errors.load(std::memory_order_relaxed));
+          reloads(reload_kind::policies, false));
   counter("trainenv_certificate_reloads_total",
           "Serving certificates loaded after a change on disk.",
-          state.tls_reloads.load(std::memory_order_relaxed));
+          reloads(reload_kind::certificate, true));
   counter("trainenv_certificate_reload_errors_total", "Certificate changes refused as invalid.",
-          state.tls_reload_errors.load(std::memory_order_relaxed));
+          reloads(reload_kind::certificate, false));
   gauge("trainenv_certificate_expiry_timestamp_seconds",
         "When the serving certificate expires, Unix time.",
-        state.cert_not_after.load(std::memory_order_relaxed));
+        cert_not_after_.load(std::memory_order_relaxed));
   gauge("trainenv_ready", "1 when /readyz answers 200.",
-        state.ready.load(std::memory_order_relaxed) ? 1 : 0);
+        ready_.load(std::memory_order_relaxed) ? 1 : 0);
   header("trainenv_build_info", "gauge", "The running build.");
   out += fmt::format("trainenv_build_info{{version=\"{}\"}} 1\n", TRAINENV_VERSION);
   return out;

@@ -137,43 +137,63 @@ http_response router::handle(const http_request& request) const {
   const auto started = std::chrono::steady_clock::now();
   const auto r = route_of(request.target(), admission_routes_);
   auto& m = state_.metrics;
-  m.in_flight.fetch_add(1, std::memory_order_relaxed);
+  m.on_request_started();
   outcome result;
-  http_response res = [&] {
-    switch (r) {
-      case route::mutate:
-        return mutate(request, result);
-      case route::preview:
-        return preview(request, result);
-      case route::healthz:
-        return health(request, false);
-      case route::readyz:
-        return health(request, true);
-      case route::metrics:
-        return metrics_page(request);
-      case route::other:
-        break;
-    }
-    return error_response(http::status::not_found, "no such path", request.version(),
-                          request.keep_alive());
-  }();
+  auto res = route(request, r, result);
   if (res.result_int() >= 400) result.decision = decision_label::error;
-  m.in_flight.fetch_sub(1, std::memory_order_relaxed);
-  m.record(r, result.decision, result.policy, result.patch_ops,
-           std::chrono::steady_clock::now() - started);
+  m.on_request(r, result.decision, result.policy, result.patch_ops,
+               std::chrono::steady_clock::now() - started);
   return res;
 }
 
-void router::count_refused(const http_request& header) const {
-  state_.metrics.record(route_of(header.target(), admission_routes_), decision_label::error, {}, 0,
-                        {});
+http_response router::route(const http_request& request, route_label r, outcome& result) const {
+  if (auto early = check_header(request)) return std::move(*early);
+  switch (r) {
+    case route::mutate:
+      return mutate(request, result);
+    case route::preview:
+      return preview(request, result);
+    case route::healthz:
+      return health(request, false);
+    case route::readyz:
+      return health(request, true);
+    case route::metrics:
+      return metrics_page(request);
+    case route::other:
+      break;
+  }
+  return error_response(http::status::not_found, "no such path", request.version(),
+                        request.keep_alive());
+}
+
+http_response router::refuse(const http_request& header, refusal why,
+                             std::string_view detail) const {
+  auto& m = state_.metrics;
+  m.on_request_started();
+  const auto res = [&] {
+    switch (why) {
+      case refusal::body_too_large:
+        return error_response(http::status::payload_too_large,
+                              "request body exceeds " + std::to_string(max_body_bytes_) + " bytes",
+                              11, false);
+      case refusal::header_too_large:
+        return error_response(http::status::request_header_fields_too_large,
+                              "request header fields too large", 11, false);
+      case refusal::malformed:
+        break;
+    }
+    return error_response(http::status::bad_request,
+                          "malformed HTTP request: " + std::string(detail), 11, false);
+  }();
+  m.on_request(route_of(header.target(), admission_routes_), decision_label::error, {}, 0, {});
+  return res;
 }
 
 http_response router::metrics_page(const http_request& request) const {
   http_response res{http::status::ok, request.version()};
   res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
   res.keep_alive(request.keep_alive());
-  res.body() = state_.metrics.render(state_);
+  res.body() = state_.metrics.render();
   res.prepare_payload();
   return res;
 }
@@ -186,7 +206,7 @@ http_response router::mutate(const http_request& request, outcome& result) const
     return error_response(http::status::bad_request, review.message(), request.version(),
                           request.keep_alive());
   }
-  const auto policies = state_.policies.current();
+  const auto policies = state_.policies.read();
   try {
     const auto d = core::mutate(*review, *policies);
     result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
@@ -230,7 +250,7 @@ http_response router::preview(const http_request& request, outcome& result) cons
     }
     options.forced_policy = std::move(*policy);
   }
-  const auto policies = state_.policies.current();
+  const auto policies = state_.policies.read();
   try {
     auto answer = inputs::preview(request.body(), *policies, options);
     if (!answer)
@@ -250,7 +270,7 @@ http_response router::preview(const http_request& request, outcome& result) cons
 }
 
 http_response router::health(const http_request& request, bool readiness) const {
-  const bool ok = !readiness || state_.ready.load(std::memory_order_relaxed);
+  const bool ok = !readiness || state_.ready();
   http_response res{ok ? http::status::ok : http::status::service_unavailable, request.version()};
   res.set(http::field::content_type, "text/plain");
   res.keep_alive(request.keep_alive());

@@ -3,6 +3,7 @@
 #include "trainenv/server/tls_stream.hpp"
 
 #include <spdlog/spdlog.h>
+#include <functional>
 #include <list>
 #include <mutex>
 
@@ -45,10 +46,28 @@ asio::awaitable<void> linger(Stream& stream, const session_limits& limits) {
   }
 }
 
-http_response too_large(const session_limits& limits) {
-  return error_response(http::status::payload_too_large,
-                        "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes",
-                        11, false);
+// The method and target of a request whose header could not be parsed whole (431, 400), read
+// from its request line in `buffer` so that the router can name the path it was for.
+http_request request_line(const beast::flat_buffer& buffer) {
+  const auto* data = static_cast<const char*>(buffer.data().data());
+  std::string_view line(data, buffer.size());
+  line = line.substr(0, line.find('\n'));
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  http_request header;
+  const auto space = line.find(' ');
+  if (space == std::string_view::npos) return header;
+  header.method_string(line.substr(0, space));
+  auto rest = line.substr(space + 1);
+  header.target(rest.substr(0, rest.find(' ')));
+  return header;
+}
+
+// The header as far as the parser got: the parsed one once its request line was read, else
+// the request line in the buffer.
+http_request header_so_far(const http::request_parser<http::string_body>& parser,
+                           const beast::flat_buffer& buffer) {
+  if (!parser.get().target().empty()) return http_request(parser.get().base());
+  return request_line(buffer);
 }
 
 // What shutdown needs to reach one connection: whether it waits between requests, and its
@@ -129,10 +148,19 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
     co_return !ec;
   };
   // Answer, then close: used when the rest of the request will not be read.
-  const auto refuse = [&](http_response response) -> asio::awaitable<void> {
-    routes.count_refused(http_request{});
+  const auto close_with = [&](http_response response) -> asio::awaitable<void> {
     response.keep_alive(false);
     if (co_await send(response)) co_await linger(stream, limits);
+  };
+  // The router's answer to a request that could not be read whole.
+  const auto refusal_for =
+      [&](const boost::system::error_code& ec,
+          const http::request_parser<http::string_body>& parser) -> std::optional<http_response> {
+    const auto header = header_so_far(parser, buffer);
+    if (ec == http::error::header_limit) return routes.refuse(header, refusal::header_too_large);
+    if (ec == http::error::body_limit) return routes.refuse(header, refusal::body_too_large);
+    if (is_parse_error(ec)) return routes.refuse(header, refusal::malformed, ec.message());
+    return std::nullopt;  // the connection failed or timed out: nobody to answer
   };
 
   for (;;) {
@@ -152,27 +180,19 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
     http::request_parser<http::string_body> parser;
     parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
+    // A Content-Length over the limit is refused here, unread.
     if (auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_nothrow); ec) {
-      if (ec == http::error::header_limit) {
-        co_await refuse(error_response(http::status::request_header_fields_too_large,
-                                       "request header fields too large", 11, false));
-      } else if (ec == http::error::body_limit) {  // Content-Length over the limit: refuse unread
-        co_await refuse(too_large(limits));
-      } else if (is_parse_error(ec)) {
-        co_await refuse(error_response(http::status::bad_request,
-                                       "malformed HTTP request: " + ec.message(), 11, false));
-      }
+      if (auto refused = refusal_for(ec, parser)) co_await close_with(std::move(*refused));
       co_return;
     }
 
     // 404, 405 and 415 are known from the header; the body is still read (within the limits)
     // so that the connection stays usable, except where the client waits for 100-continue.
-    auto early = routes.check_header(parser.get());
     if (!parser.is_done()) {
       const bool expects_continue =
           beast::iequals(parser.get()[http::field::expect], "100-continue");
-      if (early && expects_continue) {
-        co_await refuse(std::move(*early));
+      if (expects_continue && routes.check_header(parser.get())) {
+        co_await close_with(routes.handle(parser.get()));
         co_return;
       }
       if (expects_continue) {
@@ -182,18 +202,12 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
         socket.expires_after(limits.read_timeout);
       }
       if (auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_nothrow); ec) {
-        if (ec == http::error::body_limit) {
-          co_await refuse(too_large(limits));
-        } else if (is_parse_error(ec)) {
-          co_await refuse(error_response(http::status::bad_request,
-                                         "malformed HTTP request: " + ec.message(), 11, false));
-        }
+        if (auto refused = refusal_for(ec, parser)) co_await close_with(std::move(*refused));
         co_return;
       }
     }
 
-    if (early) routes.count_refused(parser.get());
-    auto response = early ? std::move(*early) : routes.handle(parser.get());
+    auto response = routes.handle(parser.get());
     // While closing, each connection ends after the answer it is giving.
     if (registry->closing()) response.keep_alive(false);
     if (!co_await send(response) || !response.keep_alive()) co_return;
@@ -203,10 +217,8 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
 // Counts a connection open for as long as its session runs.
 class connection_guard {
  public:
-  explicit connection_guard(metrics& m) : m_(m) {
-    m_.open_connections.fetch_add(1, std::memory_order_relaxed);
-  }
-  ~connection_guard() { m_.open_connections.fetch_sub(1, std::memory_order_relaxed); }
+  explicit connection_guard(metrics& m) : m_(m) { m_.on_connection_opened(); }
+  ~connection_guard() { m_.on_connection_closed(); }
   connection_guard(const connection_guard&) = delete;
   connection_guard& operator=(const connection_guard&) = delete;
 
@@ -214,11 +226,11 @@ class connection_guard {
   metrics& m_;
 };
 
-asio::awaitable<void> tls_session(tcp::socket socket, std::shared_ptr<asio::ssl::context> context,
+asio::awaitable<void> tls_session(tcp::socket socket, std::shared_ptr<const tls_bundle> tls,
                                   session_limits limits, const router& routes, metrics& m,
                                   std::shared_ptr<session_registry> registry) {
   const connection_guard counted(m);
-  tls_stream stream(beast::tcp_stream(std::move(socket)), *context);
+  tls_stream stream(beast::tcp_stream(std::move(socket)), *tls->context);
   beast::get_lowest_layer(stream).expires_after(limits.handshake_timeout);
   if (auto [ec, n] = co_await stream.async_handshake(use_nothrow); ec) {
     spdlog::debug("TLS handshake failed: {}", ec.message());
@@ -272,13 +284,12 @@ session_limits limits_from(const inputs::serve_config& config) {
 }
 
 struct server::impl {
-  impl(asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls)
+  impl(asio::io_context& ioc, session_limits limits, server_state& state)
       : ioc(ioc),
         limits(limits),
         state(state),
-        tls(tls),
-        admission_routes(state, true),
-        health_routes(state, false),
+        admission_routes(state, true, limits.max_body_bytes),
+        health_routes(state, false, limits.max_body_bytes),
         tls_acceptor(ioc),
         plain_acceptor(ioc) {}
 
@@ -299,9 +310,8 @@ struct server::impl {
       // Beyond the limit, close at once: the client sees a closed connection and retries another
       // replica; connections already open are untouched.
       if (limits.max_connections != 0 &&
-          state.metrics.open_connections.load(std::memory_order_relaxed) >=
-              static_cast<std::int64_t>(limits.max_connections)) {
-        state.metrics.refused_connections.fetch_add(1, std::memory_order_relaxed);
+          state.metrics.open_connections() >= static_cast<std::int64_t>(limits.max_connections)) {
+        state.metrics.on_connection_refused();
         socket.close(ec);
         continue;
       }
@@ -313,16 +323,43 @@ struct server::impl {
   asio::io_context& ioc;
   session_limits limits;
   server_state& state;
-  tls_store& tls;
   router admission_routes;
   router health_routes;
   tcp::acceptor tls_acceptor;
   tcp::acceptor plain_acceptor;
   std::shared_ptr<session_registry> sessions = std::make_shared<session_registry>();
+
+  // The drain's timers; their handlers run on one strand, so `drained` needs no lock.
+  asio::strand<asio::io_context::executor_type> drain_strand = asio::make_strand(ioc);
+  asio::steady_timer drain_timer{drain_strand};
+  asio::steady_timer deadline_timer{drain_strand};
+  asio::steady_timer idle_check{drain_strand};
+  std::function<void(bool)> drained;  // runs once, then is emptied
+
+  void finish_drain(bool in_time) {
+    if (!drained) return;
+    auto done = std::move(drained);
+    drained = nullptr;
+    drain_timer.cancel();
+    deadline_timer.cancel();
+    idle_check.cancel();
+    done(in_time);
+  }
+
+  void stop_when_idle() {
+    if (state.metrics.open_connections() == 0) {
+      finish_drain(true);
+      return;
+    }
+    idle_check.expires_after(std::chrono::milliseconds(20));
+    idle_check.async_wait([this](const boost::system::error_code& ec) {
+      if (!ec) stop_when_idle();
+    });
+  }
 };
 
-server::server(asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls)
-    : impl_(std::make_unique<impl>(ioc, limits, state, tls)) {}
+server::server(asio::io_context& ioc, session_limits limits, server_state& state)
+    : impl_(std::make_unique<impl>(ioc, limits, state)) {}
 
 server::~server() = default;
 
@@ -340,11 +377,12 @@ core::result<server::endpoints> server::start(const inputs::endpoint_spec& tls_l
                  self->accept(self->tls_acceptor,
                               [self](tcp::socket socket) {
                                 auto executor = socket.get_executor();
-                                asio::co_spawn(executor,
-                                               tls_session(std::move(socket), self->tls.current(),
-                                                           self->limits, self->admission_routes,
-                                                           self->state.metrics, self->sessions),
-                                               asio::detached);
+                                asio::co_spawn(
+                                    executor,
+                                    tls_session(std::move(socket), self->state.certificate.read(),
+                                                self->limits, self->admission_routes,
+                                                self->state.metrics, self->sessions),
+                                    asio::detached);
                               }),
                  asio::detached);
   asio::co_spawn(impl_->ioc,
@@ -359,6 +397,30 @@ core::result<server::endpoints> server::start(const inputs::endpoint_spec& tls_l
                               }),
                  asio::detached);
   return endpoints{impl_->tls_acceptor.local_endpoint(), impl_->plain_acceptor.local_endpoint()};
+}
+
+void server::drain(std::chrono::milliseconds delay, std::chrono::milliseconds deadline,
+                   std::function<void(bool in_time)> drained) {
+  impl_->state.set_ready(false);
+  asio::post(impl_->drain_strand, [this, delay, deadline, drained = std::move(drained)]() mutable {
+    auto* self = impl_.get();
+    if (self->drained) return;  // already draining
+    self->drained = std::move(drained);
+    self->deadline_timer.expires_after(deadline);
+    self->deadline_timer.async_wait([self](const boost::system::error_code& ec) {
+      if (ec) return;
+      spdlog::warn("shutdown deadline reached with {} connection(s) open",
+                   self->state.metrics.open_connections());
+      self->finish_drain(false);
+    });
+    self->drain_timer.expires_after(delay);
+    self->drain_timer.async_wait([this, self](const boost::system::error_code& ec) {
+      if (ec) return;
+      stop_accepting();
+      close_connections();
+      self->stop_when_idle();
+    });
+  });
 }
 
 void server::close_connections() {

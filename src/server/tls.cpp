@@ -9,10 +9,6 @@
 #include <fstream>
 #include <sstream>
 
-#include <spdlog/spdlog.h>
-
-#include "trainenv/server/state.hpp"
-
 namespace trainenv::server {
 namespace {
 
@@ -130,31 +126,20 @@ std::string directory_of(const std::string& path) {
 
 }  // namespace
 
-tls_reloader::tls_reloader(boost::asio::io_context& ioc, tls_files files, tls_store& store,
-                           server_state& state, std::chrono::milliseconds poll_interval)
-    : files_(std::move(files)),
-      store_(store),
-      state_(state),
-      fingerprint_(files_fingerprint(files_)),
-      watcher_(ioc, directory_of(files_.cert), poll_interval, [this] { reload(); }) {}
-
-void tls_reloader::reload() {
-  const auto fingerprint = files_fingerprint(files_);
-  if (fingerprint == fingerprint_) return;
-  auto loaded = load_server_tls(files_);
-  if (!loaded) {
-    // A Secret update writes cert and key together, but a hand edit may land one file first:
-    // not remembering the fingerprint lets the next change (or poll) try again.
-    state_.tls_reload_errors.fetch_add(1, std::memory_order_relaxed);
-    spdlog::error("certificate reload failed, keeping the current certificate: {}",
-                  loaded.message());
-    return;
-  }
-  fingerprint_ = fingerprint;
-  store_.replace(loaded->context);
-  state_.cert_not_after.store(loaded->not_after, std::memory_order_relaxed);
-  state_.tls_reloads.fetch_add(1, std::memory_order_relaxed);
-  spdlog::info("certificate reloaded: serial {} valid until {}", loaded->serial, loaded->not_after);
+reload_source certificate_source(tls_files files, tls_snapshot& target) {
+  reload_source source;
+  source.what = "certificate";
+  source.dir = directory_of(files.cert);
+  source.fingerprint = [files] { return files_fingerprint(files); };
+  source.load = [files, &target]() -> core::result<std::string> {
+    auto loaded = load_server_tls(files);
+    if (!loaded) return std::move(loaded).take_error();
+    auto summary = "serial " + loaded->serial + " valid until " + std::to_string(loaded->not_after);
+    target.publish(std::make_shared<const tls_bundle>(std::move(*loaded)));
+    return summary;
+  };
+  source.retry_refused = true;
+  return source;
 }
 
 }  // namespace trainenv::server

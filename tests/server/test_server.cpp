@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include <boost/asio/connect.hpp>
@@ -15,6 +16,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <future>
 
 #include "../test_support.hpp"
 #include "server_harness.hpp"
@@ -209,6 +211,67 @@ TEST_CASE("oversized request headers are answered 431", "[server][limits]") {
   CHECK(res.result() == http::status::request_header_fields_too_large);
 }
 
+namespace {
+
+// GET /metrics on the plain listener, and the value of one series in it ("" when absent).
+std::string scrape(unsigned short plain_port) {
+  asio::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  stream.expires_after(5s);
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), plain_port));
+  auto req = make_request(http::verb::get, "/metrics", "", "");
+  http::write(stream, req);
+  beast::flat_buffer buffer;
+  response res;
+  http::read(stream, buffer, res);
+  return res.body();
+}
+
+std::string series_value(const std::string& page, const std::string& series) {
+  std::istringstream lines(page);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(series + " ", 0) == 0) return line.substr(series.size() + 1);
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("requests refused while being read are counted under their path by the router",
+          "[server][limits][metrics]") {
+  running_server server;
+  {  // 413 from the Content-Length alone
+    tls_client client(server.tls_port());
+    REQUIRE_FALSE(client.handshake());
+    client.write_raw(
+        "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        "Content-Length: 8388608\r\n\r\n");
+    CHECK(client.receive().result() == http::status::payload_too_large);
+  }
+  {  // 431: the header never completes, the router still learns the target
+    tls_client client(server.tls_port());
+    REQUIRE_FALSE(client.handshake());
+    auto req = make_request(http::verb::post, "/preview", "{}");
+    req.set("X-Padding", std::string(32 * 1024, 'a'));
+    CHECK(client.send(std::move(req)).result() == http::status::request_header_fields_too_large);
+  }
+  {  // 400: a malformed header line on /healthz
+    tls_client client(server.tls_port());
+    REQUIRE_FALSE(client.handshake());
+    client.write_raw("GET /healthz HTTP/1.1\r\nHost: localhost\r\nBad Header\r\n\r\n");
+    CHECK(client.receive().result() == http::status::bad_request);
+  }
+  const auto page = scrape(server.plain_port());
+  CHECK(series_value(
+            page, R"(trainenv_requests_total{path="/mutate",decision="error",policy=""})") == "1");
+  CHECK(series_value(
+            page, R"(trainenv_requests_total{path="/preview",decision="error",policy=""})") == "1");
+  CHECK(series_value(
+            page, R"(trainenv_requests_total{path="/healthz",decision="error",policy=""})") == "1");
+  CHECK(series_value(page, R"(trainenv_requests_total{path="other",decision="error",policy=""})") ==
+        "");
+}
+
 TEST_CASE("TLS 1.2 and 1.3 are accepted and 1.1 is refused", "[server][tls][versions]") {
   running_server server;
   {
@@ -265,7 +328,7 @@ TEST_CASE("the plain-HTTP listener serves health only", "[server][health]") {
   };
   CHECK(get("/healthz").result() == http::status::ok);
   CHECK(get("/readyz").result() == http::status::ok);
-  server.state.ready = false;
+  server.state.set_ready(false);
   CHECK(get("/readyz").result() == http::status::service_unavailable);
   CHECK(get("/healthz").result() == http::status::ok);
   CHECK(get("/mutate", http::verb::post).result() == http::status::not_found);
@@ -443,21 +506,62 @@ TEST_CASE("a new policy in a swapped ConfigMap directory applies within 2 s, req
   REQUIRE(paddle_first_patched_ms >= 0);
   CHECK(paddle_first_patched_ms - published_ms < 2000);
   CHECK(paddle_master_seen == "llama-ft-node-0-0.llama-ft:36000");
-  CHECK(server.state.policy_reloads >= 1);
+  CHECK(server.state.metrics.reloads(trainenv::server::reload_kind::policies, true) >= 1);
 
   // An invalid set is refused; the last good one (with paddle) stays in force.
   files["torch.yaml"] += "  bogus: [\n";
   dir.publish(files);
-  while (server.state.policy_reload_errors == 0 && elapsed_ms() < published_ms + 8000)
+  while (server.state.metrics.reloads(trainenv::server::reload_kind::policies, false) == 0 &&
+         elapsed_ms() < published_ms + 8000)
     std::this_thread::sleep_for(20ms);
-  CHECK(server.state.policy_reload_errors >= 1);
+  CHECK(server.state.metrics.reloads(trainenv::server::reload_kind::policies, false) >= 1);
   const auto requests_after_bad_set = requests.load();
   while (requests < requests_after_bad_set + 20 && elapsed_ms() < 20'000)
     std::this_thread::sleep_for(10ms);
   stop = true;
   client_thread.join();
-  CHECK(server.state.policies.current()->by_name("paddle") != nullptr);
+  CHECK(server.state.policies.read()->by_name("paddle") != nullptr);
   CHECK(requests > 20);
   CHECK(failures == 0);
   CHECK(torch_unpatched == 0);
+}
+
+TEST_CASE("drain: not ready at once, idle connections closed after the delay, then drained",
+          "[server][drain]") {
+  running_server server;
+  tls_client idle(server.tls_port());
+  REQUIRE_FALSE(idle.handshake());
+  CHECK(idle.send(make_request(http::verb::get, "/healthz", "", "")).result() == http::status::ok);
+  std::promise<bool> drained;
+  const auto started = std::chrono::steady_clock::now();
+  server.server->drain(300ms, 5s, [&](bool in_time) { drained.set_value(in_time); });
+  CHECK_FALSE(server.state.ready());
+  auto done = drained.get_future();
+  REQUIRE(done.wait_for(3s) == std::future_status::ready);
+  CHECK(done.get());
+  CHECK(std::chrono::steady_clock::now() - started >= 300ms);
+  CHECK(idle.time_until_closed(1s).has_value());
+  // No longer accepting.
+  asio::io_context ioc;
+  tcp::socket probe(ioc);
+  boost::system::error_code ec;
+  probe.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), server.tls_port()), ec);
+  CHECK(ec);
+}
+
+TEST_CASE("drain: a request still arriving at the deadline ends the drain, not in time",
+          "[server][drain]") {
+  running_server server;
+  tls_client busy(server.tls_port());
+  REQUIRE_FALSE(busy.handshake());
+  // A header announcing a body that never comes: the connection is busy, not idle.
+  busy.write_raw(
+      "POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+      "Content-Length: 100\r\n\r\n{");
+  std::this_thread::sleep_for(100ms);
+  std::promise<bool> drained;
+  server.server->drain(0ms, 500ms, [&](bool in_time) { drained.set_value(in_time); });
+  auto done = drained.get_future();
+  REQUIRE(done.wait_for(3s) == std::future_status::ready);
+  CHECK_FALSE(done.get());
 }

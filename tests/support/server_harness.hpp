@@ -15,7 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include "test_certs.hpp"
-#include "trainenv/server/policy_store.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/server/server.hpp"
 #include "trainenv/server/state.hpp"
 #include "trainenv/server/tls.hpp"
@@ -65,22 +65,21 @@ struct running_server {
     const auto& policy_dir = options.policy_dir;
     auto loaded = inputs::load_policy_dir(policy_dir);
     REQUIRE(loaded.errors.empty());
-    state.policies.replace(loaded.policies);
-    reloader =
-        std::make_unique<server::policy_reloader>(ioc, policy_dir, state, 2s, loaded.fingerprint);
+    state.policies.publish(loaded.policies);
+    reloader = server::policy_reloader(ioc, state, policy_dir, 2s, loaded.fingerprint);
     reloader->start();
     auto bundle = server::load_server_tls(options.tls);
     REQUIRE(bundle.ok());
-    tls.replace(bundle->context);
+    state.publish_certificate(*bundle);
     if (options.rotate_certificates) {
-      tls_reloader = std::make_unique<server::tls_reloader>(ioc, options.tls, tls, state, 2s);
+      tls_reloader = server::certificate_reloader(ioc, state, options.tls, 2s);
       tls_reloader->start();
     }
-    server = std::make_unique<server::server>(ioc, limits, state, tls);
+    server = std::make_unique<server::server>(ioc, limits, state);
     auto bound = server->start({"127.0.0.1", 0}, {"127.0.0.1", 0});
     REQUIRE(bound.ok());
     endpoints = *bound;
-    state.ready = true;
+    state.set_ready(true);
     for (int i = 0; i < 2; ++i) threads.emplace_back([this] { ioc.run(); });
   }
   ~running_server() {
@@ -93,10 +92,9 @@ struct running_server {
   [[nodiscard]] unsigned short plain_port() const { return endpoints.plain.port(); }
 
   server::server_state state;
-  server::tls_store tls;
   asio::io_context ioc;
-  std::unique_ptr<server::policy_reloader> reloader;
-  std::unique_ptr<server::tls_reloader> tls_reloader;
+  std::unique_ptr<server::file_reloader> reloader;
+  std::unique_ptr<server::file_reloader> tls_reloader;
   std::unique_ptr<server::server> server;
   server::server::endpoints endpoints;
   std::vector<std::thread> threads;

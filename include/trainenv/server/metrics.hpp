@@ -1,5 +1,7 @@
-// Prometheus metrics: counters and a latency histogram updated with relaxed atomics on the
-// request path (no lock), rendered in the text exposition format for GET /metrics.
+// The one owner of every counter and gauge: the rest of the server reports named events
+// (a request answered, a connection opened, a reload) and reads back only what it acts on.
+// Updated with relaxed atomics on the request path (no lock), rendered in the Prometheus text
+// exposition format for GET /metrics.
 #pragma once
 
 #include <array>
@@ -11,12 +13,12 @@
 
 namespace trainenv::server {
 
-struct server_state;
-
 enum class route_label : std::uint8_t { mutate, preview, healthz, readyz, metrics, other };
 enum class decision_label : std::uint8_t { allowed, patched, denied, error };
+enum class reload_kind : std::uint8_t { policies, certificate };
 inline constexpr std::size_t route_count = 6;
 inline constexpr std::size_t decision_count = 4;
+inline constexpr std::size_t reload_kind_count = 2;
 
 class metrics {
  public:
@@ -30,15 +32,27 @@ class metrics {
       0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
       0.025,    0.05,    0.1,    0.25,    0.5,    1,     2.5,    5,     10};
 
-  // One answered request: its route, decision, policy ("" for none) and patch size.
-  void record(route_label route, decision_label decision, std::string_view policy,
-              std::size_t patch_ops, std::chrono::nanoseconds duration);
+  // A request is being handled; each is followed by one on_request.
+  void on_request_started();
+  // A request answered (or refused): its route, decision, policy ("" for none), patch size and
+  // the time from its start.
+  void on_request(route_label route, decision_label decision, std::string_view policy,
+                  std::size_t patch_ops, std::chrono::nanoseconds duration);
+  void on_connection_opened();
+  void on_connection_closed();
+  // A connection closed at once because --max-connections was reached.
+  void on_connection_refused();
+  // A reload of the policies or the certificate: published (ok) or refused.
+  void on_reload(reload_kind kind, bool ok);
+  // The serving certificate now published expires at `not_after` (Unix seconds).
+  void on_certificate(std::int64_t not_after);
+  void on_readiness(bool ready);
 
-  std::atomic<std::int64_t> in_flight{0};
-  std::atomic<std::int64_t> open_connections{0};
-  std::atomic<std::uint64_t> refused_connections{0};
+  [[nodiscard]] std::int64_t open_connections() const;
+  [[nodiscard]] std::uint64_t refused_connections() const;
+  [[nodiscard]] std::uint64_t reloads(reload_kind kind, bool ok) const;
 
-  [[nodiscard]] std::string render(const server_state& state) const;
+  [[nodiscard]] std::string render() const;
 
  private:
   // Series per (route, decision, policy). Policies come and go with reloads, so their names
@@ -56,6 +70,13 @@ class metrics {
   std::array<std::atomic<std::uint64_t>, latency_buckets.size()> bucket_counts_{};
   std::atomic<std::uint64_t> latency_count_{0};
   std::atomic<std::uint64_t> latency_sum_ns_{0};
+  std::atomic<std::int64_t> in_flight_{0};
+  std::atomic<std::int64_t> open_connections_{0};
+  std::atomic<std::uint64_t> refused_connections_{0};
+  // [kind][ok]
+  std::array<std::array<std::atomic<std::uint64_t>, 2>, reload_kind_count> reloads_{};
+  std::atomic<std::int64_t> cert_not_after_{0};
+  std::atomic<bool> ready_{false};
 };
 
 }  // namespace trainenv::server

@@ -2,6 +2,8 @@
 // connection on its own strand; every handshake, read and write is bounded by a timeout.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 
 #include <boost/asio/io_context.hpp>
@@ -10,7 +12,7 @@
 #include "trainenv/core/result.hpp"
 #include "trainenv/inputs/config.hpp"
 #include "trainenv/server/router.hpp"
-#include "trainenv/server/tls.hpp"
+#include "trainenv/server/state.hpp"
 
 namespace trainenv::server {
 
@@ -36,7 +38,8 @@ class server {
     boost::asio::ip::tcp::endpoint plain;
   };
 
-  server(boost::asio::io_context& ioc, session_limits limits, server_state& state, tls_store& tls);
+  // Serves with the policies and certificate `state` publishes, and counts into its metrics.
+  server(boost::asio::io_context& ioc, session_limits limits, server_state& state);
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;
@@ -44,6 +47,13 @@ class server {
   // Binds and starts accepting; a bind failure is a start-up error.
   [[nodiscard]] core::result<endpoints> start(const inputs::endpoint_spec& tls_listen,
                                               const inputs::endpoint_spec& plain_listen);
+  // The SIGTERM drain: /readyz answers 503 at once so that endpoints drop this pod; serving
+  // goes on for `delay`, then new connections are refused, idle keep-alive ones closed and busy
+  // ones closed after the answer they are giving. `drained` runs once, on the io_context, with
+  // true when no connection is left, or with false at `deadline` (counted from now). A second
+  // call while draining does nothing.
+  void drain(std::chrono::milliseconds delay, std::chrono::milliseconds deadline,
+             std::function<void(bool in_time)> drained);
   // Stops accepting new connections; connections already open run to their end.
   void stop_accepting();
   // Closes idle keep-alive connections now, and every other one after the answer it is giving.

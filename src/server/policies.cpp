@@ -1,0 +1,29 @@
+// The policy directory as a reload source.
+#include "trainenv/server/policies.hpp"
+
+#include "trainenv/inputs/policy_dir.hpp"
+
+namespace trainenv::server {
+
+reload_source policy_source(std::string dir, policy_snapshot& target) {
+  reload_source source;
+  source.what = "policies";
+  source.dir = dir;
+  source.fingerprint = [dir] { return inputs::policy_dir_fingerprint(dir); };
+  source.load = [dir, &target]() -> core::result<std::string> {
+    auto loaded = inputs::load_policy_dir(dir);
+    if (!loaded.errors.empty()) {
+      std::string errors;
+      for (const auto& e : loaded.errors) errors += (errors.empty() ? "" : "; ") + e;
+      return core::error{std::move(errors)};
+    }
+    std::string names;
+    for (const auto& p : loaded.policies->all()) names += (names.empty() ? "" : ",") + p.name;
+    target.publish(std::move(loaded.policies));
+    return "from " + dir + ": [" + names + "]";
+  };
+  source.retry_refused = false;
+  return source;
+}
+
+}  // namespace trainenv::server
