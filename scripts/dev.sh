@@ -9,7 +9,7 @@
 #                                                 build-tsan/, and each fuzz target for a minute,
 #                                                 in build-fuzz/)
 #   scripts/dev.sh check [boundary|format|tidy]   the include boundary, clang-format, clang-tidy
-#   scripts/dev.sh deps | build | certs           the individual steps
+#   scripts/dev.sh deps [--build] | build | certs  the individual steps
 #
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), CMAKE_ARGS (extra
 # configure arguments), WERROR=1 to make warnings errors.
@@ -19,23 +19,31 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 build_dir="${BUILD_DIR:-build}"
 
-# Debian packages for building and running (the runtime image needs only their libraries).
-build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libssl-dev libbenchmark-dev
-  nlohmann-json3-dev libsimdjson-dev libjemalloc-dev libspdlog-dev libyaml-dev catch2)
-# Tools the test suite drives for real: curl over TLS, openssl to mint certificates, jq to read
-# JSON, Kubernetes' own object model (python3-kubernetes) to validate the manifests, and promtool
-# (prometheus) to check the metrics.
-tool_packages=(openssl curl ca-certificates jq python3-kubernetes python3-yaml prometheus)
+# Debian packages, in two lists: building trainenv (all the Dockerfile's build stage installs;
+# the runtime image needs only their libraries), and testing it.
+build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libssl-dev
+  nlohmann-json3-dev libsimdjson-dev libjemalloc-dev libspdlog-dev libyaml-dev)
+# The test suite and benchmarks (Catch2, Google Benchmark), and the tools it drives for real: curl
+# over TLS, openssl to mint certificates, jq to read JSON, Kubernetes' own object model
+# (python3-kubernetes) to validate the manifests, and promtool (prometheus) to check the metrics.
+test_packages=(catch2 libbenchmark-dev openssl curl ca-certificates jq python3-kubernetes python3-yaml
+  prometheus)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 
+# deps [--build] [PACKAGE...]: install what is missing of the build and test packages (and
+# kubectl), or of the build packages alone (--build: the Dockerfile), plus the packages named.
 deps() {
-  local missing=()
-  for p in "${build_packages[@]}" "${tool_packages[@]}" "$@"; do
+  local wanted=() missing=() kubectl=1
+  case "${1:-}" in
+    --build) shift; wanted=("${build_packages[@]}"); kubectl=0 ;;
+    *) wanted=("${build_packages[@]}" "${test_packages[@]}") ;;
+  esac
+  for p in "${wanted[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   # kubectl renders the manifests (kubectl kustomize); Debian's package is kubernetes-client.
-  command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
+  [ $kubectl = 0 ] || command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
   if [ ${#missing[@]} -eq 0 ]; then
     log "all packages present"
     return
