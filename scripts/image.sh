@@ -10,9 +10,9 @@
 #   build   base, then buildah bud of the Dockerfile, tagged with the image of
 #           manifests/base/deployment.yaml (the one tag in use); prints build time and size
 #   check   runs that image with the Deployment's restrictions (read-only root, no capabilities,
-#           no-new-privileges, uid/gid 65532, the certificates and policies mounted read-only
-#           the way Secret and ConfigMap volumes mount them, the Deployment's own args but on
-#           127.0.0.1) and checks /healthz, /readyz, /metrics, a /mutate of a fixture review
+#           no-new-privileges, uid/gid 65532, 256 MiB of memory, the certificates and policies
+#           mounted read-only the way Secret and ConfigMap volumes mount them, the Deployment's
+#           own args but on 127.0.0.1) and checks /healthz, /readyz, /metrics, a /mutate of a fixture review
 #           over TLS with a freshly minted CA, the process's uid, capabilities and read-only
 #           root, a clean exit 0 on `podman stop` within the grace period, and that the key as
 #           certs/mint.sh leaves it (root, 0600) is refused with a message naming it
@@ -57,7 +57,7 @@ work="$(mktemp -d /tmp/trainenv-image.XXXXXX)"
 mirror="http://deb.debian.org/debian"
 security="http://deb.debian.org/debian-security"
 
-# base: the two Debian images the Dockerfile starts FROM, made here since no registry of images
+# base: the Debian images the Dockerfile starts FROM, made here since no registry of images
 # is reached. The settings are those of the official images (debuerreotype): no apt caches or
 # .deb files left behind, gzipped indexes, no translations, unsafe-io for speed; the slim one
 # also leaves out documentation, man pages and locales.
@@ -106,7 +106,11 @@ DPKG
         --dpkgopt='path-include=/usr/share/locale/locale.alias')
     fi
     out="$work/debian-$variant.tar"
-    log "making base image debian:$variant with mmdebstrap (about a minute)"
+    log "making base image debian:$variant with mmdebstrap (one or two minutes)"
+    local t0=$SECONDS
+    # The customize hook's $1 is the chroot, expanded by mmdebstrap; the 99mmdebstrap file
+    # repeats the slim rules that etc/dpkg/dpkg.cfg.d/docker already holds.
+    # shellcheck disable=SC2016
     timeout 900 mmdebstrap --quiet --variant=minbase --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
       "${slim[@]}" --setup-hook="sync-in $conf /" \
       --customize-hook='rm -f "$1/etc/dpkg/dpkg.cfg.d/99mmdebstrap"' \
@@ -118,6 +122,7 @@ DPKG
     "${podman[@]}" import --quiet --change 'CMD ["bash"]' "$out" "docker.io/library/debian:$variant" >/dev/null ||
       fail "podman import of debian:$variant"
     rm -f "$out"
+    log "made base image debian:$variant in $((SECONDS - t0)) s"
   done
 }
 
@@ -180,9 +185,9 @@ run_container() {  # run_container NAME TLS_DIR ARGS... : starts it detached as 
   local name="$1" tls="$2"
   shift 2
   containers+=("$name")
-  "${podman[@]}" run -d --name "$name" --network host \
+  timeout 120 "${podman[@]}" run -d --name "$name" --network host \
     --read-only --read-only-tmpfs=false --cap-drop=ALL --security-opt no-new-privileges \
-    --user 65532:65532 "${ulimits[@]}" --stop-timeout "$grace" \
+    --user 65532:65532 --memory 256m "${ulimits[@]}" --stop-timeout "$grace" \
     -v "$tls:/etc/trainenv/tls:ro" -v "$work/policies:/etc/trainenv/policies:ro" \
     "$image" "$@" >/dev/null
 }
@@ -233,7 +238,7 @@ check_image() {
   grep -Eq '^CapPrm:[[:space:]]+0+$' <<<"$status" || fail "the server has permitted capabilities"
   grep -Eq '^NoNewPrivs:[[:space:]]+1$' <<<"$status" || fail "no-new-privileges is not set"
   [ "$(readlink "/proc/$pid/exe" | xargs basename)" = trainenv ] || fail "PID 1 is not trainenv"
-  if "${podman[@]}" exec "$name" /bin/sh -c ': >/tmp/write-probe' 2>/dev/null; then
+  if timeout 30 "${podman[@]}" exec "$name" /bin/sh -c ': >/tmp/write-probe' 2>/dev/null; then
     fail "the root filesystem is writable"
   fi
 
@@ -275,7 +280,7 @@ check_image() {
   # then it exits 0 within the grace period.
   local t0 t1 code stopper drained=0
   t0=$(date +%s)
-  "${podman[@]}" stop -t "$grace" "$name" >/dev/null 2>"$work/stop.err" &
+  timeout $((grace + 30)) "${podman[@]}" stop -t "$grace" "$name" >/dev/null 2>"$work/stop.err" &
   stopper=$!
   for i in $(seq 1 20); do
     code="$(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$plain/readyz" || true)"
@@ -306,7 +311,9 @@ check_image() {
   fi
   wait "$waiter" || true
   code="$(tr -d '[:space:]' <"$work/wait")"
-  [ -n "$code" ] && [ "$code" != 0 ] || fail "with an unreadable key the server exited ${code:-?}, not an error"
+  if [ -z "$code" ] || [ "$code" = 0 ]; then
+    fail "with an unreadable key the server exited ${code:-?}, not an error"
+  fi
   "${podman[@]}" logs "$name" 2>&1 | grep -q 'tls.key' ||
     fail "with an unreadable key the log does not name tls.key: $("${podman[@]}" logs "$name" 2>&1 | tail -n 3)"
 
