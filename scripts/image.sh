@@ -13,8 +13,8 @@
 #           no-new-privileges, uid/gid 65532, 256 MiB of memory, the certificates and policies
 #           mounted read-only the way Secret and ConfigMap volumes mount them, the Deployment's
 #           own args but on 127.0.0.1) and checks /healthz, /readyz, /metrics, a /mutate of a fixture review
-#           over TLS with a freshly minted CA, the process's uid, capabilities and read-only
-#           root, a clean exit 0 on `podman stop` within the grace period, and that the key as
+#           over TLS with a freshly minted CA, a certificate rotation by ..data swap, the
+#           process's uid, capabilities and read-only root, a clean exit 0 on `podman stop` within the grace period, and that the key as
 #           certs/mint.sh leaves it (root, 0600) is refused with a message naming it
 #   all     build, then check
 #
@@ -162,6 +162,11 @@ projected_volume() {  # projected_volume DIR FILE...
   chmod 0755 "$dir" "$dir/$ts"
 }
 
+served_fingerprint() {  # served_fingerprint PORT: SHA-256 fingerprint of the certificate served
+  openssl s_client -connect "127.0.0.1:$1" -servername localhost </dev/null 2>/dev/null |
+    openssl x509 -noout -fingerprint -sha256 2>/dev/null || true
+}
+
 free_port() {
   /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -254,8 +259,7 @@ check_image() {
 
   # The served certificate is the mounted one (it was read through the ..data links).
   local served mounted
-  served="$(openssl s_client -connect "127.0.0.1:$https" -servername localhost </dev/null 2>/dev/null |
-    openssl x509 -noout -fingerprint -sha256 2>/dev/null || true)"
+  served="$(served_fingerprint "$https")"
   mounted="$(openssl x509 -in "$work/mint/tls.crt" -noout -fingerprint -sha256)"
   [ "$served" = "$mounted" ] || fail "the served certificate is not the mounted one ($served)"
 
@@ -275,6 +279,27 @@ check_image() {
   curl -fsS --max-time 5 "$plain/metrics" >"$work/metrics" || fail "GET /metrics after /mutate"
   grep -Eq '^trainenv_requests_total\{path="/mutate",decision="patched",policy="torch"\} [1-9]' "$work/metrics" ||
     fail "/metrics does not count the patched /mutate: $(grep '^trainenv_requests_total' "$work/metrics" | head -n 5)"
+
+  # Rotation as the kubelet does it when the Secret changes: a new timestamped directory, ..data
+  # swapped to it in one rename. The new certificate must be served within seconds.
+  certs/mint.sh "$work/mint2" >/dev/null 2>&1 || fail "certs/mint.sh (rotation)"
+  local next old_dir
+  next="..$(date -u +%Y_%m_%d_%H_%M_%S).000000002"
+  old_dir="$(readlink "$work/tls/..data")"
+  mkdir "$work/tls/$next"
+  install -m 0644 "$work/mint2/ca.crt" "$work/mint2/tls.crt" "$work/mint2/tls.key" "$work/tls/$next/"
+  chmod 0755 "$work/tls/$next"
+  ln -s "$next" "$work/tls/..data_tmp"
+  mv -T "$work/tls/..data_tmp" "$work/tls/..data"
+  rm -rf "${work:?}/tls/$old_dir"
+  mounted="$(openssl x509 -in "$work/mint2/tls.crt" -noout -fingerprint -sha256)"
+  for i in $(seq 1 50); do
+    served="$(served_fingerprint "$https")"
+    [ "$served" = "$mounted" ] && break
+    sleep 0.2
+  done
+  [ "$served" = "$mounted" ] || fail "the rotated certificate was not served within 10 s"
+  local rotated_ms=$((i * 200))
 
   # SIGTERM (podman stop) drains: /readyz turns 503 while /healthz stays 200 (--drain-delay),
   # then it exits 0 within the grace period.
@@ -318,7 +343,8 @@ check_image() {
     fail "with an unreadable key the log does not name tls.key: $("${podman[@]}" logs "$name" 2>&1 | tail -n 3)"
 
   log "checked in $(($(date +%s) - start)) s: uid/gid 65532, no capabilities, no-new-privileges, read-only root;"
-  log "  /healthz, /readyz, /metrics; TLS with the mounted certificate; /mutate allowed with a patch;"
+  log "  /healthz, /readyz, /metrics; TLS with the mounted certificate, and the next one after a"
+  log "  ..data swap (served within ${rotated_ms} ms); /mutate allowed with a patch;"
   log "  SIGTERM: /readyz 503 while draining, exit 0 in $((t1 - t0)) s; an unreadable key refused (exit $code)"
 }
 
