@@ -12,10 +12,11 @@
 #   check   runs that image with the Deployment's restrictions (read-only root, no capabilities,
 #           no-new-privileges, uid/gid 65532, 256 MiB of memory, the certificates and policies
 #           mounted read-only the way Secret and ConfigMap volumes mount them, the Deployment's
-#           own args but on 127.0.0.1) and checks /healthz, /readyz, /metrics, a /mutate of a fixture review
-#           over TLS with a freshly minted CA, a certificate rotation by ..data swap, the
-#           process's uid, capabilities and read-only root, a clean exit 0 on `podman stop` within the grace period, and that the key as
-#           certs/mint.sh leaves it (root, 0600) is refused with a message naming it
+#           own args but on 127.0.0.1) and checks /healthz, /readyz, /metrics, a /mutate of a
+#           fixture review over TLS with a freshly minted CA, a certificate rotation by ..data
+#           swap, the process's uid, capabilities and read-only root, /readyz 503 and exit 0
+#           within the grace period on `podman stop`, and that the key as certs/mint.sh leaves
+#           it (root, 0600) is refused
 #   all     build, then check
 #
 # Needs root (as on these machines and CI): the container store is /var/lib/containers, vfs
@@ -353,5 +354,5 @@ case "${1:-all}" in
   build) "$root/scripts/dev.sh" deps --image; build_image ;;
   check) "$root/scripts/dev.sh" deps --image; check_image ;;
   all) "$root/scripts/dev.sh" deps --image; build_image; check_image ;;
-  *) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; exit 2 ;;
 esac
