@@ -191,6 +191,8 @@ run_container() {  # run_container NAME TLS_DIR ARGS... : starts it detached as 
   local name="$1" tls="$2"
   shift 2
   containers+=("$name")
+  # A container of this name left by a killed run (same pid) would block the name.
+  "${podman[@]}" rm -f -t 0 "$name" >/dev/null 2>&1 || true
   timeout 120 "${podman[@]}" run -d --name "$name" --network host \
     --read-only --read-only-tmpfs=false --cap-drop=ALL --security-opt no-new-privileges \
     --user 65532:65532 --memory 256m "${ulimits[@]}" --stop-timeout "$grace" \
