@@ -1,21 +1,29 @@
 # trainenv image: built with the same script as the README's commands (scripts/dev.sh), so
-# what CI proves about the build holds for the image.
-#   docker build -t trainenv:dev .
+# what CI proves about the build holds for the image. The tag is the manifests' image:
+#   buildah bud --isolation chroot --network host -t trainenv:0.1.0 .     (or docker build)
+# scripts/image.sh builds it without a Docker engine and checks it as the Deployment runs it;
+# docs/deploy.md tells how to push it.
 
-FROM debian:bookworm AS build
+# Both stages start from bookworm-slim: the build stage installs all it needs anyway, and one
+# base image is less to fetch (or, without a registry, to make: scripts/image.sh).
+FROM debian:bookworm-slim AS build
 WORKDIR /src
 COPY scripts/dev.sh scripts/dev.sh
-RUN scripts/dev.sh deps && rm -rf /var/lib/apt/lists/*
+# Only what building the binary needs: no test framework, benchmark library or test tools.
+RUN scripts/dev.sh deps --build && rm -rf /var/lib/apt/lists/*
 COPY . .
 RUN BUILD_TYPE=Release CMAKE_ARGS="-DTRAINENV_BUILD_TESTS=OFF" scripts/dev.sh build trainenv \
  && build/trainenv check-policies policies
 
 FROM debian:bookworm-slim
-# Only the shared libraries the binary links (ldd build/trainenv).
+# Only the shared libraries the binary links (ldd build/trainenv). The apt caches are removed
+# here rather than left to the base image's apt settings, which another base may not have.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       libssl3 libspdlog1.10 libfmt9 libyaml-0-2 libsimdjson14 libjemalloc2 \
- && rm -rf /var/lib/apt/lists/*
+ && apt-get clean \
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin \
+      /var/cache/debconf/*-old /var/lib/dpkg/*-old /var/log/apt/* /var/log/dpkg.log
 COPY --from=build /src/build/trainenv /usr/local/bin/trainenv
 COPY --from=build /src/policies /etc/trainenv/policies
 USER 65532:65532

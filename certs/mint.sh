@@ -8,6 +8,9 @@
 # kept unless --force is given. The serving certificate's names cover a local run and the
 # in-cluster Service: localhost, 127.0.0.1, ::1, trainenv.trainenv-system.svc and
 # trainenv.trainenv-system.svc.cluster.local. Private keys are git-ignored; never commit them.
+# Keys are written 0600 for the user who runs this: the image's uid 65532 cannot read them
+# mounted as they are. A Secret volume (0644 by default) can; for a container run by hand,
+# mount a 0644 copy (docs/deploy.md, "The key and uid 65532"; scripts/image.sh does so).
 # --static-overlay also writes tls.crt, tls.key and ca-bundle.yaml (the webhook's caBundle)
 # into OVERLAY, normally manifests/overlays/static-certs.
 set -euo pipefail
@@ -21,7 +24,7 @@ while [ $# -gt 0 ]; do
     --force) force=1 ;;
     --days) days="$2"; shift ;;
     --static-overlay) overlay="$(cd "$2" && pwd)"; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "mint.sh: unknown flag $1" >&2; exit 2 ;;
     *) dir="$1" ;;
   esac

@@ -7,35 +7,50 @@
 #                                                 test suite (also under ASan+UBSan, in
 #                                                 build-sanitize/, the server tests under TSan, in
 #                                                 build-tsan/, and each fuzz target for a minute,
-#                                                 in build-fuzz/)
+#                                                 in build-fuzz/; then the image, scripts/image.sh)
 #   scripts/dev.sh check [boundary|format|tidy]   the include boundary, clang-format, clang-tidy
-#   scripts/dev.sh deps | build | certs           the individual steps
+#   scripts/dev.sh image [all|base|build|check]   build the image and check it (scripts/image.sh)
+#   scripts/dev.sh deps [--build|--image] | build | certs   the individual steps
 #
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), CMAKE_ARGS (extra
-# configure arguments), WERROR=1 to make warnings errors.
+# configure arguments), WERROR=1 to make warnings errors, IMAGE_CHECK=0 to leave the image out of
+# `test`.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 build_dir="${BUILD_DIR:-build}"
 
-# Debian packages for building and running (the runtime image needs only their libraries).
-build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libssl-dev libbenchmark-dev
-  nlohmann-json3-dev libsimdjson-dev libjemalloc-dev libspdlog-dev libyaml-dev catch2)
-# Tools the test suite drives for real: curl over TLS, openssl to mint certificates, jq to read
-# JSON, Kubernetes' own object model (python3-kubernetes) to validate the manifests, and promtool
-# (prometheus) to check the metrics.
-tool_packages=(openssl curl ca-certificates jq python3-kubernetes python3-yaml prometheus)
+# Debian packages, in three lists: building trainenv (all the Dockerfile's build stage installs;
+# the runtime image needs only their libraries), testing it, and building and checking the image.
+build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libssl-dev
+  nlohmann-json3-dev libsimdjson-dev libjemalloc-dev libspdlog-dev libyaml-dev)
+# The test suite and benchmarks (Catch2, Google Benchmark), and the tools it drives for real: curl
+# over TLS, openssl to mint certificates, jq to read JSON, Kubernetes' own object model
+# (python3-kubernetes) to validate the manifests, and promtool (prometheus) to check the metrics.
+test_packages=(catch2 libbenchmark-dev openssl curl ca-certificates jq python3-kubernetes python3-yaml
+  prometheus)
+# scripts/image.sh: base images from the Debian mirror (mmdebstrap), the build (buildah), the run
+# (podman with runc), and the checks (curl, openssl, jq; python3-yaml reads the Deployment's args).
+image_packages=(mmdebstrap buildah podman runc openssl curl ca-certificates jq python3-yaml)
 
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 
+# deps [--build|--image] [PACKAGE...]: install what is missing of the build and test packages
+# (and kubectl), of the build packages alone (--build: the Dockerfile), or of the image tools
+# alone (--image: scripts/image.sh), plus the packages named.
 deps() {
-  local missing=()
-  for p in "${build_packages[@]}" "${tool_packages[@]}" "$@"; do
+  local wanted=() missing=() kubectl=1
+  case "${1:-}" in
+    --build) shift; wanted=("${build_packages[@]}"); kubectl=0 ;;
+    --image) shift; wanted=("${image_packages[@]}"); kubectl=0 ;;
+    *) wanted=("${build_packages[@]}" "${test_packages[@]}") ;;
+  esac
+  for p in "${wanted[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   # kubectl renders the manifests (kubectl kustomize); Debian's package is kubernetes-client.
-  command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
+  [ $kubectl = 0 ] || command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
   if [ ${#missing[@]} -eq 0 ]; then
     log "all packages present"
     return
@@ -98,6 +113,15 @@ test_suite() {
   # that once broke something. scripts/fuzz.sh --seconds 1800 is the long run.
   log "the fuzz targets, a minute each (build-fuzz/)"
   scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-60}"
+  # The image, built from the Dockerfile and run as the Deployment runs it (scripts/image.sh:
+  # about 5 minutes on 2 cores, plus a minute or two for the base images on a new machine).
+  # IMAGE_CHECK=0 skips it on a machine without root; CI runs it.
+  if [ "${IMAGE_CHECK:-1}" = 1 ]; then
+    log "the image: build it and check it as the Deployment runs it (scripts/image.sh)"
+    scripts/image.sh all
+  else
+    log "IMAGE_CHECK=0: the image is neither built nor checked"
+  fi
 }
 
 case "${1:-}" in
@@ -106,6 +130,7 @@ case "${1:-}" in
   deps) shift; deps "$@" ;;
   build) shift; build "$@" ;;
   certs) certs ;;
+  image) shift; exec scripts/image.sh "$@" ;;
   check) shift; deps clang-format clang-tidy; BUILD_DIR="$build_dir" scripts/check.sh "$@" ;;
-  *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -38,6 +38,12 @@ for needle in "scripts/dev.sh serve" "scripts/dev.sh test"; do
   grep -q "^$needle" "$src/README.md" || { echo "FAILED: the README does not give $needle"; status=1; }
 done
 grep -q "scripts/dev.sh test" "$src/.ci/run" || { echo "FAILED: .ci/run does not run scripts/dev.sh test"; status=1; }
+# One tag: the Deployment's image is the one the Dockerfile's comment builds (scripts/image.sh
+# builds and checks that tag).
+tag=$(sed -n 's/^ *image: *\([^ ]*\) *$/\1/p' "$src/manifests/base/deployment.yaml")
+grep -q "^#.* -t $tag " "$src/Dockerfile" || { echo "FAILED: the Dockerfile's comment does not build the Deployment's image $tag"; status=1; }
+# The build stage installs the build packages only.
+grep -q "^RUN scripts/dev.sh deps --build" "$src/Dockerfile" || { echo "FAILED: the Dockerfile's build stage installs more than the build packages"; status=1; }
 # The image runs as the numeric user the Deployment expects.
 grep -q "^USER 65532:65532" "$src/Dockerfile" || { echo "FAILED: Dockerfile USER is not 65532"; status=1; }
 [ $status -eq 0 ] && echo "manifests: base and the three overlays render and validate"
