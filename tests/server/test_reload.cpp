@@ -177,7 +177,8 @@ TEST_CASE("a file reloader publishes a change and keeps the last good value on a
   CHECK(w.current() == "one");
   write(w.dir / "value", "two");
   REQUIRE(eventually([&] { return w.current() == "two"; }));
-  CHECK(w.loaded == 1);
+  // The value is published inside load(), the count after it returns: wait for both.
+  CHECK(eventually([&] { return w.loaded == 1; }));
 
   write(w.dir / "value", "bad");
   REQUIRE(eventually([&] { return w.refused >= 1; }));
@@ -188,7 +189,7 @@ TEST_CASE("a file reloader publishes a change and keeps the last good value on a
 
   write(w.dir / "value", "three");
   REQUIRE(eventually([&] { return w.current() == "three"; }));
-  CHECK(w.loaded == 2);
+  CHECK(eventually([&] { return w.loaded == 2; }));
   // Unchanged files are not loaded again.
   std::this_thread::sleep_for(200ms);
   CHECK(w.loaded == 2);
