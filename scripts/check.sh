@@ -68,7 +68,60 @@ check_boundary() {
     done <<<"$hits"
     ok=1
   fi
+  check_core_layers || ok=1
   if [ $ok -eq 0 ]; then say "boundary: ok"; else say "boundary: FAILED"; fail boundary; fi
+}
+
+# The core's layers, lowest first (docs/architecture.md draws them). A core file may include
+# only headers of a lower layer, and a .cpp its own header too: no upward or sideways include,
+# so each layer can be read knowing only those below it. A new header needs a line here.
+core_layer() {
+  case "$1" in
+    result | keys | names | json_access | decision | variables | quantity) echo 0 ;;
+    json_text | template | policy_fields | json_patch) echo 1 ;;
+    pod_view | policy_objects) echo 2 ;;
+    owners) echo 3 ;;
+    policy) echo 4 ;;
+    resources | pod_shape | owner_walk) echo 5 ;;
+    topology) echo 6 ;;
+    render) echo 7 ;;
+    diff | selection | admission) echo 8 ;;
+    engine) echo 9 ;;
+    *) echo "" ;;
+  esac
+}
+
+check_core_layers() {
+  local ok=0 file name own layer included inc_layer
+  for file in include/trainenv/core/*.hpp src/core/*.cpp; do
+    name="$(basename "$file")"
+    own="${name%.*}"
+    layer="$(core_layer "$own")"
+    if [ -z "$layer" ]; then
+      # A .cpp with no header of its own (policy_parse.cpp) sits at the layer of the header
+      # it implements; one with neither is reported.
+      case "$own" in
+        policy_parse) own=policy layer="$(core_layer policy)" ;;
+        *) printf '  %s
+      breaks: every core file has a layer in scripts/check.sh core_layer
+' "$file"; ok=1; continue ;;
+      esac
+    fi
+    while IFS= read -r included; do
+      [ -n "$included" ] || continue
+      [ "$included" = "$own" ] && [ "${name##*.}" = cpp ] && continue
+      inc_layer="$(core_layer "$included")"
+      if [ -z "$inc_layer" ] || [ "$inc_layer" -ge "$layer" ]; then
+        printf '  %s includes %s.hpp
+      breaks: core includes go down the layers (%s is layer %s, %s is %s)
+' \
+          "$file" "$included" "$own" "$layer" "$included" "${inc_layer:-none}"
+        ok=1
+      fi
+    done < <(grep -oE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"trainenv/core/[a-z_]+\.hpp"' "$file" |
+      sed -E 's|.*trainenv/core/([a-z_]+)\.hpp"|\1|')
+  done
+  return $ok
 }
 
 # --- format --------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 #include "trainenv/core/json_patch.hpp"
 
-#include "trainenv/core/pod_view.hpp"
+#include "trainenv/core/json_access.hpp"
 
 namespace trainenv::core {
 

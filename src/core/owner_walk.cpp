@@ -1,6 +1,6 @@
 #include "trainenv/core/owner_walk.hpp"
 
-#include "trainenv/core/topology.hpp"
+#include "trainenv/core/keys.hpp"
 
 namespace trainenv::core {
 namespace {

@@ -31,13 +31,16 @@ MODELS = {
 
 CLUSTER_SCOPED = {"Namespace", "MutatingWebhookConfiguration", "ClusterRole", "ClusterRoleBinding"}
 
-# The owner kinds trainenv reads (docs/contract.md §2.1), as (API group, resource): the
-# ClusterRole grants `get` on exactly these.
-OWNER_RESOURCES = {
-    ("batch", "jobs"), ("jobset.x-k8s.io", "jobsets"), ("batch.volcano.sh", "jobs"),
-    ("kubeflow.org", "pytorchjobs"), ("kubeflow.org", "mpijobs"), ("trainer.kubeflow.org", "trainjobs"),
-    ("trainer.kubeflow.org", "trainingruntimes"), ("trainer.kubeflow.org", "clustertrainingruntimes"),
-}
+# The owner kinds trainenv reads (docs/contract.md §2.1) are data: policies/owners.yaml, shipped in
+# the policies ConfigMap. The ClusterRole must grant `get` on exactly the (API group, resource)
+# pairs it lists, so adding a kind there without its RBAC (or the reverse) fails here.
+def owner_resources(config_map, errors):
+    text = config_map["data"].get("owners.yaml")
+    expect(text is not None, "owners.yaml (the owner kinds) in the policies ConfigMap", errors)
+    if text is None:
+        return set()
+    return {(doc["spec"].get("apiGroup", ""), doc["spec"]["resource"])
+            for doc in yaml.safe_load_all(text) if doc and doc.get("kind") == "OwnerKind"}
 EXCLUDED_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "trainenv-system"}
 OPT_IN = {"key": "trainenv.io/injection", "operator": "In", "values": ["enabled"]}
 
@@ -178,8 +181,10 @@ def check_settings(objects, overlay, errors):
         expect(rule["verbs"] == ["get"], f"ClusterRole grants only get (found {rule['verbs']})", errors)
         expect(not rule.get("resourceNames") and not rule.get("nonResourceURLs"), "ClusterRole rule shape", errors)
         granted |= {(group, resource) for group in rule["apiGroups"] for resource in rule["resources"]}
-    expect(granted == OWNER_RESOURCES, f"ClusterRole resources: extra {sorted(granted - OWNER_RESOURCES)}, "
-           f"missing {sorted(OWNER_RESOURCES - granted)}", errors)
+    wanted = owner_resources(by_kind["ConfigMap"][0], errors)
+    expect(len(wanted) == 8, f"policies/owners.yaml lists the eight owner kinds (found {len(wanted)})", errors)
+    expect(granted == wanted, f"ClusterRole resources: extra {sorted(granted - wanted)}, "
+           f"missing {sorted(wanted - granted)}", errors)
     binding = by_kind["ClusterRoleBinding"][0]
     expect(binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                   "name": role["metadata"]["name"]}, "ClusterRoleBinding roleRef", errors)
