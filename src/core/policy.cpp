@@ -24,6 +24,42 @@ bool policy::is_training_role(std::string_view role) const {
   return std::find(training_roles.begin(), training_roles.end(), role) != training_roles.end();
 }
 
+std::uint32_t variables_used_by(const policy& p) {
+  std::uint32_t used = p.when ? p.when->used() : 0;
+  const auto scope = [&used](const item_scope& s) {
+    if (s.when) used |= s.when->used();
+  };
+  for (const auto& [role, count] : p.default_replicas) used |= count.used();
+  for (const auto& item : p.env) {
+    scope(item.scope);
+    if (item.value) used |= item.value->used();
+    if (item.value_from) used |= item.value_from->used();
+  }
+  for (const auto& item : p.ports) {
+    scope(item.scope);
+    used |= item.container_port.used();
+  }
+  for (const auto& item : p.args) {
+    scope(item.scope);
+    used |= item.value.used();
+  }
+  for (const auto& item : p.volume_mounts) {
+    scope(item.scope);
+    used |= item.mount.used();
+  }
+  for (const auto& item : p.volumes) {
+    scope(item.scope);
+    used |= item.volume.used();
+  }
+  for (const auto& item : p.annotations) {
+    scope(item.scope);
+    if (item.value) used |= item.value->used();
+    if (item.line_count) used |= item.line_count->used();
+    if (item.line) used |= item.line->used();
+  }
+  return used;
+}
+
 result<policy_set> policy_set::build(std::vector<policy> policies, owner_kind_set owner_kinds) {
   policy_set set;
   set.policies_ = std::move(policies);

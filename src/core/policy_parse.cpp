@@ -471,6 +471,7 @@ result<policy> parse_policy(const json& document, std::string_view source) {
   } catch (const policy_error& e) {
     return error{std::string(source) + ": " + e.message};
   }
+  out.variables_used = variables_used_by(out);
   return out;
 }
 

@@ -124,9 +124,16 @@ struct policy {
   std::vector<volume_item> volumes;
   std::vector<mount_item> volume_mounts;
   std::vector<annotation_item> annotations;
+  // The variables any of its templates or conditions use (a used() mask, set by parse_policy):
+  // a policy that uses no count does not make the engine read a pod's owners.
+  std::uint32_t variables_used = 0;
 
   [[nodiscard]] bool is_training_role(std::string_view role) const;
 };
+
+// The used() mask of every template and condition in `p` (parse_policy stores it in
+// policy::variables_used).
+[[nodiscard]] std::uint32_t variables_used_by(const policy& p);
 
 // Parses one policy document. Errors read "<source>: <field>: <problem>; <what to write>".
 [[nodiscard]] result<policy> parse_policy(const nlohmann::json& document, std::string_view source);
