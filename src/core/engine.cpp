@@ -31,48 +31,6 @@ decision pass(std::string why) {
   return d;
 }
 
-// The variables whose values come from the job's size: only a policy that uses one of them
-// makes a pod's owners worth reading.
-constexpr std::uint32_t count_variables =
-    variable_bit(variable::num_nodes) | variable_bit(variable::world_size) |
-    variable_bit(variable::rank) | variable_bit(variable::slots) |
-    variable_bit(variable::processes_per_node) | replicas_bit;
-
-std::uint32_t variables_used(const policy& p) {
-  std::uint32_t used = p.when ? p.when->used() : 0;
-  const auto scope = [&](const item_scope& s) {
-    if (s.when) used |= s.when->used();
-  };
-  for (const auto& item : p.env) {
-    scope(item.scope);
-    if (item.value) used |= item.value->used();
-    if (item.value_from) used |= item.value_from->used();
-  }
-  for (const auto& item : p.ports) {
-    scope(item.scope);
-    used |= item.container_port.used();
-  }
-  for (const auto& item : p.args) {
-    scope(item.scope);
-    used |= item.value.used();
-  }
-  for (const auto& item : p.volume_mounts) {
-    scope(item.scope);
-    used |= item.mount.used();
-  }
-  for (const auto& item : p.volumes) {
-    scope(item.scope);
-    used |= item.volume.used();
-  }
-  for (const auto& item : p.annotations) {
-    scope(item.scope);
-    if (item.value) used |= item.value->used();
-    if (item.line_count) used |= item.line_count->used();
-    if (item.line) used |= item.line->used();
-  }
-  return used;
-}
-
 // An explicit count annotation wins (docs/contract.md §2.1); when an owner was read anyway (to
 // recognise the pod or find its framework) and says otherwise, the user hears about it.
 void add_disagreements(const pod_view& pod, const policy& p, const owner_values& owners,
@@ -158,7 +116,7 @@ owner_step<decision> evaluate(const json& pod, const policy_set& policies,
 
   // The counts the owners give, when the annotations leave them open and the policy uses them.
   std::optional<owner_counts> counts;
-  if (!has_explicit_counts(view) && (variables_used(p) & count_variables) != 0) {
+  if (!has_explicit_counts(view) && uses_counts(p)) {
     const auto found = counts_from_owners(view, pod_role(view), owners, kinds);
     if (const auto* ref = needed(found)) return *ref;
     const auto& read = std::get<result<std::optional<owner_counts>>>(found);

@@ -361,7 +361,9 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
         ": set annotation " + std::string(keys::completion_index) + " or label " +
         std::string(keys::volcano_index);
   }
-  if (t.index && role_replicas != unknown && *t.index >= role_replicas) {
+  // A policy that uses no count never learns the job's size (no owner is read for it), so an
+  // index past the default replicas says nothing about the pod.
+  if (t.index && role_replicas != unknown && *t.index >= role_replicas && uses_counts(p)) {
     const std::string source = from_owners ? owners->owner
                                : replicas_given
                                    ? "annotation " + std::string(keys::replicas)

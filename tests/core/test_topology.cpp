@@ -14,7 +14,8 @@ policy torch_like() {
     "apiVersion": "trainenv.io/v1alpha1", "kind": "TrainingPolicy",
     "metadata": {"name": "torch"},
     "spec": {"frameworks": ["torch"], "default": true,
-             "defaults": {"masterPort": 29500, "numNodes": 1, "nprocPerNode": "auto"}}
+             "defaults": {"masterPort": 29500, "numNodes": 1, "nprocPerNode": "auto"},
+             "env": [{"name": "NNODES", "value": "${numNodes}"}]}
   })"),
                         "inline");
   REQUIRE(p.ok());
@@ -273,4 +274,27 @@ TEST_CASE("the target container is the one named node, else the first", "[topolo
   std::size_t target = 0;
   CHECK_THAT(check_pod_shape(pod_view(p), torch_like(), target),
              Catch::Contains("spec.containers is empty"));
+}
+
+TEST_CASE("an index past its role's replicas is refused when the policy uses the counts",
+          "[topology]") {
+  auto counted = parse_policy(json::parse(R"({
+    "apiVersion": "trainenv.io/v1alpha1", "kind": "TrainingPolicy", "metadata": {"name": "c"},
+    "spec": {"env": [{"name": "NNODES", "value": "${numNodes}"}]}})"),
+                              "inline");
+  REQUIRE(counted);
+  CHECK(uses_counts(*counted));
+  const json p = pod(
+      {{"jobset.sigs.k8s.io/jobset-name", "j"}, {"batch.kubernetes.io/job-completion-index", "3"}});
+  CHECK_THAT(resolve_error(p, *counted),
+             Catch::Contains("index 3 of role \"node\" is out of range") &&
+                 Catch::Contains("trainenv.io/num-nodes"));
+  // A policy that uses no count never learns the job's size: the index is not checked.
+  auto uncounted = parse_policy(json::parse(R"({
+    "apiVersion": "trainenv.io/v1alpha1", "kind": "TrainingPolicy", "metadata": {"name": "u"},
+    "spec": {"env": [{"name": "JOB", "value": "${job}"}]}})"),
+                                "inline");
+  REQUIRE(uncounted);
+  CHECK_FALSE(uses_counts(*uncounted));
+  CHECK(resolve_ok(p, *uncounted).index == 3);
 }

@@ -55,6 +55,17 @@ struct topology {
 [[nodiscard]] std::int64_t owner_nodes(const owner_counts& owners, const policy& p,
                                        std::string_view role);
 
+// The variables whose values come from the job's size (nodes, replicas, world, rank, slots).
+inline constexpr std::uint32_t count_variables =
+    variable_bit(variable::num_nodes) | variable_bit(variable::world_size) |
+    variable_bit(variable::rank) | variable_bit(variable::slots) |
+    variable_bit(variable::processes_per_node) | replicas_bit;
+// Whether the policy uses any of them: only then are a pod's owners worth reading, and only
+// then is the pod's index checked against its role's replicas.
+[[nodiscard]] inline bool uses_counts(const policy& p) {
+  return (p.variables_used & count_variables) != 0;
+}
+
 // Whether the pod's annotations give its counts (trainenv.io/num-nodes or trainenv.io/replicas):
 // then no owner is read for them.
 [[nodiscard]] bool has_explicit_counts(const pod_view& pod);
