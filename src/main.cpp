@@ -8,13 +8,18 @@
 #include <vector>
 
 #include <spdlog/spdlog.h>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
 #include "trainenv/inputs/config.hpp"
+#include "trainenv/inputs/kube_credentials.hpp"
+#include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/inputs/preview.hpp"
+#include "trainenv/server/kube_client.hpp"
 #include "trainenv/server/logging.hpp"
+#include "trainenv/server/owner_lookup.hpp"
 #include "trainenv/server/server.hpp"
 #include "trainenv/server/state.hpp"
 
@@ -37,6 +42,34 @@ bool usage_failed(const inputs::parsed<T>& p, int& code) {
     code = exit_usage;
   }
   return true;
+}
+
+// Where owners are read from: --kubeconfig FILE, else the service account when
+// KUBERNETES_SERVICE_HOST is set (as client-go's InClusterConfig decides), else nowhere.
+core::result<std::optional<inputs::kube_credentials>> api_credentials(const std::string& kubeconfig,
+                                                                      bool in_cluster_allowed) {
+  if (!kubeconfig.empty()) {
+    auto c = inputs::load_kubeconfig(kubeconfig);
+    if (!c) return std::move(c).take_error();
+    return std::optional(std::move(*c));
+  }
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  if (!in_cluster_allowed || host == nullptr || *host == '\0')
+    return std::optional<inputs::kube_credentials>();
+  auto c = inputs::load_in_cluster();
+  if (!c) return std::move(c).take_error();
+  return std::optional(std::move(*c));
+}
+
+// An owner cache on `ioc` for `credentials`, or the reason it cannot be made.
+core::result<server::owner_cache> make_owner_cache(boost::asio::io_context& ioc,
+                                                   inputs::kube_credentials credentials,
+                                                   std::chrono::milliseconds ttl) {
+  auto client = server::kube_client::create(ioc.get_executor(), std::move(credentials));
+  if (!client) return std::move(client).take_error();
+  server::owner_cache_options options;
+  options.ttl = ttl;
+  return server::owner_cache(ioc.get_executor(), std::move(*client), options);
 }
 
 int run_serve(const std::vector<std::string>& args) {
@@ -66,6 +99,31 @@ int run_serve(const std::vector<std::string>& args) {
   const unsigned threads =
       config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
   boost::asio::io_context ioc(static_cast<int>(threads));
+
+  // Owners are read from the API when there is access; without, a pod whose counts only its
+  // owners give is denied (sizing fails closed), which the start-up line says once.
+  auto credentials = api_credentials(config.kubeconfig, true);
+  if (!credentials) {
+    spdlog::critical("not starting: {}", credentials.message());
+    return exit_violation;
+  }
+  state.owners.budget = config.lookup_timeout;
+  if (*credentials) {
+    const auto server_url = (*credentials)->server_url();
+    const auto source = (*credentials)->source;
+    auto cache = make_owner_cache(ioc, std::move(**credentials), config.owner_cache_ttl);
+    if (!cache) {
+      spdlog::critical("not starting: {}", cache.message());
+      return exit_violation;
+    }
+    state.owners.cache.emplace(std::move(*cache));
+    spdlog::info("owner lookups: {} ({}), budget {} ms per pod, cached {} ms", server_url, source,
+                 config.lookup_timeout.count(), config.owner_cache_ttl.count());
+  } else {
+    spdlog::warn(
+        "owner lookups: no API access (no --kubeconfig, KUBERNETES_SERVICE_HOST unset): pods "
+        "whose counts only their owners give are denied");
+  }
   // Policies follow their directory (a ConfigMap mount swaps a ..data link): inotify, and a
   // poll every 2 s where inotify sees nothing.
   const auto reloader = server::policy_reloader(ioc, state, config.policies,
@@ -154,7 +212,57 @@ int run_preview(const std::vector<std::string>& args) {
     }
     text << in.rdbuf();
   }
-  auto answer = inputs::preview(text.str(), *loaded.policies, {config.policy});
+  const core::mutate_options options{config.policy};
+  core::result<inputs::preview_answer> answer = core::error{""};
+  if (!config.owners.empty()) {
+    std::ifstream in(config.owners, std::ios::binary);
+    if (!in) {
+      std::cerr << "trainenv: cannot read " << config.owners << "\n";
+      return exit_usage;
+    }
+    std::stringstream owners_text;
+    owners_text << in.rdbuf();
+    auto owners = inputs::owner_file::parse(owners_text.str(), config.owners);
+    if (!owners) {
+      std::cerr << "trainenv: " << owners.message() << "\n";
+      return exit_usage;
+    }
+    answer = inputs::preview(text.str(), *loaded.policies, options, *owners);
+  } else if (!config.kubeconfig.empty()) {
+    // The server's own walk, on an io_context of its own, run until it decides.
+    auto credentials = api_credentials(config.kubeconfig, false);
+    if (!credentials) {
+      std::cerr << "trainenv: " << credentials.message() << "\n";
+      return exit_usage;
+    }
+    boost::asio::io_context ioc;
+    auto cache = make_owner_cache(ioc, std::move(**credentials), config.lookup_timeout);
+    if (!cache) {
+      std::cerr << "trainenv: " << cache.message() << "\n";
+      return exit_usage;
+    }
+    const server::owner_lookup lookup{std::move(*cache), config.lookup_timeout};
+    server::metrics unused;
+    auto input = inputs::read_preview(text.str());
+    if (input && input->decides_pod()) {
+      std::optional<core::decision> decided;
+      boost::asio::co_spawn(
+          ioc, server::decide_with_owners(input->pod, *loaded.policies, options, lookup, unused),
+          [&](std::exception_ptr e, core::decision d) {
+            if (e) std::rethrow_exception(e);
+            decided = std::move(d);
+          });
+      ioc.run();
+      answer = inputs::answer_preview(std::move(*input), std::move(*decided));
+    } else if (input) {
+      auto d = input->pass_through(*loaded.policies);
+      answer = inputs::answer_preview(std::move(*input), std::move(d));
+    } else {
+      answer = std::move(input).take_error();
+    }
+  } else {
+    answer = inputs::preview(text.str(), *loaded.policies, options);
+  }
   if (!answer) {
     std::cerr << "trainenv: " << (config.file == "-" ? "standard input" : config.file) << ": "
               << answer.message() << "\n";

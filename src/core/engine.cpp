@@ -85,6 +85,7 @@ owner_step<decision> evaluate(const json& pod, const policy_set& policies,
       // Recognising fails open: a pod not known to be ours is not ours to block.
       auto d = pass(verdict.reason);
       d.warnings.push_back(make_warning(verdict.reason));
+      d.unrecognised = true;
       return d;
     }
     case recognition::verdict::training:

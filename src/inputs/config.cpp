@@ -250,22 +250,42 @@ std::string serve_help() {
          ")\n"
          "  --shutdown-deadline SECONDS exit by then after the signal, in-flight requests done "
          "(default " +
-         seconds(d.shutdown_deadline) + ")\n";
+         seconds(d.shutdown_deadline) +
+         ")\n"
+         "  --kubeconfig FILE          read pods' owners with this kubeconfig's current context "
+         "(default" +
+         (d.kubeconfig.empty()
+              ? std::string(": the service account when KUBERNETES_SERVICE_HOST is set, else no "
+                            "API access")
+              : " " + d.kubeconfig) +
+         ")\n"
+         "  --lookup-timeout SECONDS   time budget for reading one pod's owners (default " +
+         seconds(d.lookup_timeout) +
+         ")\n"
+         "  --owner-cache-ttl SECONDS  how long an owner object read is reused (default " +
+         seconds(d.owner_cache_ttl) + ")\n";
 }
 
 std::string preview_help() {
-  return "Usage: trainenv preview [-f FILE|-] [--policy NAME] [--policies DIR]\n"
+  return "Usage: trainenv preview [-f FILE|-] [--policy NAME] [--policies DIR] [--owners FILE |\n"
+         "                        --kubeconfig FILE]\n"
          "\n"
          "Reads a Pod or an AdmissionReview (JSON or YAML) and prints, as JSON, what the webhook "
          "would\n"
-         "answer: {allowed, policy, patch, object, warnings, message}. Exits 0 when allowed, 1 on "
+         "answer: {allowed, policy, patch, object, warnings, message, sources, injected}. Exits 0 "
+         "when allowed, 1 on "
          "a\n"
          "violation (the message goes to standard error too), 2 on unreadable input.\n"
          "\n"
          "Flags:\n"
          "  -f, --file FILE   input file, or - for standard input (default -)\n"
          "  --policy NAME     use this policy instead of the pod's annotation or framework label\n"
-         "  --policies DIR    policy directory (default policies/)\n";
+         "  --policies DIR    policy directory (default policies/)\n"
+         "  --owners FILE     the pod's owner objects (YAML documents or a kubectl List), read\n"
+         "                    instead of the Kubernetes API\n"
+         "  --kubeconfig FILE read the pod's owners from this kubeconfig's cluster\n"
+         "  --lookup-timeout SECONDS  budget for those reads (default 2)\n"
+         "Without --owners or --kubeconfig, a pod that needs its owners' counts is denied.\n";
 }
 
 std::string check_help() {
@@ -310,6 +330,9 @@ parsed<serve_config> parse_serve(const std::vector<std::string>& args) {
           return seconds_flag(c.drain_delay).apply(v);
         }}},
       {"--shutdown-deadline", seconds_flag(c.shutdown_deadline)},
+      {"--kubeconfig", string_flag(c.kubeconfig)},
+      {"--lookup-timeout", seconds_flag(c.lookup_timeout)},
+      {"--owner-cache-ttl", seconds_flag(c.owner_cache_ttl)},
   };
   auto failure = parse_flags(args, flags, serve_help(), nullptr);
   return finish(std::move(c), std::move(failure));
@@ -322,8 +345,13 @@ parsed<preview_config> parse_preview(const std::vector<std::string>& args) {
       {"--file", string_flag(c.file)},
       {"--policy", string_flag(c.policy)},
       {"--policies", string_flag(c.policies)},
+      {"--owners", string_flag(c.owners)},
+      {"--kubeconfig", string_flag(c.kubeconfig)},
+      {"--lookup-timeout", seconds_flag(c.lookup_timeout)},
   };
   auto failure = parse_flags(args, flags, preview_help(), nullptr);
+  if (!failure && !c.owners.empty() && !c.kubeconfig.empty())
+    failure = parse_failure{false, "give --owners or --kubeconfig, not both"};
   return finish(std::move(c), std::move(failure));
 }
 

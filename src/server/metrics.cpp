@@ -12,6 +12,10 @@ constexpr std::array<std::string_view, route_count> route_names = {
 constexpr std::array<std::string_view, decision_count> decision_names = {"allowed", "patched",
                                                                          "denied", "error"};
 
+constexpr std::array<std::string_view, owner_lookup_label_count> owner_lookup_names = {
+    "hit",       "shared",    "ok",      "not_found",   "unauthorized", "forbidden", "server_error",
+    "malformed", "too_large", "timeout", "unreachable", "uid_mismatch", "no_access"};
+
 // The empty name stands for requests no policy applied to.
 const std::string no_policy;
 
@@ -36,6 +40,62 @@ metrics::~metrics() {
     const std::string* name = s.name.load(std::memory_order_acquire);
     if (name != &no_policy) delete name;
   }
+  for (auto& s : owner_series_) delete s.kind.load(std::memory_order_acquire);
+}
+
+metrics::owner_series& metrics::owner_series_for(std::string_view kind) {
+  const std::size_t start = std::hash<std::string_view>{}(kind) % owner_kind_slots;
+  for (std::size_t probe = 0; probe < owner_kind_slots; ++probe) {
+    auto& slot = owner_series_[(start + probe) % owner_kind_slots];
+    const std::string* name = slot.kind.load(std::memory_order_acquire);
+    if (name == nullptr) {
+      const auto* fresh = new std::string(kind);  // lives as long as the metrics
+      if (slot.kind.compare_exchange_strong(name, fresh, std::memory_order_acq_rel)) return slot;
+      delete fresh;
+    }
+    if (*name == kind) return slot;
+  }
+  return owner_overflow_;
+}
+
+const metrics::owner_series* metrics::find_owner_series(std::string_view kind) const {
+  for (const auto& slot : owner_series_) {
+    const std::string* name = slot.kind.load(std::memory_order_acquire);
+    if (name != nullptr && *name == kind) return &slot;
+  }
+  return nullptr;
+}
+
+void metrics::on_owner_lookup(std::string_view kind, owner_lookup_label result,
+                              std::chrono::nanoseconds duration) {
+  owner_series_for(kind).lookups[static_cast<std::size_t>(result)].fetch_add(
+      1, std::memory_order_relaxed);
+  if (result == owner_lookup_label::no_access) return;
+  const double seconds = std::chrono::duration<double>(duration).count();
+  for (std::size_t i = 0; i < latency_buckets.size(); ++i) {
+    if (seconds <= latency_buckets[i]) {
+      owner_bucket_counts_[i].fetch_add(1, std::memory_order_relaxed);
+      break;
+    }
+  }
+  owner_latency_count_.fetch_add(1, std::memory_order_relaxed);
+  owner_latency_sum_ns_.fetch_add(static_cast<std::uint64_t>(duration.count()),
+                                  std::memory_order_relaxed);
+}
+
+void metrics::on_pod_unrecognised() {
+  pods_unrecognised_.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t metrics::owner_lookups(std::string_view kind, owner_lookup_label result) const {
+  const auto* s = find_owner_series(kind);
+  return s == nullptr
+             ? 0
+             : s->lookups[static_cast<std::size_t>(result)].load(std::memory_order_relaxed);
+}
+
+std::uint64_t metrics::pods_unrecognised() const {
+  return pods_unrecognised_.load(std::memory_order_relaxed);
 }
 
 metrics::policy_series& metrics::series_for(std::string_view policy) {
@@ -155,6 +215,38 @@ std::string metrics::render() const {
                      static_cast<double>(latency_sum_ns_.load(std::memory_order_relaxed)) / 1e9);
   out += fmt::format("trainenv_request_duration_seconds_count {}\n", count);
 
+  header("trainenv_owner_lookups_total", "counter",
+         "Owner objects looked up for pods, by owner kind and result (hit: from the cache; "
+         "shared: joined another lookup's GET; ok: fetched; else the failure).");
+  const auto each_owner = [&](const std::string& kind, const owner_series& s) {
+    for (std::size_t r = 0; r < owner_lookup_label_count; ++r) {
+      const auto n = s.lookups[r].load(std::memory_order_relaxed);
+      if (n == 0) continue;
+      out += fmt::format("trainenv_owner_lookups_total{{kind=\"{}\",result=\"{}\"}} {}\n",
+                         label_value(kind), owner_lookup_names[r], n);
+    }
+  };
+  for (const auto& s : owner_series_) {
+    if (const auto* kind = s.kind.load(std::memory_order_acquire)) each_owner(*kind, s);
+  }
+  each_owner("(overflow)", owner_overflow_);
+
+  header("trainenv_owner_lookup_duration_seconds", "histogram",
+         "Time to look up one owner object, cache hits included.");
+  std::uint64_t owner_cumulative = 0;
+  for (std::size_t i = 0; i < latency_buckets.size(); ++i) {
+    owner_cumulative += owner_bucket_counts_[i].load(std::memory_order_relaxed);
+    out += fmt::format("trainenv_owner_lookup_duration_seconds_bucket{{le=\"{}\"}} {}\n",
+                       latency_buckets[i], owner_cumulative);
+  }
+  const auto owner_count = owner_latency_count_.load(std::memory_order_relaxed);
+  out +=
+      fmt::format("trainenv_owner_lookup_duration_seconds_bucket{{le=\"+Inf\"}} {}\n", owner_count);
+  out +=
+      fmt::format("trainenv_owner_lookup_duration_seconds_sum {}\n",
+                  static_cast<double>(owner_latency_sum_ns_.load(std::memory_order_relaxed)) / 1e9);
+  out += fmt::format("trainenv_owner_lookup_duration_seconds_count {}\n", owner_count);
+
   const auto gauge = [&](std::string_view name, std::string_view help, auto value) {
     header(name, "gauge", help);
     out += fmt::format("{} {}\n", name, value);
@@ -183,6 +275,9 @@ std::string metrics::render() const {
   gauge("trainenv_certificate_expiry_timestamp_seconds",
         "When the serving certificate expires, Unix time.",
         cert_not_after_.load(std::memory_order_relaxed));
+  counter("trainenv_pods_unrecognised_total",
+          "Pods allowed unchanged because their Job could not be read to recognise them.",
+          pods_unrecognised_.load(std::memory_order_relaxed));
   gauge("trainenv_ready", "1 when /readyz answers 200.",
         ready_.load(std::memory_order_relaxed) ? 1 : 0);
   header("trainenv_build_info", "gauge", "The running build.");

@@ -1,6 +1,14 @@
 #include "trainenv/server/router.hpp"
 
+// GCC 12 warns that asio's awaitable frame is freed by a mismatched operator delete at the end
+// of mutate() and preview() (the frame's own new and delete are a pair: a false positive).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
 #include <chrono>
+#include <optional>
+#include <stdexcept>
 
 #include <spdlog/spdlog.h>
 
@@ -81,6 +89,18 @@ http_response json_response(http::status status, const json& body, const http_re
   return text_response(status, body.dump(-1, ' ', false, json::error_handler_t::replace), request);
 }
 
+// "numNodes=4 (JobSet team-a/bert spec.replicatedJobs[node]), framework=torch (...)": where
+// the counts came from, for the admission line (one line: the values are the core's, no
+// newlines).
+std::string sources_text(const core::decision& d) {
+  std::string out;
+  for (const auto& s : d.sources) {
+    if (!out.empty()) out += ", ";
+    out += s.name + "=" + s.value + " (" + s.source + ")";
+  }
+  return out;
+}
+
 const char* decision_name(const core::decision& d) {
   if (!d.allowed) return "denied";
   return d.mutated() ? "patched" : "allowed";
@@ -133,37 +153,42 @@ std::optional<http_response> router::check_header(const http_request& header) co
   return std::nullopt;
 }
 
-http_response router::handle(const http_request& request) const {
+boost::asio::awaitable<http_response> router::handle(const http_request& request) const {
   const auto started = std::chrono::steady_clock::now();
   const auto r = route_of(request.target(), admission_routes_);
   auto& m = state_.metrics;
   m.on_request_started();
   outcome result;
-  auto res = route(request, r, result);
+  auto res = co_await route(request, r, result);
   if (res.result_int() >= 400) result.decision = decision_label::error;
   m.on_request(r, result.decision, result.policy, result.patch_ops,
                std::chrono::steady_clock::now() - started);
-  return res;
+  co_return res;
 }
 
-http_response router::route(const http_request& request, route_label r, outcome& result) const {
-  if (auto early = check_header(request)) return std::move(*early);
+boost::asio::awaitable<http_response> router::route(const http_request& request, route_label r,
+                                                    outcome& result) const {
+  if (auto early = check_header(request)) co_return std::move(*early);
   switch (r) {
-    case route::mutate:
-      return mutate(request, result);
-    case route::preview:
-      return preview(request, result);
+    case route::mutate: {
+      auto answer = co_await mutate(request, result);
+      co_return answer;
+    }
+    case route::preview: {
+      auto answer = co_await preview(request, result);
+      co_return answer;
+    }
     case route::healthz:
-      return health(request, false);
+      co_return health(request, false);
     case route::readyz:
-      return health(request, true);
+      co_return health(request, true);
     case route::metrics:
-      return metrics_page(request);
+      co_return metrics_page(request);
     case route::other:
       break;
   }
-  return error_response(http::status::not_found, "no such path", request.version(),
-                        request.keep_alive());
+  co_return error_response(http::status::not_found, "no such path", request.version(),
+                           request.keep_alive());
 }
 
 http_response router::refuse(const http_request& header, refusal why,
@@ -198,75 +223,118 @@ http_response router::metrics_page(const http_request& request) const {
   return res;
 }
 
-http_response router::mutate(const http_request& request, outcome& result) const {
+boost::asio::awaitable<http_response> router::mutate(const http_request& request,
+                                                     outcome& result) const {
   const auto started = std::chrono::steady_clock::now();
   auto review = core::decode_review(request.body());
   if (!review) {
     spdlog::debug("rejected /mutate body: {}", review.message());
-    return error_response(http::status::bad_request, review.message(), request.version(),
-                          request.keep_alive());
+    co_return error_response(http::status::bad_request, review.message(), request.version(),
+                             request.keep_alive());
   }
   const auto policies = state_.policies.read();
+  // Only the decision is awaited: a co_return inside a try block trips GCC 12's
+  // -Wmismatched-new-delete on the coroutine frame, so the answer is built in plain functions.
+  // Named: GCC 12 destroys a temporary argument of a co_await'd call twice.
+  const core::mutate_options options;
+  std::optional<core::decision> decided;
+  std::string failure;
   try {
-    const auto d = core::mutate(*review, *policies);
-    result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
-                        : decision_label::denied,
-              d.policy, d.patch.size()};
-    auto res = text_response(http::status::ok, core::encode_response(*review, d), request);
-    if (info_enabled()) {
-      const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                              std::chrono::steady_clock::now() - started)
-                              .count();
-      const core::pod_view pod(review->object);
-      const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
-      log_field message{"message", {}};  // only on a denial
-      if (!d.allowed) message.value = std::string_view(d.message);
-      log_event("admission", {{"uid", review->uid},
-                              {"namespace", review->namespace_name},
-                              {"pod", pod_name != nullptr ? std::string_view(*pod_name) : "-"},
-                              {"operation", review->operation},
-                              {"dryRun", review->dry_run},
-                              {"policy", d.policy.empty() ? "-" : std::string_view(d.policy)},
-                              {"decision", decision_name(d)},
-                              {"ops", static_cast<std::int64_t>(d.patch.size())},
-                              {"duration_us", static_cast<std::int64_t>(micros)},
-                              message});
+    if (review->is_pod_create()) {
+      decided = co_await decide_with_owners(review->object, *policies, options, state_.owners,
+                                            state_.metrics);
+    } else {
+      decided = core::mutate(*review, *policies);
     }
-    return res;
   } catch (const std::exception& e) {
-    spdlog::error("internal error on admission uid={}: {}", review->uid, e.what());
-    return error_response(http::status::internal_server_error,
-                          "internal error; see the webhook's log for uid " + review->uid,
-                          request.version(), request.keep_alive());
+    failure = e.what();
   }
+  co_return [&]() -> http_response {
+    try {
+      if (!decided) throw std::runtime_error(failure);
+      const auto& d = *decided;
+      if (d.unrecognised) state_.metrics.on_pod_unrecognised();
+      result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
+                          : decision_label::denied,
+                d.policy, d.patch.size()};
+      auto res = text_response(http::status::ok, core::encode_response(*review, d), request);
+      if (info_enabled()) {
+        const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::steady_clock::now() - started)
+                                .count();
+        const core::pod_view pod(review->object);
+        const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
+        log_field message{"message", {}};  // only on a denial or a pass with a warning
+        if (!d.allowed || d.unrecognised) message.value = std::string_view(d.message);
+        const auto sources = sources_text(d);
+        log_field sources_field{"sources", {}};  // only when counts were resolved
+        if (!sources.empty()) sources_field.value = std::string_view(sources);
+        log_event("admission", {{"uid", review->uid},
+                                {"namespace", review->namespace_name},
+                                {"pod", pod_name != nullptr ? std::string_view(*pod_name) : "-"},
+                                {"operation", review->operation},
+                                {"dryRun", review->dry_run},
+                                {"policy", d.policy.empty() ? "-" : std::string_view(d.policy)},
+                                {"decision", decision_name(d)},
+                                {"ops", static_cast<std::int64_t>(d.patch.size())},
+                                {"duration_us", static_cast<std::int64_t>(micros)},
+                                sources_field,
+                                message});
+      }
+      return res;
+    } catch (const std::exception& e) {
+      spdlog::error("internal error on admission uid={}: {}", review->uid, e.what());
+      return error_response(http::status::internal_server_error,
+                            "internal error; see the webhook's log for uid " + review->uid,
+                            request.version(), request.keep_alive());
+    }
+  }();
 }
 
-http_response router::preview(const http_request& request, outcome& result) const {
+boost::asio::awaitable<http_response> router::preview(const http_request& request,
+                                                      outcome& result) const {
   core::mutate_options options;
   if (auto policy = query_param(request.target(), "policy")) {
     if (!core::is_dns_label(*policy)) {
-      return error_response(http::status::bad_request, "?policy= must name a policy",
-                            request.version(), request.keep_alive());
+      co_return error_response(http::status::bad_request, "?policy= must name a policy",
+                               request.version(), request.keep_alive());
     }
     options.forced_policy = std::move(*policy);
   }
   const auto policies = state_.policies.read();
-  try {
-    auto answer = inputs::preview(request.body(), *policies, options);
-    if (!answer)
-      return error_response(http::status::bad_request, answer.message(), request.version(),
-                            request.keep_alive());
-    const auto& d = answer->decision;
-    result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
-                        : decision_label::denied,
-              d.policy, 0};
-    return json_response(http::status::ok, inputs::to_json(*answer), request);
-  } catch (const std::exception& e) {
-    spdlog::error("internal error on /preview: {}", e.what());
-    return error_response(http::status::internal_server_error,
-                          "internal error; see the webhook's log", request.version(),
-                          request.keep_alive());
+  auto input = inputs::read_preview(request.body());
+  if (!input) {
+    co_return error_response(http::status::bad_request, input.message(), request.version(),
+                             request.keep_alive());
   }
+  std::optional<core::decision> decided;
+  std::string failure;
+  try {
+    if (input->decides_pod()) {
+      decided = co_await decide_with_owners(input->pod, *policies, options, state_.owners,
+                                            state_.metrics);
+    } else {
+      decided = input->pass_through(*policies);
+    }
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  co_return [&]() -> http_response {
+    try {
+      if (!decided) throw std::runtime_error(failure);
+      const auto answer = inputs::answer_preview(std::move(*input), std::move(*decided));
+      const auto& d = answer.decision;
+      result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
+                          : decision_label::denied,
+                d.policy, 0};
+      return json_response(http::status::ok, inputs::to_json(answer), request);
+    } catch (const std::exception& e) {
+      spdlog::error("internal error on /preview: {}", e.what());
+      return error_response(http::status::internal_server_error,
+                            "internal error; see the webhook's log", request.version(),
+                            request.keep_alive());
+    }
+  }();
 }
 
 http_response router::health(const http_request& request, bool readiness) const {

@@ -192,7 +192,8 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
       const bool expects_continue =
           beast::iequals(parser.get()[http::field::expect], "100-continue");
       if (expects_continue && routes.check_header(parser.get())) {
-        co_await close_with(routes.handle(parser.get()));
+        auto refused = co_await routes.handle(parser.get());
+        co_await close_with(std::move(refused));
         co_return;
       }
       if (expects_continue) {
@@ -207,7 +208,7 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
       }
     }
 
-    auto response = routes.handle(parser.get());
+    auto response = co_await routes.handle(parser.get());
     // While closing, each connection ends after the answer it is giving.
     if (registry->closing()) response.keep_alive(false);
     if (!co_await send(response) || !response.keep_alive()) co_return;

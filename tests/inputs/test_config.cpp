@@ -71,6 +71,31 @@ TEST_CASE("serve limits and timeouts default to the documented values", "[config
   CHECK(c.threads == 0);
 }
 
+TEST_CASE("serve reads owners with a 2 s budget and a 10 s cache, API access found", "[config]") {
+  const auto c = serve_ok({});
+  CHECK(c.kubeconfig.empty());
+  CHECK(c.lookup_timeout == std::chrono::seconds(2));
+  CHECK(c.owner_cache_ttl == std::chrono::seconds(10));
+  const auto set =
+      serve_ok({"--kubeconfig", "/k", "--lookup-timeout", "0.5", "--owner-cache-ttl=30"});
+  CHECK(set.kubeconfig == "/k");
+  CHECK(set.lookup_timeout == std::chrono::milliseconds(500));
+  CHECK(set.owner_cache_ttl == std::chrono::seconds(30));
+  CHECK_FALSE(parse_serve({"--lookup-timeout", "0"}).ok);
+}
+
+TEST_CASE("preview takes --owners or --kubeconfig, not both", "[config]") {
+  auto owners = parse_preview({"--owners", "o.yaml"});
+  REQUIRE(owners.ok);
+  CHECK(owners.config.owners == "o.yaml");
+  auto kube = parse_preview({"--kubeconfig", "k"});
+  REQUIRE(kube.ok);
+  CHECK(kube.config.kubeconfig == "k");
+  auto both = parse_preview({"--owners", "o.yaml", "--kubeconfig", "k"});
+  CHECK_FALSE(both.ok);
+  CHECK_THAT(both.failure.message, Contains("not both"));
+}
+
 // --- serve flags, both spellings ---
 
 TEST_CASE("serve --listen takes HOST:PORT", "[config]") {
@@ -172,7 +197,8 @@ TEST_CASE("serve --help sets failure.help and lists every flag", "[config]") {
   for (const char* flag :
        {"--listen", "--tls-cert", "--tls-key", "--client-ca", "--policies", "--metrics-listen",
         "--log-format", "--log-level", "--threads", "--max-body-bytes", "--max-header-bytes",
-        "--read-timeout", "--idle-timeout", "--handshake-timeout"}) {
+        "--read-timeout", "--idle-timeout", "--handshake-timeout", "--kubeconfig",
+        "--lookup-timeout", "--owner-cache-ttl"}) {
     CHECK_THAT(serve_help(), Contains(flag));
   }
 }
@@ -193,8 +219,8 @@ TEST_CASE("serve --help states serve_config's defaults", "[config]") {
     REQUIRE(p.ok);
     CHECK(p.config == defaults);
   }
-  // Every flag but --client-ca and --threads, whose defaults are words.
-  CHECK(stated.size() == 15);
+  // Every flag but --client-ca, --threads and --kubeconfig, whose defaults are words.
+  CHECK(stated.size() == 17);
   CHECK_THAT(serve_help(), Contains("certificates signed by this CA (default: none)"));
   CHECK_THAT(serve_help(), Contains("I/O threads (default: one per core)"));
   // And the check can fail: a different value is a different configuration.

@@ -44,6 +44,9 @@ struct decision {  // NOLINT(bugprone-exception-escape)
   injection_summary injected;         // what `patch` adds
   std::vector<value_source> sources;  // where the counts came from, when a policy applied
   std::vector<std::string> warnings;
+  // Allowed unchanged because the pod's Job could not be read to tell whether it is a training
+  // pod (recognising fails open): the server counts these.
+  bool unrecognised = false;
   // Denied: the violation ("trainenv: ..."). Allowed: why nothing applied, if so.
   std::string message;
 

@@ -35,6 +35,11 @@ struct serve_config {
   std::chrono::milliseconds handshake_timeout{10'000};
   std::chrono::milliseconds read_timeout{10'000};
   std::chrono::milliseconds idle_timeout{120'000};
+  // Owner lookups (docs/owner-lookup.md). kubeconfig empty: the service account when
+  // KUBERNETES_SERVICE_HOST is set, else no API access.
+  std::string kubeconfig;
+  std::chrono::milliseconds lookup_timeout{2'000};  // all the lookups of one pod
+  std::chrono::milliseconds owner_cache_ttl{10'000};
   // serve --help states these defaults; the tests parse them back and compare.
   friend bool operator==(const serve_config&, const serve_config&) = default;
 };
@@ -43,6 +48,9 @@ struct preview_config {
   std::string file = "-";  // "-" is standard input
   std::string policy;      // forced policy name
   std::string policies = "policies/";
+  std::string owners;      // --owners FILE: owner objects, offline
+  std::string kubeconfig;  // --kubeconfig FILE: read the owners from that cluster
+  std::chrono::milliseconds lookup_timeout{2'000};
 };
 
 struct check_config {

@@ -1,16 +1,35 @@
 // Preview: what the webhook would answer for a Pod or an AdmissionReview, with the mutated
-// Pod. Shared by POST /preview and `trainenv preview`, so both say exactly the same.
+// Pod. Shared by POST /preview and `trainenv preview`, so both say exactly the same. Reading the
+// input and showing the answer are split from the decision between them, so that each edge
+// decides with the owners it has: the API through the server's cache (/preview), a --owners
+// file or --kubeconfig (the command), or none.
 #pragma once
 
+#include <optional>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/admission.hpp"
 #include "trainenv/core/decision.hpp"
 #include "trainenv/core/engine.hpp"
 #include "trainenv/core/result.hpp"
+#include "trainenv/inputs/owner_file.hpp"
 
 namespace trainenv::inputs {
+
+// A Pod, or the Pod of an AdmissionReview with its request.
+// clang-tidy 14 reads the implicit special members through nlohmann::json's members; none of
+// them throws in practice.
+struct preview_input {  // NOLINT(bugprone-exception-escape)
+  nlohmann::json pod;
+  std::optional<core::admission_request> request;  // an AdmissionReview (request.object moved out)
+
+  // A review of anything but a pod CREATE is allowed unchanged, with no owner read.
+  [[nodiscard]] bool decides_pod() const { return !request || request->is_pod_create(); }
+  // That answer, for a review that is not a pod CREATE.
+  [[nodiscard]] core::decision pass_through(const core::policy_set& policies) const;
+};
 
 // clang-tidy 14 reads the implicit special members through nlohmann::json's members; none of
 // them throws in practice.
@@ -20,12 +39,37 @@ struct preview_answer {  // NOLINT(bugprone-exception-escape)
 };
 
 // An error means the input itself is unusable (not JSON/YAML, not a Pod or an AdmissionReview).
+[[nodiscard]] core::result<preview_input> read_preview(std::string_view text);
+
+// The answer for `input` given its decision.
+[[nodiscard]] preview_answer answer_preview(preview_input input, core::decision d);
+
+// read_preview, core::decide with `fetch` (core::decide's), answer_preview.
+template <class Fetch>
+[[nodiscard]] core::result<preview_answer> preview(std::string_view text,
+                                                   const core::policy_set& policies,
+                                                   const core::mutate_options& options,
+                                                   Fetch fetch) {
+  auto input = read_preview(text);
+  if (!input) return std::move(input).take_error();
+  auto d = input->decides_pod() ? core::decide(input->pod, policies, options, std::move(fetch))
+                                : input->pass_through(policies);
+  return answer_preview(std::move(*input), std::move(d));
+}
+
+// With no owners to read: a pod that needs one is treated as its lookup failing (no_access).
 [[nodiscard]] core::result<preview_answer> preview(std::string_view text,
                                                    const core::policy_set& policies,
                                                    const core::mutate_options& options);
 
+// With the owners of a --owners file: one not in the file is not found.
+[[nodiscard]] core::result<preview_answer> preview(std::string_view text,
+                                                   const core::policy_set& policies,
+                                                   const core::mutate_options& options,
+                                                   const owner_file& owners);
+
 // The answer as the edges show it: {"allowed", "policy", "patch", "object", "warnings",
-// "message", "injected"}.
+// "message", "injected", "sources"}.
 [[nodiscard]] nlohmann::json to_json(const preview_answer& answer);
 
 }  // namespace trainenv::inputs

@@ -20,6 +20,26 @@ inline constexpr std::size_t route_count = 6;
 inline constexpr std::size_t decision_count = 4;
 inline constexpr std::size_t reload_kind_count = 2;
 
+// How one owner lookup of a pod's walk ended: from the cache (hit), joined to another lookup's
+// GET (shared), fetched (ok), or a failure, named as lookup_status names it; no_access when no
+// API access is configured. A shared lookup that failed counts under its failure.
+enum class owner_lookup_label : std::uint8_t {
+  hit,
+  shared,
+  ok,
+  not_found,
+  unauthorized,
+  forbidden,
+  server_error,
+  malformed,
+  too_large,
+  timeout,
+  unreachable,
+  uid_mismatch,
+  no_access,
+};
+inline constexpr std::size_t owner_lookup_label_count = 13;
+
 class metrics {
  public:
   metrics() = default;
@@ -47,10 +67,19 @@ class metrics {
   // The serving certificate now published expires at `not_after` (Unix seconds).
   void on_certificate(std::int64_t not_after);
   void on_readiness(bool ready);
+  // One owner object looked up for a pod: its kind (the OwnerKind's name, "job", "jobset"; a
+  // bounded set, as the owner kinds are data), how it ended and how long it took (zero when no
+  // lookup was made: no_access, or a budget already spent).
+  void on_owner_lookup(std::string_view kind, owner_lookup_label result,
+                       std::chrono::nanoseconds duration);
+  // A pod allowed unchanged because its Job could not be read to recognise it (fails open).
+  void on_pod_unrecognised();
 
   [[nodiscard]] std::int64_t open_connections() const;
   [[nodiscard]] std::uint64_t refused_connections() const;
   [[nodiscard]] std::uint64_t reloads(reload_kind kind, bool ok) const;
+  [[nodiscard]] std::uint64_t owner_lookups(std::string_view kind, owner_lookup_label result) const;
+  [[nodiscard]] std::uint64_t pods_unrecognised() const;
 
   [[nodiscard]] std::string render() const;
 
@@ -76,6 +105,21 @@ class metrics {
   // [kind][ok]
   std::array<std::array<std::atomic<std::uint64_t>, 2>, reload_kind_count> reloads_{};
   std::atomic<std::int64_t> cert_not_after_{0};
+  // Owner lookups per (kind, result); kinds in a small fixed table filled by compare-and-swap,
+  // as the policies above.
+  static constexpr std::size_t owner_kind_slots = 32;
+  struct owner_series {
+    std::atomic<const std::string*> kind{nullptr};
+    std::array<std::atomic<std::uint64_t>, owner_lookup_label_count> lookups{};
+  };
+  owner_series& owner_series_for(std::string_view kind);
+  [[nodiscard]] const owner_series* find_owner_series(std::string_view kind) const;
+  std::array<owner_series, owner_kind_slots> owner_series_{};
+  owner_series owner_overflow_;
+  std::array<std::atomic<std::uint64_t>, latency_buckets.size()> owner_bucket_counts_{};
+  std::atomic<std::uint64_t> owner_latency_count_{0};
+  std::atomic<std::uint64_t> owner_latency_sum_ns_{0};
+  std::atomic<std::uint64_t> pods_unrecognised_{0};
   std::atomic<bool> ready_{false};
 };
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/beast/http.hpp>
 
 #include "trainenv/server/state.hpp"
@@ -34,8 +35,9 @@ class router {
   // session asks only to know whether to read a body the client waits to send (100-continue);
   // handle() answers with it and counts it.
   [[nodiscard]] std::optional<http_response> check_header(const http_request& header) const;
-  // The answer to a request read whole (or a header check_header refused), counted.
-  [[nodiscard]] http_response handle(const http_request& request) const;
+  // The answer to a request read whole (or a header check_header refused), counted. A
+  // coroutine: /mutate and /preview may wait for the pod's owners from the API.
+  [[nodiscard]] boost::asio::awaitable<http_response> handle(const http_request& request) const;
   // The answer to a request the session could not read whole: `header` carries its method and
   // target as far as they were read; `detail` is the parser's reason. Counted under the path;
   // the connection closes after it.
@@ -48,10 +50,12 @@ class router {
     std::string policy;
     std::size_t patch_ops = 0;
   };
-  [[nodiscard]] http_response route(const http_request& request, route_label r,
-                                    outcome& result) const;
-  [[nodiscard]] http_response mutate(const http_request& request, outcome& result) const;
-  [[nodiscard]] http_response preview(const http_request& request, outcome& result) const;
+  [[nodiscard]] boost::asio::awaitable<http_response> route(const http_request& request,
+                                                            route_label r, outcome& result) const;
+  [[nodiscard]] boost::asio::awaitable<http_response> mutate(const http_request& request,
+                                                             outcome& result) const;
+  [[nodiscard]] boost::asio::awaitable<http_response> preview(const http_request& request,
+                                                              outcome& result) const;
   [[nodiscard]] http_response metrics_page(const http_request& request) const;
   [[nodiscard]] http_response health(const http_request& request, bool readiness) const;
 

@@ -11,6 +11,7 @@
 
 #include "trainenv/server/file_reloader.hpp"
 #include "trainenv/server/metrics.hpp"
+#include "trainenv/server/owner_lookup.hpp"
 #include "trainenv/server/policies.hpp"
 #include "trainenv/server/tls.hpp"
 
@@ -20,6 +21,8 @@ struct server_state {
   policy_snapshot policies;
   tls_snapshot certificate;
   server::metrics metrics;
+  // How /mutate and /preview read pods' owners; set before the server starts.
+  owner_lookup owners;
 
   // Whether /readyz answers 200; the metrics report it too.
   [[nodiscard]] bool ready() const { return ready_.load(std::memory_order_relaxed); }
