@@ -186,6 +186,8 @@ int run_serve(const std::vector<std::string>& args) {
   for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
   ioc.run();
   for (auto& t : pool) t.join();
+  // The API client's pooled connections are sockets of `ioc`: closed before it is destroyed.
+  state.owners.cache.reset();
   spdlog::info("stopped");
   server::stop_logging();
   return exit_ok;

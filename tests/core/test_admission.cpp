@@ -50,8 +50,7 @@ std::string decode_error(const std::string& body) {
 json read_parts(json pod) {
   pod.erase("status");
   auto& metadata = pod["metadata"];
-  for (const auto* key : {"ownerReferences", "managedFields", "uid", "resourceVersion"})
-    metadata.erase(key);
+  for (const auto* key : {"managedFields", "uid", "resourceVersion"}) metadata.erase(key);
   json spec = json::object();
   for (const auto* key : {"containers", "initContainers", "volumes", "subdomain"}) {
     if (pod["spec"].contains(key)) spec[key] = pod["spec"][key];

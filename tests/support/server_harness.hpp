@@ -16,6 +16,7 @@
 
 #include "test_certs.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
+#include "trainenv/server/kube_client.hpp"
 #include "trainenv/server/server.hpp"
 #include "trainenv/server/state.hpp"
 #include "trainenv/server/tls.hpp"
@@ -53,6 +54,9 @@ struct server_options {
   std::string policy_dir = TRAINENV_POLICIES_DIR;
   server::tls_files tls = {cert_dir() + "/tls.crt", cert_dir() + "/tls.key", ""};
   bool rotate_certificates = false;
+  // Owner lookups through this API server (none: no API access), with this budget.
+  std::optional<inputs::kube_credentials> api = std::nullopt;
+  std::chrono::milliseconds lookup_timeout{2000};
 };
 
 struct running_server {
@@ -75,6 +79,12 @@ struct running_server {
       tls_reloader = server::certificate_reloader(ioc, state, options.tls, 2s);
       tls_reloader->start();
     }
+    state.owners.budget = options.lookup_timeout;
+    if (options.api) {
+      auto client = server::kube_client::create(ioc.get_executor(), *options.api);
+      REQUIRE(client.ok());
+      state.owners.cache.emplace(ioc.get_executor(), std::move(*client));
+    }
     server = std::make_unique<server::server>(ioc, limits, state);
     auto bound = server->start({"127.0.0.1", 0}, {"127.0.0.1", 0});
     REQUIRE(bound.ok());
@@ -87,6 +97,8 @@ struct running_server {
     tls_reloader.reset();
     ioc.stop();
     for (auto& t : threads) t.join();
+    // The API client's pooled connections are sockets of `ioc`: gone before it is.
+    state.owners.cache.reset();
   }
   [[nodiscard]] unsigned short tls_port() const { return endpoints.tls.port(); }
   [[nodiscard]] unsigned short plain_port() const { return endpoints.plain.port(); }

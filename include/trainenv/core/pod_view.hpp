@@ -18,7 +18,7 @@ namespace trainenv::core {
 // added here; the tests and the decode fuzz target check that a pod decoded this way gets the
 // same decision as the whole pod.
 inline constexpr json_keep pod_metadata_read[] = {
-    {"name"}, {"generateName"}, {"namespace"}, {"labels"}, {"annotations"}};
+    {"name"}, {"generateName"}, {"namespace"}, {"labels"}, {"annotations"}, {"ownerReferences"}};
 inline constexpr json_keep pod_spec_read[] = {
     {"containers"}, {"initContainers"}, {"volumes"}, {"subdomain"}};
 inline constexpr json_keep pod_fields_read[] = {
