@@ -298,6 +298,24 @@ result<bool> add_job_index(const pod_view& pod, const owner_counts& owners, topo
   return true;
 }
 
+// The counts from the pod alone: its annotations, else the policy's defaults (a bare pod).
+result<bool> apply_pod_counts(const pod_view& pod, const policy& p, topology& t) {
+  auto nodes = read_int_annotation(pod, keys::num_nodes, p.default_num_nodes, 1, max_count);
+  if (!nodes) return std::move(nodes).take_error();
+  t.num_nodes = *nodes;
+  t.sources.push_back({"numNodes", std::to_string(t.num_nodes),
+                       pod.annotation(keys::num_nodes) != nullptr
+                           ? annotation_name(keys::num_nodes)
+                           : "policy " + quote(p.name) + " default"});
+  if (auto replicas = resolve_replicas(pod, p, t); !replicas)
+    return std::move(replicas).take_error();
+  t.sources.push_back({"replicas", replicas_text(t.replicas),
+                       pod.annotation(keys::replicas) != nullptr ? annotation_name(keys::replicas)
+                       : p.default_replicas.empty() ? "the pod's role with numNodes replicas"
+                                                    : "policy " + quote(p.name) + " default"});
+  return true;
+}
+
 }  // namespace
 
 result<topology> resolve_topology(const pod_view& pod, const policy& p, std::size_t target_index,
@@ -324,20 +342,8 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   const bool from_owners = owners != nullptr && !has_explicit_counts(pod);
   if (from_owners) {
     if (auto ok = apply_owner_counts(*owners, p, t); !ok) return std::move(ok).take_error();
-  } else {
-    auto nodes = read_int_annotation(pod, keys::num_nodes, p.default_num_nodes, 1, max_count);
-    if (!nodes) return std::move(nodes).take_error();
-    t.num_nodes = *nodes;
-    t.sources.push_back({"numNodes", std::to_string(t.num_nodes),
-                         pod.annotation(keys::num_nodes) != nullptr
-                             ? annotation_name(keys::num_nodes)
-                             : "policy " + quote(p.name) + " default"});
-    if (auto replicas = resolve_replicas(pod, p, t); !replicas)
-      return std::move(replicas).take_error();
-    t.sources.push_back({"replicas", replicas_text(t.replicas),
-                         replicas_given               ? annotation_name(keys::replicas)
-                         : p.default_replicas.empty() ? "the pod's role with numNodes replicas"
-                                                      : "policy " + quote(p.name) + " default"});
+  } else if (auto ok = apply_pod_counts(pod, p, t); !ok) {
+    return std::move(ok).take_error();
   }
   constexpr std::int64_t unknown = -1;
   const std::int64_t role_replicas = replicas_of(t.replicas, t.role, unknown);

@@ -8,7 +8,6 @@ namespace trainenv::server {
 reload_source policy_source(std::string dir, policy_snapshot& target) {
   reload_source source;
   source.what = "policies";
-  source.dir = dir;
   source.fingerprint = [dir] { return inputs::policy_dir_fingerprint(dir); };
   source.load = [dir, &target]() -> core::result<std::string> {
     auto loaded = inputs::load_policy_dir(dir);
@@ -23,6 +22,7 @@ reload_source policy_source(std::string dir, policy_snapshot& target) {
     return "from " + dir + ": [" + names + "]";
   };
   source.retry_refused = false;
+  source.dir = std::move(dir);  // last: the lambdas above keep their own copies
   return source;
 }
 

@@ -195,7 +195,7 @@ http_response router::refuse(const http_request& header, refusal why,
                              std::string_view detail) const {
   auto& m = state_.metrics;
   m.on_request_started();
-  const auto res = [&] {
+  auto res = [&] {
     switch (why) {
       case refusal::body_too_large:
         return error_response(http::status::payload_too_large,

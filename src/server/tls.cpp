@@ -131,7 +131,7 @@ reload_source certificate_source(tls_files files, tls_snapshot& target) {
   source.what = "certificate";
   source.dir = directory_of(files.cert);
   source.fingerprint = [files] { return files_fingerprint(files); };
-  source.load = [files, &target]() -> core::result<std::string> {
+  source.load = [files = std::move(files), &target]() -> core::result<std::string> {
     auto loaded = load_server_tls(files);
     if (!loaded) return std::move(loaded).take_error();
     auto summary = "serial " + loaded->serial + " valid until " + std::to_string(loaded->not_after);

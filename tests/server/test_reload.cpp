@@ -138,6 +138,9 @@ TEST_CASE("readers racing a writer only ever see whole values", "[snapshot]") {
     });
   }
   for (long i = 1; i <= 20'000; ++i) s.publish(std::make_shared<const pair>(pair{i, i * 2}));
+  // On a loaded machine the readers may not have run yet: let them read before stopping.
+  for (int wait = 0; reads == 0 && wait < 5'000; ++wait)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   stop = true;
   for (auto& t : readers) t.join();
   CHECK(torn == 0);
