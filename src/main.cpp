@@ -250,7 +250,7 @@ int run_preview(const std::vector<std::string>& args) {
       std::optional<core::decision> decided;
       boost::asio::co_spawn(
           ioc, server::decide_with_owners(input->pod, *loaded.policies, options, lookup, unused),
-          [&](std::exception_ptr e, core::decision d) {
+          [&](const std::exception_ptr& e, core::decision d) {
             if (e) std::rethrow_exception(e);
             decided = std::move(d);
           });
