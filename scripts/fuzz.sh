@@ -5,7 +5,8 @@
 #
 #   --seconds N   fuzzing time per target (default 60)
 #   --jobs J      targets fuzzed at once (default: the number of cores)
-#   TARGET        fuzz_review, fuzz_policy, fuzz_quantity, fuzz_preview (default: all four)
+#   TARGET        fuzz_review, fuzz_policy, fuzz_quantity, fuzz_preview, fuzz_owners (default:
+#                 all five)
 #
 # Each target first replays tests/fuzz/regressions/<target>/ (inputs that once broke something;
 # any failure there stops the run), then fuzzes from its corpus in build-fuzz/corpus/<target>,
@@ -31,7 +32,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_review fuzz_policy fuzz_quantity fuzz_preview)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_review fuzz_policy fuzz_quantity fuzz_preview fuzz_owners)
 
 log() { printf 'fuzz.sh: %s\n' "$*" >&2; }
 
@@ -45,7 +46,7 @@ cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
 # shipped policies, and hand-written quantities.
 seeds="$build_dir/seeds"
 rm -rf "$seeds"
-mkdir -p "$seeds"/{fuzz_review,fuzz_policy,fuzz_quantity,fuzz_preview}
+mkdir -p "$seeds"/{fuzz_review,fuzz_policy,fuzz_quantity,fuzz_preview,fuzz_owners}
 cp tests/fixtures/*.json "$seeds/fuzz_review/"
 cp tests/fixtures/*.json examples/*.yaml "$seeds/fuzz_preview/"
 cp policies/*.yaml "$seeds/fuzz_policy/"
@@ -63,6 +64,20 @@ for path in sys.argv[2:]:
                           "object": pod}}
     with open(os.path.join(out, "review-" + os.path.basename(path) + ".json"), "w") as f:
         json.dump(review, f)
+PY
+# fuzz_owners: a selector byte (which pod, which of its owners), then an owner object as the API
+# server answers it (JSON), for every owner of every example pod.
+/usr/bin/python3 - "$seeds/fuzz_owners" examples/owners/*-owners.yaml <<'PY'
+import json, os, sys, yaml
+out = sys.argv[1]
+for path in sys.argv[2:]:
+    with open(path) as f:
+        objects = [o for o in yaml.safe_load_all(f) if o]
+    for i, obj in enumerate(objects):
+        for selector in range(12):
+            name = "%s-%d-%d" % (os.path.basename(path), i, selector)
+            with open(os.path.join(out, name), "wb") as f:
+                f.write(bytes([selector]) + json.dumps(obj).encode())
 PY
 
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1"

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -61,6 +62,15 @@ core::result<std::optional<inputs::kube_credentials>> api_credentials(const std:
   return std::optional(std::move(*c));
 }
 
+// The --owners file, read and parsed; an error names the file.
+core::result<inputs::owner_file> read_owners(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return core::error{"cannot read " + path};
+  std::stringstream text;
+  text << in.rdbuf();
+  return inputs::owner_file::parse(text.str(), path);
+}
+
 // An owner cache on `ioc` for `credentials`, or the reason it cannot be made.
 core::result<server::owner_cache> make_owner_cache(boost::asio::io_context& ioc,
                                                    inputs::kube_credentials credentials,
@@ -100,15 +110,27 @@ int run_serve(const std::vector<std::string>& args) {
       config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
   boost::asio::io_context ioc(static_cast<int>(threads));
 
-  // Owners are read from the API when there is access; without, a pod whose counts only its
-  // owners give is denied (sizing fails closed), which the start-up line says once.
-  auto credentials = api_credentials(config.kubeconfig, true);
+  // Owners are read from the API when there is access (or from --owners FILE); without, a pod
+  // whose counts only its owners give is denied (sizing fails closed), which the start-up line
+  // says once.
+  auto credentials = config.owners.empty()
+                         ? api_credentials(config.kubeconfig, true)
+                         : core::result<std::optional<inputs::kube_credentials>>(std::nullopt);
   if (!credentials) {
     spdlog::critical("not starting: {}", credentials.message());
     return exit_violation;
   }
   state.owners.budget = config.lookup_timeout;
-  if (*credentials) {
+  if (!config.owners.empty()) {
+    auto owners = read_owners(config.owners);
+    if (!owners) {
+      spdlog::critical("not starting: --owners {}", owners.message());
+      return exit_violation;
+    }
+    spdlog::warn("owner lookups: from {} ({} objects), not from the API", config.owners,
+                 owners->size());
+    state.owners.file = std::make_shared<const inputs::owner_file>(std::move(*owners));
+  } else if (*credentials) {
     const auto server_url = (*credentials)->server_url();
     const auto source = (*credentials)->source;
     auto cache = make_owner_cache(ioc, std::move(**credentials), config.owner_cache_ttl);
@@ -217,14 +239,7 @@ int run_preview(const std::vector<std::string>& args) {
   const core::mutate_options options{config.policy};
   core::result<inputs::preview_answer> answer = core::error{""};
   if (!config.owners.empty()) {
-    std::ifstream in(config.owners, std::ios::binary);
-    if (!in) {
-      std::cerr << "trainenv: cannot read " << config.owners << "\n";
-      return exit_usage;
-    }
-    std::stringstream owners_text;
-    owners_text << in.rdbuf();
-    auto owners = inputs::owner_file::parse(owners_text.str(), config.owners);
+    auto owners = read_owners(config.owners);
     if (!owners) {
       std::cerr << "trainenv: " << owners.message() << "\n";
       return exit_usage;

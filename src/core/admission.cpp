@@ -71,6 +71,13 @@ result<admission_request> decode_review_json(json document) {
     out.dry_run = dry_run->get<bool>();
   }
   if (auto it = request->find("object"); it != request->end()) out.object = std::move(*it);
+  // The apiserver fills the object's namespace from the request before admission; a review
+  // written by hand may not. The owners of a pod are looked up in its namespace.
+  if (out.object.is_object() && !out.namespace_name.empty()) {
+    if (auto metadata = out.object.find("metadata");
+        metadata != out.object.end() && metadata->is_object() && !metadata->contains("namespace"))
+      (*metadata)["namespace"] = out.namespace_name;
+  }
   return out;
 }
 

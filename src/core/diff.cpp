@@ -1,6 +1,9 @@
 #include "trainenv/core/diff.hpp"
 
 #include <algorithm>
+#include <optional>
+#include <set>
+#include <string_view>
 
 #include "trainenv/core/json_access.hpp"
 #include "trainenv/core/json_patch.hpp"
@@ -77,23 +80,27 @@ void fill_defaults(json& value, const json& defaults) {
   }
 }
 
+// Whether `existing` says what `wanted` says once the members the apiserver fills in when
+// absent (`defaults`: a port's protocol, a fieldRef's apiVersion) are filled in: a pod that says
+// the same thing in fewer words agrees, and so does one the apiserver already defaulted.
+bool agrees(const json& existing, const json& wanted, const json& defaults = json::object()) {
+  json defaulted = existing;
+  fill_defaults(defaulted, defaults);
+  return contains(defaulted, wanted);
+}
+
 // Adds each wanted entry of the list `key` that the pod lacks (by `find`); an entry the pod
-// already has is kept, with a warning (from `describe`) when it differs.
-// `defaults` are members the apiserver fills in when absent (a port's protocol, a fieldRef's
-// apiVersion), compared as such: a pod that says the same thing in fewer words agrees.
-// `record` notes each added entry in the decision's summary.
-template <class Find, class Describe, class Record>
+// already has is kept, with the warning `disagreement(existing, wanted)` gives (none when they
+// agree). `record` notes each added entry in the decision's summary.
+template <class Find, class Disagreement, class Record>
 void merge_list(const json& parent, const std::string& path, std::string_view key,
-                const std::vector<json>& wanted, Find find, Describe describe, Record record,
-                patch_builder& patch, std::vector<std::string>& warnings,
-                const json& defaults = json::object()) {
+                const std::vector<json>& wanted, Find find, Disagreement disagreement,
+                Record record, patch_builder& patch, std::vector<std::string>& warnings) {
   std::vector<json> added;
   const auto* existing_list = member(parent, key);
   for (const auto& item : wanted) {
     if (const auto* existing = existing_list != nullptr ? find(*existing_list, item) : nullptr) {
-      json defaulted = *existing;
-      fill_defaults(defaulted, defaults);
-      if (!contains(defaulted, item)) warnings.push_back(make_warning(describe(*existing, item)));
+      if (auto warning = disagreement(*existing, item)) warnings.push_back(make_warning(*warning));
       continue;
     }
     record(item);
@@ -112,72 +119,113 @@ std::string arg_key(std::string_view arg) {
 
 void merge_args(const json& container, const std::string& path, const container_wants& want,
                 const std::string& where, patch_builder& patch, decision& d) {
-  const auto* existing = member(container, "args");
+  // The flags already given: the launcher's own (between the prefix and the program) at a site;
+  // every arg without one.
+  const auto line = command_line(container);
+  const auto* args = member(container, "args");
+  std::size_t begin = line.size() - (args != nullptr && args->is_array() ? args->size() : 0);
+  std::size_t end = line.size();
+  if (want.args_at) {
+    begin = want.args_at->flags_begin;
+    end = want.args_at->flags_end;
+  }
   std::vector<json> added;
   for (const auto& arg : want.args) {
     const auto key = arg_key(arg);
-    const json* present = nullptr;
-    if (existing != nullptr) {
-      for (const auto& a : *existing) {
-        if (arg_key(a.get_ref<const std::string&>()) == key) present = &a;
-      }
+    std::optional<std::string_view> given;
+    for (std::size_t i = begin; i < end; ++i) {
+      if (arg_key(line[i]) == key) given = line[i];
     }
-    if (present == nullptr) {
+    if (!given) {
       added.emplace_back(arg);
       d.injected.args.push_back(arg);
-    } else if (present->get_ref<const std::string&>() != arg) {
-      d.warnings.push_back(make_warning("trainenv: kept user-set arg " +
-                                        present->get<std::string>().substr(0, 40) + where));
+    } else if (*given != arg) {
+      d.warnings.push_back(
+          make_warning("trainenv: kept user-set arg " + std::string(given->substr(0, 40)) + where));
     }
   }
   if (added.empty()) return;
-  if (!want.args_at || existing == nullptr) {
+  const auto* list = want.args_at ? member(container, want.args_at->list) : nullptr;
+  if (list == nullptr) {
     patch.append(container, path, "args", std::move(added));
     return;
   }
-  // Inserted in order right after the command prefix, ahead of the user's own args.
-  std::size_t at = *want.args_at;
-  for (auto& arg : added) patch.add(path + "/args/" + std::to_string(at++), std::move(arg));
+  // Inserted in order right after the command prefix, ahead of the launcher's own flags.
+  std::size_t at = want.args_at->at;
+  for (auto& arg : added)
+    patch.add(path + "/" + want.args_at->list + "/" + std::to_string(at++), std::move(arg));
+}
+
+// A wanted mount is already there when the container mounts something at its path, or mounts its
+// volume anywhere: Kubeflow Trainer mounts its hostfile ConfigMap at /etc/mpi and the SSH keys
+// at the runtime's sshAuthMountPath (/home/mpiuser/.ssh), and a second mount of the same volume
+// would only shadow or duplicate them. Only another volume at the wanted path is worth a warning.
+const json* find_mount(const json& list, const json& wanted) {
+  if (const auto* at_path = find_by(list, "mountPath", wanted["mountPath"].get<std::string>()))
+    return at_path;
+  return find_by(list, "name", wanted["name"].get<std::string>());
 }
 
 void diff_container(const json& container, const container_wants& want, patch_builder& patch,
-                    decision& d) {
+                    decision& d, std::set<std::string>& mounted_volumes) {
   auto& warnings = d.warnings;
   const std::string path = "/spec/" + want.list + "/" + std::to_string(want.index);
   const auto* name = string_member(container, "name");
   const std::string where =
       " in container " + quote(name != nullptr ? *name : std::to_string(want.index));
+  using warning = std::optional<std::string>;
 
   merge_list(
       container, path, "env", want.env,
       [](const json& list, const json& w) {
         return find_by(list, "name", w["name"].get<std::string>());
       },
-      [&](const json& e, const json& w) {
+      [&](const json& e, const json& w) -> warning {
+        if (agrees(e, w, {{"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}}}}}})) return {};
         return "trainenv: kept user-set " + w["name"].get<std::string>() + describe_env(e) + where;
       },
       [&](const json& w) { note_once(d.injected.env, w["name"].get<std::string>()); }, patch,
-      warnings, json{{"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}}}}}});
+      warnings);
   merge_list(
       container, path, "ports", want.ports, find_port,
-      [&](const json& e, const json& w) {
+      [&](const json& e, const json& w) -> warning {
+        if (agrees(e, w, {{"protocol", "TCP"}})) return {};
         return "trainenv: kept user-set port " + e.value("containerPort", json()).dump() +
                " (wanted " + w["containerPort"].dump() + ")" + where;
       },
       [&](const json& w) { d.injected.ports.push_back(w["containerPort"].get<std::int64_t>()); },
-      patch, warnings, json{{"protocol", "TCP"}});
+      patch, warnings);
   merge_list(
-      container, path, "volumeMounts", want.mounts,
-      [](const json& list, const json& w) {
-        return find_by(list, "mountPath", w["mountPath"].get<std::string>());
-      },
-      [&](const json& e, const json& w) {
+      container, path, "volumeMounts", want.mounts, find_mount,
+      [&](const json& e, const json& w) -> warning {
+        const auto* volume = string_member(e, "name");
+        if (volume != nullptr && *volume == w["name"]) return {};
         return "trainenv: kept user-set mount " + w["mountPath"].get<std::string>() +
-               " of volume " + e.value("name", std::string("?")) + where;
+               " of volume " + (volume != nullptr ? *volume : std::string("?")) + where;
       },
-      [&](const json& w) { note_once(d.injected.mounts, w["mountPath"].get<std::string>()); },
+      [&](const json& w) {
+        note_once(d.injected.mounts, w["mountPath"].get<std::string>());
+        mounted_volumes.insert(w["name"].get<std::string>());
+      },
       patch, warnings);
   merge_args(container, path, want, where, patch, d);
+}
+
+// The names of the volumes the pod's containers and init containers mount.
+std::set<std::string> mounted_volumes(const json& spec) {
+  std::set<std::string> names;
+  for (const auto* list_name : {"containers", "initContainers"}) {
+    const auto* list = member(spec, list_name);
+    if (list == nullptr || !list->is_array()) continue;
+    for (const auto& c : *list) {
+      const auto* mounts = member(c, "volumeMounts");
+      if (mounts == nullptr || !mounts->is_array()) continue;
+      for (const auto& m : *mounts) {
+        if (const auto* name = string_member(m, "name")) names.insert(*name);
+      }
+    }
+  }
+  return names;
 }
 
 void diff_annotations(const json& metadata, const json& wanted, patch_builder& patch, decision& d) {
@@ -211,14 +259,27 @@ decision build_patch(const json& pod, const wants& want, const std::string& poli
   d.policy = policy;
   for (const auto& w : want.warnings) d.warnings.push_back(make_warning(w));
   patch_builder patch;
-  for (const auto& c : want.containers) diff_container(pod["spec"][c.list][c.index], c, patch, d);
+  // The volumes a mount added by this patch needs: a volume of the pod's own by that name is
+  // then worth a warning when it differs, because the mount relies on it.
+  std::set<std::string> mounted_by_patch;
+  for (const auto& c : want.containers)
+    diff_container(pod["spec"][c.list][c.index], c, patch, d, mounted_by_patch);
+  // A volume nothing mounts is not added (the pod mounts its own at the wanted path).
+  const auto mounted = mounted_volumes(pod["spec"]);
+  std::vector<json> volumes;
+  for (const auto& v : want.volumes) {
+    const auto& name = v["name"].get_ref<const std::string&>();
+    if (mounted_by_patch.count(name) != 0 || mounted.count(name) != 0) volumes.push_back(v);
+  }
   merge_list(
-      pod["spec"], "/spec", "volumes", want.volumes,
+      pod["spec"], "/spec", "volumes", volumes,
       [](const json& list, const json& w) {
         return find_by(list, "name", w["name"].get<std::string>());
       },
-      [](const json&, const json& w) {
-        return "trainenv: kept user-set volume " + w["name"].get<std::string>();
+      [&](const json& e, const json& w) -> std::optional<std::string> {
+        const auto& name = w["name"].get_ref<const std::string&>();
+        if (mounted_by_patch.count(name) == 0 || agrees(e, w)) return {};
+        return "trainenv: kept user-set volume " + name;
       },
       [&](const json& w) { d.injected.volumes.push_back(w["name"].get<std::string>()); }, patch,
       d.warnings);

@@ -53,7 +53,7 @@ owner_step<result<std::optional<owner_counts>>> counts_of(const owner_ref& ref,
   const auto* f = owners.find(ref);
   if (f == nullptr) return ref;
   if (f->failure) return result<std::optional<owner_counts>>(error{failed(*f)});
-  auto roles = read_roles(kind, f->object, ref, role);
+  auto roles = read_roles(kind, f->object(), ref, role);
   if (!roles) return result<std::optional<owner_counts>>(std::move(roles).take_error());
   owner_counts out;
   out.roles = std::move(*roles);
@@ -94,12 +94,12 @@ owner_step<recognition> recognise(const pod_view& pod, const owner_values& owner
                            std::string(keys::ancestor_step) + ": trainer on the pod template)",
                        nullptr};
   }
-  const auto* job_step = object_label(f->object, keys::ancestor_step);
+  const auto* job_step = object_label(f->object(), keys::ancestor_step);
   if (job_step == nullptr || *job_step != "trainer") {
     return not_training("not a training pod: neither the pod nor its " + job->display() +
                         " has label " + std::string(keys::ancestor_step) + ": trainer");
   }
-  return recognition{recognition::verdict::through_job, {}, &f->object};
+  return recognition{recognition::verdict::through_job, {}, &f->object()};
 }
 
 owner_step<result<runtime_framework>> framework_from_runtime(const pod_view& pod, const json& job,
@@ -119,7 +119,7 @@ owner_step<result<runtime_framework>> framework_from_runtime(const pod_view& pod
   const auto* jobset_fetch = owners.find(*jobset);
   if (jobset_fetch == nullptr) return *jobset;
   if (jobset_fetch->failure) return cannot("could not read " + failed(*jobset_fetch));
-  const auto trainjob = controller_of(jobset_fetch->object, namespace_of(pod));
+  const auto trainjob = controller_of(jobset_fetch->object(), namespace_of(pod));
   const auto* trainjob_kind =
       trainjob ? kinds.find(trainjob->api_version, trainjob->kind) : nullptr;
   if (trainjob_kind == nullptr || trainjob_kind->runtime_ref.empty()) {
@@ -131,7 +131,7 @@ owner_step<result<runtime_framework>> framework_from_runtime(const pod_view& pod
 
   // spec.runtimeRef {apiGroup, kind, name}: Trainer defaults the group to its own and the kind
   // to ClusterTrainingRuntime.
-  const auto* runtime_ref = find_path(trainjob_fetch->object, trainjob_kind->runtime_ref);
+  const auto* runtime_ref = find_path(trainjob_fetch->object(), trainjob_kind->runtime_ref);
   const auto* name = runtime_ref != nullptr ? string_member(*runtime_ref, "name") : nullptr;
   if (name == nullptr || name->empty()) {
     return cannot(trainjob->display() + " has no " + path_text(trainjob_kind->runtime_ref) +
@@ -160,7 +160,7 @@ owner_step<result<runtime_framework>> framework_from_runtime(const pod_view& pod
   if (runtime_fetch->failure) return cannot("could not read " + failed(*runtime_fetch));
   runtime_framework out;
   out.source = "label " + std::string(keys::framework) + " of " + runtime.display();
-  if (const auto* framework = object_label(runtime_fetch->object, keys::framework))
+  if (const auto* framework = object_label(runtime_fetch->object(), keys::framework))
     out.framework = *framework;
   return answer(std::move(out));
 }
@@ -188,7 +188,7 @@ owner_step<result<std::optional<owner_counts>>> counts_from_owners(const pod_vie
   const auto* job = owners.find(*owner);
   if (job == nullptr) return *owner;
   if (job->failure) return answer(error{failed(*job)});
-  if (const auto parent = controller_of(job->object, namespace_of(pod))) {
+  if (const auto parent = controller_of(job->object(), namespace_of(pod))) {
     const auto* parent_kind = kinds.find(parent->api_version, parent->kind);
     if (parent_kind != nullptr && parent_kind->roles &&
         parent_kind->roles->kind != role_layout::shape::own) {

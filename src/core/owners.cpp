@@ -146,8 +146,17 @@ std::string_view failure_name(lookup_failure f) {
   return "failed";
 }
 
+const json& owner_fetch::object() const {
+  static const json none;
+  return fetched != nullptr ? *fetched : none;
+}
+
 void owner_values::add(owner_ref ref, json object) {
-  const auto* metadata = member(object, "metadata");
+  add(std::move(ref), std::make_shared<const json>(std::move(object)));
+}
+
+void owner_values::add(owner_ref ref, std::shared_ptr<const json> object) {
+  const auto* metadata = object != nullptr ? member(*object, "metadata") : nullptr;
   const auto* uid = metadata != nullptr ? string_member(*metadata, "uid") : nullptr;
   if (!ref.uid.empty() && (uid == nullptr || *uid != ref.uid)) {
     auto detail = ref.display() + " has uid " + (uid != nullptr ? *uid : std::string("none")) +

@@ -1,6 +1,7 @@
 #include "trainenv/core/render.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "trainenv/core/keys.hpp"
 
@@ -42,18 +43,58 @@ const json* string_array(const json& container, std::string_view key) {
 
 }  // namespace
 
-std::optional<std::size_t> args_position_after(const json& container,
-                                               const std::vector<std::string>& prefix) {
-  const auto* command = string_array(container, "command");
-  const auto* args = string_array(container, "args");
-  const std::size_t command_size = command != nullptr ? command->size() : 0;
-  const std::size_t args_size = args != nullptr ? args->size() : 0;
-  if (command_size + args_size < prefix.size()) return std::nullopt;
-  for (std::size_t i = 0; i < prefix.size(); ++i) {
-    const auto& token = i < command_size ? (*command)[i] : (*args)[i - command_size];
-    if (!token.is_string() || token.get_ref<const std::string&>() != prefix[i]) return std::nullopt;
+std::vector<std::string_view> command_line(const json& container) {
+  std::vector<std::string_view> line;
+  for (const auto* key : {"command", "args"}) {
+    const auto* list = string_array(container, key);
+    if (list == nullptr) continue;
+    for (const auto& token : *list)
+      line.emplace_back(token.is_string() ? token.get_ref<const std::string&>()
+                                          : std::string_view());
   }
-  return prefix.size() > command_size ? prefix.size() - command_size : 0;
+  return line;
+}
+
+namespace {
+
+// torchrun's flags that take no value (`tune run` passes its flags to torchrun); any other flag
+// written without '=' takes the next word as its value.
+bool is_switch(std::string_view flag) {
+  constexpr std::array<std::string_view, 8> switches = {
+      "--standalone", "--no-python", "--no_python", "-m",
+      "--module",     "--run-path",  "--run_path",  "--help"};
+  return std::find(switches.begin(), switches.end(), flag) != switches.end();
+}
+
+bool is_flag(std::string_view token) {
+  return token.size() > 1 && token.front() == '-';
+}
+
+}  // namespace
+
+std::optional<args_site> args_site_after(const json& container,
+                                         const std::vector<std::string>& prefix) {
+  const auto line = command_line(container);
+  if (line.size() < prefix.size() || !std::equal(prefix.begin(), prefix.end(), line.begin()))
+    return std::nullopt;
+  const auto* command = string_array(container, "command");
+  const std::size_t command_size = command != nullptr ? command->size() : 0;
+  args_site site;
+  site.flags_begin = prefix.size();
+  std::size_t i = site.flags_begin;
+  while (i < line.size() && is_flag(line[i])) {
+    const bool takes_value = line[i].find('=') == std::string_view::npos && !is_switch(line[i]) &&
+                             i + 1 < line.size() && !is_flag(line[i + 1]);
+    i += takes_value ? 2 : 1;
+  }
+  site.flags_end = i;
+  if (prefix.size() < command_size) {
+    site.list = "command";
+    site.at = prefix.size();
+  } else {
+    site.at = prefix.size() - command_size;
+  }
+  return site;
 }
 
 namespace {
@@ -134,7 +175,7 @@ result<bool> render_args(const policy& p, const topology& t, const variable_valu
     return true;
   });
   if (!ok || target.args.empty() || p.args_after.empty()) return ok;
-  target.args_at = args_position_after(container, p.args_after);
+  target.args_at = args_site_after(container, p.args_after);
   if (!target.args_at) {
     std::string prefix;
     for (const auto& token : p.args_after) prefix += (prefix.empty() ? "" : " ") + token;

@@ -59,7 +59,7 @@ selection select_policy(const pod_view& pod, const policy_set& policies,
   for (const auto* replacement : policies.replacements_of(chosen->name)) {
     const auto target = pod.target_container(replacement->container);
     if (target &&
-        args_position_after((*pod.containers())[*target], replacement->replaces->command_prefix)) {
+        args_site_after((*pod.containers())[*target], replacement->replaces->command_prefix)) {
       return {replacement, {}};
     }
   }

@@ -263,7 +263,10 @@ std::string serve_help() {
          seconds(d.lookup_timeout) +
          ")\n"
          "  --owner-cache-ttl SECONDS  how long an owner object read is reused (default " +
-         seconds(d.owner_cache_ttl) + ")\n";
+         seconds(d.owner_cache_ttl) +
+         ")\n"
+         "  --owners FILE              read pods' owners from this file (YAML documents or a\n"
+         "                             kubectl List), not the API: a local server, no cluster\n";
 }
 
 std::string preview_help() {
@@ -333,8 +336,11 @@ parsed<serve_config> parse_serve(const std::vector<std::string>& args) {
       {"--kubeconfig", string_flag(c.kubeconfig)},
       {"--lookup-timeout", seconds_flag(c.lookup_timeout)},
       {"--owner-cache-ttl", seconds_flag(c.owner_cache_ttl)},
+      {"--owners", string_flag(c.owners)},
   };
   auto failure = parse_flags(args, flags, serve_help(), nullptr);
+  if (!failure && !c.owners.empty() && !c.kubeconfig.empty())
+    failure = parse_failure{false, "give --owners or --kubeconfig, not both"};
   return finish(std::move(c), std::move(failure));
 }
 

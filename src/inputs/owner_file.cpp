@@ -73,4 +73,12 @@ const json* owner_file::find(const core::owner_ref& ref) const {
   return nullptr;
 }
 
+void owner_file::answer(const core::owner_ref& ref, core::owner_values& owners) const {
+  if (const auto* object = find(ref)) {
+    owners.add(ref, *object);
+  } else {
+    owners.add_failure(ref, core::lookup_failure::not_found, "not in the --owners file");
+  }
+}
+
 }  // namespace trainenv::inputs

@@ -52,13 +52,8 @@ core::result<preview_answer> preview(std::string_view text, const core::policy_s
                                      const core::mutate_options& options,
                                      const owner_file& owners) {
   return preview(
-      text, policies, options, [&owners](const core::owner_ref& ref, core::owner_values& o) {
-        if (const auto* object = owners.find(ref)) {
-          o.add(ref, *object);
-        } else {
-          o.add_failure(ref, core::lookup_failure::not_found, "not in the --owners file");
-        }
-      });
+      text, policies, options,
+      [&owners](const core::owner_ref& ref, core::owner_values& o) { owners.answer(ref, o); });
 }
 
 json to_json(const preview_answer& answer) {

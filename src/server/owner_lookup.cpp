@@ -73,6 +73,18 @@ boost::asio::awaitable<core::decision> decide_with_owners(const nlohmann::json& 
       owners.add_failure(std::move(ref), core::lookup_failure::not_found, "not a known owner kind");
       continue;
     }
+    if (lookup.file) {
+      lookup.file->answer(ref, owners);
+      const auto* fetched = owners.find(ref);
+      auto label = owner_lookup_label::ok;
+      if (fetched != nullptr && fetched->failure) {
+        label = *fetched->failure == core::lookup_failure::uid_mismatch
+                    ? owner_lookup_label::uid_mismatch
+                    : owner_lookup_label::not_found;
+      }
+      m.on_owner_lookup(kind_label, label, {});
+      continue;
+    }
     if (!lookup.cache) {
       m.on_owner_lookup(kind_label, owner_lookup_label::no_access, {});
       owners.add_failure(std::move(ref), core::lookup_failure::no_access,
@@ -91,7 +103,7 @@ boost::asio::awaitable<core::decision> decide_with_owners(const nlohmann::json& 
     auto found = co_await lookup.cache->get(kind->api_path(ref), ref.uid, remaining);
     m.on_owner_lookup(kind_label, label_of(found), found.latency);
     if (found.ok()) {
-      owners.add(std::move(ref), *found.object);
+      owners.add(std::move(ref), std::move(found.object));
     } else {
       owners.add_failure(std::move(ref), failure_of(found.status), std::move(found.message));
     }

@@ -74,6 +74,30 @@ check "with one clear line" lines "$work/err" 1
 echo '{"kind": "Deployment"}' >"$work/deploy.json"
 check "preview of a non-Pod exits 2" exit_code 2 "$bin" preview -f "$work/deploy.json" --policies "$src/policies"
 check "naming the kind" contains "$work/err" 'got kind "Deployment"'
+# --- preview with owners: the Trainer-shaped examples, no trainenv annotation -----------------
+owners="$src/examples/owners"
+check "preview --owners of the Trainer torch pod succeeds" exit_code 0 "$bin" preview \
+  -f "$owners/trainer-torch-pod.yaml" --owners "$owners/trainer-torch-owners.yaml" --policies "$src/policies"
+check "it gets the torch policy, sized from its JobSet: RANK 1 of 3" bash -c "jq -e '.policy == \"torch\" and
+  ([.object.spec.containers[0].env[] | {(.name): .value}] | add | .WORLD_SIZE == \"3\" and .RANK == \"1\")' '$work/out' >/dev/null"
+check "and says where the count came from" bash -c "jq -e '.sources | map(select(.name == \"numNodes\"))[0].source
+  | test(\"JobSet team-a/bert\")' '$work/out' >/dev/null"
+check "preview --owners of the DeepSpeed launcher lists the workers with 4 slots" exit_code 0 "$bin" preview \
+  -f "$owners/deepspeed-launcher-pod.yaml" --owners "$owners/deepspeed-owners.yaml" --policies "$src/policies"
+check "in its hostfile" bash -c "jq -e '.object.metadata.annotations[\"trainenv.io/hostfile\"] | test(\"slots=4\")' '$work/out' >/dev/null"
+check "preview --owners of the Volcano worker ranks it after the master" exit_code 0 "$bin" preview \
+  -f "$owners/volcano-worker-pod.yaml" --owners "$owners/volcano-owners.yaml" --policies "$src/policies"
+check "RANK 1 of 3" bash -c "jq -e '[.object.spec.containers[0].env[] | {(.name): .value}] | add
+  | .WORLD_SIZE == \"3\" and .RANK == \"1\"' '$work/out' >/dev/null"
+check "without --owners the Trainer pod passes unrecognised, with a warning" exit_code 0 "$bin" preview \
+  -f "$owners/trainer-torch-pod.yaml" --policies "$src/policies"
+check "and no patch" bash -c "jq -e '(.patch | length) == 0 and (.warnings | length) == 1' '$work/out' >/dev/null"
+check "an owners file that is not YAML exits 2" exit_code 2 "$bin" preview -f "$owners/trainer-torch-pod.yaml" \
+  --owners "$src/README.md" --policies "$src/policies"
+check "--owners and --kubeconfig together exit 2" exit_code 2 "$bin" preview -f "$owners/trainer-torch-pod.yaml" \
+  --owners "$owners/trainer-torch-owners.yaml" --kubeconfig "$work/none"
+check "naming both" contains "$work/err" "give --owners or --kubeconfig, not both"
+
 check "an unknown flag exits 2" exit_code 2 "$bin" preview --frobnicate
 check "with one line naming it" contains "$work/err" "unknown flag --frobnicate"
 check "help exits 0" exit_code 0 "$bin" serve --help
@@ -121,6 +145,25 @@ for _ in $(seq 1 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1;
 wait "$server_pid"
 check "serve exits 0 on SIGTERM" [ $? -eq 0 ]
 server_pid=""
+
+# serve --owners: a local server with no cluster previews the Trainer pod as the CLI does.
+start_server "$work/server-owners.log" --owners "$owners/trainer-torch-owners.yaml"
+check "curl /preview of the Trainer pod, owners from the file" bash -c "curl --silent --max-time 10 \
+  --cacert '$work/certs/ca.crt' --data-binary @'$owners/trainer-torch-pod.yaml' \
+  https://localhost:$https_port/preview >'$work/preview-owners.json'"
+check "the endpoint and preview --owners give the same answer" bash -c "'$bin' preview \
+  -f '$owners/trainer-torch-pod.yaml' --owners '$owners/trainer-torch-owners.yaml' --policies '$src/policies' \
+  | jq -S . >'$work/a' && jq -S . '$work/preview-owners.json' >'$work/b' && cmp -s '$work/a' '$work/b'"
+check "the start-up line says where owners come from" contains "$work/server-owners.log" "owner lookups: from $owners/trainer-torch-owners.yaml"
+kill -TERM "$server_pid"
+wait "$server_pid"
+server_pid=""
+check "serve refuses --owners with --kubeconfig" exit_code 2 "$bin" serve --owners "$owners/trainer-torch-owners.yaml" \
+  --kubeconfig "$work/none"
+check "serve refuses an unreadable --owners file" exit_code 1 "$bin" serve --owners "$work/none.yaml" \
+  --tls-cert "$work/certs/tls.crt" --tls-key "$work/certs/tls.key" --listen 127.0.0.1:0 \
+  --metrics-listen 127.0.0.1:0 --policies "$src/policies"
+check "naming it" contains "$work/err" "--owners cannot read $work/none.yaml"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

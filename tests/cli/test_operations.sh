@@ -113,6 +113,23 @@ check "oversized headers are answered 431" [ "$(curl -s -o /dev/null -w '%{http_
   -H "X-Padding: $big" "https://localhost:$https_port/healthz")" = 431 ]
 kill -TERM "$server_pid"; wait "$server_pid"
 
+# --- owner lookups: counted by kind and result, and promtool still accepts /metrics ------------
+start "$work/owners.log" --log-format json --owners "$src/examples/owners/trainer-torch-owners.yaml"
+# The example pod as JSON, wrapped in a review: preview with no owners passes it unchanged.
+"$bin" preview -f "$src/examples/owners/trainer-torch-pod.yaml" --policies "$src/policies" \
+  | jq '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", request: {uid: "owner-uid",
+        namespace: "team-a", operation: "CREATE", kind: {group: "", version: "v1", kind: "Pod"},
+        resource: {group: "", version: "v1", resource: "pods"}, object: .object}}' >"$work/trainer-review.json"
+curl -s --max-time 10 --cacert "$work/certs/ca.crt" -H 'Content-Type: application/json' \
+  --data-binary @"$work/trainer-review.json" "https://localhost:$https_port/mutate" >"$work/trainer-answer.json"
+check "the Trainer pod is patched with owners from the file" bash -c "jq -e '.response.allowed and .response.patch' '$work/trainer-answer.json' >/dev/null"
+check "its JobSet lookup is counted" [ "$(metric 'trainenv_owner_lookups_total{kind="jobset",result="ok"}')" = 1 ]
+check "and its Job's" [ "$(metric 'trainenv_owner_lookups_total{kind="job",result="ok"}')" = 1 ]
+check "the owner lookup histogram counts them" [ "$(metric 'trainenv_owner_lookup_duration_seconds_count')" -ge 2 ]
+check "promtool accepts /metrics with owner series" bash -c "curl -s http://127.0.0.1:$http_port/metrics | promtool check metrics"
+check "the admission line says where the counts came from" bash -c "grep '\"msg\":\"admission\"' '$work/owners.log' | grep -q 'JobSet team-a/bert'"
+kill -TERM "$server_pid"; wait "$server_pid"
+
 # --- the alert rules docs/operations.md recommends -------------------------------------------
 sed -n '/^groups:/,/^```$/p' "$src/docs/operations.md" | sed '$d' >"$work/rules.yaml"
 check "the documented alert rules pass promtool" bash -c "promtool check rules '$work/rules.yaml' >/dev/null"

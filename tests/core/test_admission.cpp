@@ -344,3 +344,16 @@ TEST_CASE("base64_decode rejects malformed input", "[admission]") {
     CHECK_FALSE(base64_decode(bad).has_value());
   }
 }
+
+TEST_CASE("decode_review gives a pod without a namespace the request's", "[admission]") {
+  const auto review = R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
+    "request":{"uid":"u","namespace":"team-a","object":{"metadata":{"name":"p"}}}})";
+  const auto decoded = decode_review(review);
+  REQUIRE(decoded);
+  CHECK(decoded->object["metadata"]["namespace"] == "team-a");
+  // The object's own namespace is never replaced.
+  const auto own = decode_review(R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
+    "request":{"uid":"u","namespace":"team-a","object":{"metadata":{"namespace":"b"}}}})");
+  REQUIRE(own);
+  CHECK(own->object["metadata"]["namespace"] == "b");
+}

@@ -440,3 +440,13 @@ TEST_CASE("check-policies --help sets failure.help", "[config]") {
 TEST_CASE("the main help names every command", "[config]") {
   CHECK_THAT(main_help(), Contains("serve") && Contains("preview") && Contains("check-policies"));
 }
+
+TEST_CASE("serve takes --owners (a local server with no cluster) or --kubeconfig, not both",
+          "[config]") {
+  auto owners = parse_serve({"--owners", "o.yaml"});
+  REQUIRE(owners.ok);
+  CHECK(owners.config.owners == "o.yaml");
+  auto both = parse_serve({"--owners", "o.yaml", "--kubeconfig", "k"});
+  CHECK_FALSE(both.ok);
+  CHECK_THAT(both.failure.message, Contains("not both"));
+}

@@ -192,7 +192,7 @@ TEST_CASE("a replicatedJob of several Jobs counts replicas x pods, and the index
   CHECK(env.at("RANK") == "4");
 }
 
-TEST_CASE("with no API access, a pod that needs its owners is denied; a bare pod is not",
+TEST_CASE("with no API access, a pod that needs its owners is denied, and a bare pod is not",
           "[engine][owners]") {
   auto pod = example("trainer-torch-pod.yaml");
   pod["metadata"]["labels"]["trainer.kubeflow.org/trainjob-ancestor-step"] = "trainer";

@@ -137,7 +137,7 @@ TEST_CASE("a Volcano worker is sized by its Volcano Job's tasks", "[owners][walk
   CHECK(fetches == 1);
 }
 
-TEST_CASE("an unreadable Job lets a JobSet pod pass; an unreadable JobSet refuses the counts",
+TEST_CASE("an unreadable Job lets a JobSet pod pass, and an unreadable JobSet refuses the counts",
           "[owners][walk]") {
   const auto pod_json = example("trainer-torch-pod.yaml");
   const core::pod_view pod(pod_json);

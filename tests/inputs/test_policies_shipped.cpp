@@ -247,6 +247,78 @@ TEST_CASE("torchtune: args the user already passed are not repeated", "[shipped]
         "trainenv: kept user-set arg --nproc-per-node in container \"node\"");
 }
 
+// Kubeflow Trainer's shipped torchtune runtimes (manifests/base/runtimes/torchtune/llama3_2/
+// llama3_2_1B.yaml) write the whole line in `command`, with no `args`, and a single-node
+// rendezvous endpoint between `tune run` and the recipe.
+TEST_CASE(
+    "torchtune: Trainer's runtime shape, all in command: flags go into command after "
+    "`tune run`",
+    "[shipped][torchtune]") {
+  pod_spec s;
+  s.framework = "torchtune";
+  s.command = {"tune",
+               "run",
+               "--rdzv_endpoint=localhost:29500",
+               "full_finetune_distributed",
+               "--config",
+               "llama3_2/1B_full",
+               "output_dir=/workspace/output/llama3_2/1B",
+               "tokenizer.path=/workspace/model/original/tokenizer.model"};
+  s.annotations = {{"trainenv.io/nproc-per-node", "2"}};
+  const auto o = run(s);
+  CHECK_FALSE(o.container().contains("args"));
+  CHECK(o.container()["command"] ==
+        json({"tune", "run", "--nnodes=1", "--nproc_per_node=2", "--node_rank=$(PET_NODE_RANK)",
+              "--rdzv_endpoint=localhost:29500", "full_finetune_distributed", "--config",
+              "llama3_2/1B_full", "output_dir=/workspace/output/llama3_2/1B",
+              "tokenizer.path=/workspace/model/original/tokenizer.model"}));
+  // The runtime's endpoint is kept, and said so: on one node it is right, and a user who wrote
+  // it for several nodes sees why the rendezvous fails.
+  REQUIRE(o.decision.warnings.size() == 1);
+  CHECK(o.decision.warnings[0] ==
+        "trainenv: kept user-set arg --rdzv_endpoint=localhost:29500 in container \"node\"");
+}
+
+// What Trainer's torchtune plugin writes for a multi-node TrainJob (command [tune, run] with the
+// endpoint, recipe, config and overrides appended): the endpoint agrees, so no warning.
+TEST_CASE("torchtune: Trainer's multi-node command: the agreeing endpoint is kept silently",
+          "[shipped][torchtune]") {
+  pod_spec s;
+  s.command = {"tune",
+               "run",
+               "--rdzv_endpoint=trainJob-node-0-0.trainJob:29500",
+               "full_finetune_distributed",
+               "--config",
+               "llama3_3/70B_full_multinode",
+               "output_dir=/workspace/model/llama3_3/70B"};
+  s.index = 1;
+  s.annotations = {{"trainenv.io/num-nodes", "2"}, {"trainenv.io/nproc-per-node", "8"}};
+  const auto o = run(s);
+  CHECK(o.decision.policy == "torchtune");
+  CHECK(o.decision.warnings.empty());
+  CHECK(o.container()["command"] ==
+        json({"tune", "run", "--nnodes=2", "--nproc_per_node=8", "--node_rank=$(PET_NODE_RANK)",
+              "--rdzv_endpoint=trainJob-node-0-0.trainJob:29500", "full_finetune_distributed",
+              "--config", "llama3_3/70B_full_multinode",
+              "output_dir=/workspace/model/llama3_3/70B"}));
+}
+
+TEST_CASE("torchtune: the recipe's own arguments are never read as flags nor touched",
+          "[shipped][torchtune]") {
+  pod_spec s;
+  s.framework = "torchtune";
+  s.command = {"tune", "run"};
+  s.args = {"my_recipe", "--nnodes=7", "--config", "cfg.yaml"};
+  s.annotations = {{"trainenv.io/num-nodes", "2"}, {"trainenv.io/nproc-per-node", "1"}};
+  const auto o = run(s);
+  CHECK(o.decision.warnings.empty());
+  CHECK(o.container()["command"] == json({"tune", "run"}));
+  CHECK(o.container()["args"] ==
+        json({"--nnodes=2", "--nproc_per_node=1", "--node_rank=$(PET_NODE_RANK)",
+              "--rdzv_endpoint=trainJob-node-0-0.trainJob:29500", "my_recipe", "--nnodes=7",
+              "--config", "cfg.yaml"}));
+}
+
 TEST_CASE("torchtune: a pod labelled torchtune without `tune run` gets no args, and a warning",
           "[shipped][torchtune]") {
   pod_spec s;
@@ -341,6 +413,67 @@ TEST_CASE("mpi: node pods get the SSH keys only", "[shipped][mpi]") {
   CHECK_FALSE(o.pod["metadata"]["annotations"].contains("trainenv.io/hostfile"));
   CHECK(find_named(o.pod["spec"]["volumes"], "name", "mpi-hostfile") == nullptr);
   check_ssh_volume(o, "trainJob");
+}
+
+// Kubeflow Trainer's mpi plugin (deepspeed-distributed, mlx-distributed runtimes): the launcher
+// already has its hostfile ConfigMap at /etc/mpi and the SSH keys at the runtime's
+// sshAuthMountPath, /home/mpiuser/.ssh, with the OMPI_MCA_* it writes. Only what is missing is
+// added, silently: no second hostfile, no /root/.ssh.
+TEST_CASE("mpi: Trainer's launcher keeps its own hostfile and SSH mounts, silently",
+          "[shipped][mpi]") {
+  pod_spec s;
+  s.job = "ds";
+  s.role = "launcher";
+  s.framework = "deepspeed";
+  s.annotations = {{"trainenv.io/num-nodes", "2"}, {"trainenv.io/nproc-per-node", "1"}};
+  s.command = {"mpirun"};
+  s.args = {"--hostfile", "/etc/mpi/hostfile", "deepspeed", "/workspace/train.py"};
+  auto pod = make_pod(s);
+  auto& c = pod["spec"]["containers"][0];
+  c["env"] = json::parse(R"([
+    {"name": "OMPI_MCA_orte_default_hostfile", "value": "/etc/mpi/hostfile"},
+    {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
+    {"name": "OMPI_MCA_orte_set_default_slots", "value": "1"},
+    {"name": "OMPI_MCA_plm_rsh_args", "value": "-o ConnectionAttempts=10"}])");
+  c["volumeMounts"] = json::parse(R"([
+    {"name": "mpi-ssh-auth", "mountPath": "/home/mpiuser/.ssh"},
+    {"name": "mpi-hostfile", "mountPath": "/etc/mpi"}])");
+  pod["spec"]["volumes"] = json::parse(R"([
+    {"name": "mpi-ssh-auth", "secret": {"secretName": "ds-mpi-ssh-auth",
+      "items": [{"key": "ssh-privatekey", "path": "id_rsa"},
+                {"key": "ssh-publickey", "path": "id_rsa.pub"},
+                {"key": "ssh-publickey", "path": "authorized_keys"}]}},
+    {"name": "mpi-hostfile", "configMap": {"name": "ds-mpi-hostfile",
+      "items": [{"key": "hostfile", "path": "hostfile", "mode": 292}]}}])");
+  const auto o = run(pod);
+  CHECK(o.decision.policy == "mpi");
+  CHECK(o.decision.warnings.empty());
+  CHECK(o.decision.injected.env == std::vector<std::string>{"PRTE_MCA_prte_default_hostfile",
+                                                            "PRTE_MCA_prte_set_default_slots",
+                                                            "PRTE_MCA_plm_ssh_args"});
+  CHECK(o.decision.injected.mounts.empty());
+  CHECK(o.decision.injected.volumes.empty());
+  CHECK(o.container()["volumeMounts"] == c["volumeMounts"]);
+  CHECK(o.pod["spec"]["volumes"] == pod["spec"]["volumes"]);
+}
+
+TEST_CASE(
+    "mpi: another volume at the hostfile's path is kept, with a warning, and ours unused "
+    "is not added",
+    "[shipped][mpi]") {
+  pod_spec s;
+  s.role = "launcher";
+  s.framework = "mpi";
+  auto pod = make_pod(s);
+  pod["spec"]["containers"][0]["volumeMounts"] =
+      json::parse(R"([{"name": "my-hosts", "mountPath": "/etc/mpi"}])");
+  pod["spec"]["volumes"] = json::parse(R"([{"name": "my-hosts", "emptyDir": {}}])");
+  const auto o = run(pod);
+  REQUIRE(o.decision.warnings.size() == 1);
+  CHECK(o.decision.warnings[0] ==
+        "trainenv: kept user-set mount /etc/mpi of volume my-hosts in container \"node\"");
+  CHECK(find_named(o.pod["spec"]["volumes"], "name", "mpi-hostfile") == nullptr);
+  CHECK(find_named(o.pod["spec"]["volumes"], "name", "mpi-ssh-auth") != nullptr);
 }
 
 TEST_CASE("mpi: mlx and deepspeed select the Open MPI policy", "[shipped][mpi]") {

@@ -370,10 +370,11 @@ TEST_CASE("each failure comes back as its kind, with the Status message", "[kube
   }
   SECTION("an unannounced endless body: cut at the bound") {
     api.misbehave(job_path, {.what = fault::huge_unannounced});
-    auto r = get(io, client, job_path);
+    // 4 MiB are read before the cut: a budget that leaves room for that under TSan.
+    auto r = get(io, client, job_path, 20s);
     CHECK(r.status == lookup_status::too_large);
     CHECK(r.message == "answer larger than 4194304 bytes");
-    within_budget(r);
+    CHECK(r.latency < 20s);
   }
   SECTION("the connection dropped mid-answer") {
     api.misbehave(job_path, {.what = fault::drop_mid_response});

@@ -57,6 +57,7 @@ struct server_options {
   // Owner lookups through this API server (none: no API access), with this budget.
   std::optional<inputs::kube_credentials> api = std::nullopt;
   std::chrono::milliseconds lookup_timeout{2000};
+  int io_threads = 2;
 };
 
 struct running_server {
@@ -90,7 +91,7 @@ struct running_server {
     REQUIRE(bound.ok());
     endpoints = *bound;
     state.set_ready(true);
-    for (int i = 0; i < 2; ++i) threads.emplace_back([this] { ioc.run(); });
+    for (int i = 0; i < options.io_threads; ++i) threads.emplace_back([this] { ioc.run(); });
   }
   ~running_server() {
     reloader.reset();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -110,9 +111,13 @@ enum class lookup_failure : std::uint8_t {
 // The owner objects fetched for one pod so far, or why one could not be.
 struct owner_fetch {
   owner_ref ref;
-  nlohmann::json object;                  // when fetched
+  // When fetched: shared with whoever holds it (the shell's cache), so a walk copies no JSON.
+  std::shared_ptr<const nlohmann::json> fetched;
   std::optional<lookup_failure> failure;  // when not
   std::string detail;                     // the API's own words ("jobsets ... not found"), if any
+
+  // The object; null when it could not be fetched.
+  [[nodiscard]] const nlohmann::json& object() const;
 };
 
 class owner_values {
@@ -120,6 +125,7 @@ class owner_values {
   // An object whose metadata.uid is not the reference's uid is kept as a uid_mismatch failure:
   // a recreated object of the same name is not the owner.
   void add(owner_ref ref, nlohmann::json object);
+  void add(owner_ref ref, std::shared_ptr<const nlohmann::json> object);
   void add_failure(owner_ref ref, lookup_failure failure, std::string detail = {});
   // By API group, kind, namespace and name. Pointers stay valid as more objects are added (a
   // deque), so a walk can hold an owner it found while it fetches the next one.

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,18 @@
 
 namespace trainenv::core {
 
+// Where a policy's `args.after` flags go in a container's command line (its command followed by
+// its args): right after the prefix, in `command` when the line continues there (Kubeflow
+// Trainer's torchtune runtimes write `tune run ... <recipe> ...` all in `command`), else in
+// `args`. The launcher's own flags run from the prefix to the program (the first word that is
+// not a flag or a flag's value); only they count as "already given", never the program's args.
+struct args_site {
+  std::string list = "args";    // or "command"
+  std::size_t at = 0;           // insert here in `list`
+  std::size_t flags_begin = 0;  // the launcher's flags: [flags_begin, flags_end) of the line
+  std::size_t flags_end = 0;
+};
+
 struct container_wants {
   std::string list = "containers";  // or "initContainers"
   std::size_t index = 0;
@@ -23,7 +36,7 @@ struct container_wants {
   std::vector<nlohmann::json> ports;   // v1.ContainerPort
   std::vector<nlohmann::json> mounts;  // v1.VolumeMount
   std::vector<std::string> args;
-  std::optional<std::size_t> args_at;  // insert at this index of args; none: append
+  std::optional<args_site> args_at;  // none: append to args, and every arg counts as given
 };
 
 struct wants {
@@ -37,9 +50,12 @@ struct wants {
 
 [[nodiscard]] result<wants> render(const policy& p, const topology& t, const pod_view& pod);
 
-// The position in `args` right after `prefix`, when the container's command followed by its
-// args starts with `prefix` (token by token); nullopt otherwise.
-[[nodiscard]] std::optional<std::size_t> args_position_after(
-    const nlohmann::json& container, const std::vector<std::string>& prefix);
+// The site right after `prefix`, when the container's command line starts with `prefix` (token by
+// token); nullopt otherwise.
+[[nodiscard]] std::optional<args_site> args_site_after(const nlohmann::json& container,
+                                                       const std::vector<std::string>& prefix);
+
+// The container's command line: its command's tokens followed by its args' (non-strings as "").
+[[nodiscard]] std::vector<std::string_view> command_line(const nlohmann::json& container);
 
 }  // namespace trainenv::core

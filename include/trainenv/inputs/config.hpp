@@ -40,6 +40,7 @@ struct serve_config {
   std::string kubeconfig;
   std::chrono::milliseconds lookup_timeout{2'000};  // all the lookups of one pod
   std::chrono::milliseconds owner_cache_ttl{10'000};
+  std::string owners;  // --owners FILE: owners from a file instead of the API (no cluster)
   // serve --help states these defaults; the tests parse them back and compare.
   friend bool operator==(const serve_config&, const serve_config&) = default;
 };

@@ -24,6 +24,8 @@ class owner_file {
   // as the API server converts between versions). The uid is not compared here: the core checks
   // it, so that a recreated object in the file is refused as it would be from the API.
   [[nodiscard]] const nlohmann::json* find(const core::owner_ref& ref) const;
+  // Answers `ref` into `owners` as the API would: the object, or not found.
+  void answer(const core::owner_ref& ref, core::owner_values& owners) const;
   [[nodiscard]] std::size_t size() const { return objects_.size(); }
 
  private:

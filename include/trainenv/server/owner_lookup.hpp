@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -14,6 +15,7 @@
 #include "trainenv/core/decision.hpp"
 #include "trainenv/core/engine.hpp"
 #include "trainenv/core/owners.hpp"
+#include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/server/lookup_result.hpp"
 #include "trainenv/server/metrics.hpp"
 #include "trainenv/server/owner_cache.hpp"
@@ -21,8 +23,10 @@
 namespace trainenv::server {
 
 struct owner_lookup {
-  std::optional<owner_cache> cache;        // none: no API access (every needed owner is no_access)
+  std::optional<owner_cache> cache;  // none: no API access (every needed owner is no_access)
   std::chrono::milliseconds budget{2000};  // --lookup-timeout: for all the lookups of one pod
+  // serve --owners FILE: the owners from a file instead of the API (a local server, no cluster).
+  std::shared_ptr<const inputs::owner_file> file;
 };
 
 // The core's name for a lookup's failure (not ok).

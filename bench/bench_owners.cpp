@@ -1,0 +1,128 @@
+// What reading a pod's owners adds to an admission (docs/performance.md, "Owner lookups"):
+// server::decide_with_owners, the walk /mutate runs, against a fake API server over real TLS on
+// loopback (tests/support/fake_apiserver.hpp) serving examples/owners.
+//
+//   annotated     the Trainer torch pod with its counts and labels on it: no lookup (today's cost)
+//   cache_hit     the same pod as Trainer makes it: four owners (Job, JobSet, TrainJob, runtime),
+//                 all from the cache
+//   cache_miss    the same, with a cache that keeps nothing: four GETs on a kept-alive connection
+//   burst/1000    1,000 pods of one job at once on a cold cache; counter `gets` is the GETs sent
+#include <benchmark/benchmark.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "fake_apiserver.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
+#include "trainenv/server/kube_client.hpp"
+#include "trainenv/server/owner_lookup.hpp"
+
+namespace {
+
+using namespace trainenv;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+std::string example(const std::string& name) {
+  return std::string(TRAINENV_EXAMPLES_DIR) + "/owners/" + name;
+}
+
+const core::policy_set& policies() {
+  static const auto load = inputs::load_policy_dir(TRAINENV_POLICIES_DIR);
+  return *load.policies;
+}
+
+json trainer_pod() {
+  auto pod = inputs::parse_document(test::read_file(example("trainer-torch-pod.yaml")));
+  if (!pod) throw std::runtime_error(pod.message());
+  return std::move(*pod);
+}
+
+json annotated_pod() {
+  auto pod = trainer_pod();
+  pod["metadata"]["labels"]["trainer.kubeflow.org/trainjob-ancestor-step"] = "trainer";
+  pod["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "torch";
+  pod["metadata"]["annotations"]["trainenv.io/num-nodes"] = "3";
+  pod["metadata"]["annotations"]["trainenv.io/nproc-per-node"] = "2";
+  return pod;
+}
+
+// The fake API server with the example owners, and an owner lookup against it on `ioc`.
+struct setup {
+  test::fake_apiserver api{{.max_lifetime = std::chrono::seconds(600)}};
+  boost::asio::io_context ioc;
+  server::owner_lookup lookup;
+  server::metrics metrics;
+
+  explicit setup(std::chrono::milliseconds ttl) {
+    api.load_yaml(example("trainer-torch-owners.yaml"));
+    auto client = server::kube_client::create(ioc.get_executor(), api.credentials());
+    if (!client) throw std::runtime_error(client.message());
+    server::owner_cache_options options;
+    options.ttl = ttl;
+    lookup.cache.emplace(ioc.get_executor(), std::move(*client), options);
+    lookup.budget = 5s;
+  }
+  ~setup() {
+    ioc.run();  // let the pooled connections' handlers finish before the cache goes
+    lookup.cache.reset();
+  }
+  setup(const setup&) = delete;
+  setup& operator=(const setup&) = delete;
+
+  // Decides each pod concurrently; returns how many were patched.
+  int decide(const std::vector<json>& pods) {
+    int patched = 0;
+    for (const auto& pod : pods) {
+      boost::asio::co_spawn(ioc, server::decide_with_owners(pod, policies(), {}, lookup, metrics),
+                            [&](const std::exception_ptr& e, const core::decision& d) {
+                              if (e) std::rethrow_exception(e);
+                              if (d.allowed && d.mutated()) ++patched;
+                            });
+    }
+    ioc.restart();
+    ioc.run();
+    return patched;
+  }
+};
+
+void run_one(benchmark::State& state, const json& pod, std::chrono::milliseconds ttl) {
+  setup s(ttl);
+  const std::vector<json> one{pod};
+  if (s.decide(one) != 1) state.SkipWithError("the pod was not patched");  // warms the pool
+  const auto gets_before = s.api.total_gets();
+  for (auto _ : state) benchmark::DoNotOptimize(s.decide(one));
+  state.counters["gets_per_pod"] =
+      benchmark::Counter(static_cast<double>(s.api.total_gets() - gets_before) /
+                         static_cast<double>(state.iterations()));
+}
+
+void annotated(benchmark::State& state) {
+  run_one(state, annotated_pod(), 10s);
+}
+void cache_hit(benchmark::State& state) {
+  run_one(state, trainer_pod(), 3600s);
+}
+void cache_miss(benchmark::State& state) {
+  run_one(state, trainer_pod(), 0ms);
+}
+
+void burst(benchmark::State& state) {
+  const std::vector<json> pods(static_cast<std::size_t>(state.range(0)), trainer_pod());
+  double gets = 0;
+  for (auto _ : state) {
+    setup s(10s);  // a cold cache each time
+    if (s.decide(pods) != static_cast<int>(pods.size())) state.SkipWithError("a pod not patched");
+    gets += static_cast<double>(s.api.total_gets());
+  }
+  state.counters["gets"] = benchmark::Counter(gets / static_cast<double>(state.iterations()));
+}
+
+BENCHMARK(annotated)->Unit(benchmark::kMicrosecond);
+BENCHMARK(cache_hit)->Unit(benchmark::kMicrosecond);
+BENCHMARK(cache_miss)->Unit(benchmark::kMicrosecond);
+BENCHMARK(burst)->Arg(1000)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+}  // namespace
+
+BENCHMARK_MAIN();

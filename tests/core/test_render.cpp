@@ -1,0 +1,63 @@
+// Where a policy's `args.after` flags go in a container's command line (core/render.hpp).
+#include <catch2/catch.hpp>
+
+#include "trainenv/core/render.hpp"
+
+using nlohmann::json;
+using trainenv::core::args_site_after;
+
+namespace {
+
+const std::vector<std::string> tune_run = {"tune", "run"};
+
+json container(json command, json args = nullptr) {
+  json c = {{"name", "node"}, {"command", std::move(command)}};
+  if (!args.is_null()) c["args"] = std::move(args);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the site follows the prefix into command or args", "[render][args]") {
+  struct row {
+    const char* shape;
+    json container;
+    std::string list;
+    std::size_t at;
+    std::size_t flags_end;  // in command + args
+  };
+  const std::vector<row> rows = {
+      // Kubeflow Trainer's torchtune runtimes: the whole line in command.
+      {"all in command",
+       container({"tune", "run", "--rdzv_endpoint=localhost:29500", "full_finetune_distributed",
+                  "--config", "llama3_2/1B_full"}),
+       "command", 2, 3},
+      {"prefix in command, recipe in args",
+       container({"tune", "run"}, {"full_finetune_distributed", "--config", "x"}), "args", 0, 2},
+      {"prefix split across both",
+       container({"tune"}, {"run", "--nproc-per-node", "4", "lora_finetune_distributed"}), "args",
+       1, 4},
+      {"prefix only", container({"tune", "run"}), "args", 0, 2},
+      {"a switch takes no value",
+       container({"tune", "run", "--standalone", "recipe", "--nnodes=9"}), "command", 2, 3},
+      {"a flag followed by a flag takes no value",
+       container({"tune", "run", "--max-restarts", "--nnodes=2", "recipe"}), "command", 2, 4},
+  };
+  for (const auto& r : rows) {
+    INFO(r.shape);
+    const auto site = args_site_after(r.container, tune_run);
+    REQUIRE(site);
+    CHECK(site->list == r.list);
+    CHECK(site->at == r.at);
+    CHECK(site->flags_begin == 2);
+    CHECK(site->flags_end == r.flags_end);
+  }
+}
+
+TEST_CASE("no site when the line does not start with the prefix", "[render][args]") {
+  CHECK_FALSE(args_site_after(container({"torchrun", "train.py"}), tune_run));
+  CHECK_FALSE(args_site_after(container({"tune"}), tune_run));
+  CHECK_FALSE(args_site_after(container({"run", "tune"}), tune_run));
+  CHECK_FALSE(args_site_after(container(json::array(), {"tune", 1}), tune_run));
+  CHECK_FALSE(args_site_after(json{{"name", "node"}}, tune_run));
+}
