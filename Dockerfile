@@ -20,7 +20,7 @@ FROM debian:bookworm-slim
 # here rather than left to the base image's apt settings, which another base may not have.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libssl3 libspdlog1.10 libfmt9 libyaml-0-2 libsimdjson14 libjemalloc2 \
+      libssl3 libspdlog1.10 libfmt9 libyaml-0-2 libsimdjson14 libjemalloc2 libprometheus-cpp-core1.0 \
  && apt-get clean \
  && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb /var/cache/apt/*.bin \
       /var/cache/debconf/*-old /var/lib/dpkg/*-old /var/log/apt/* /var/log/dpkg.log

@@ -51,9 +51,9 @@ forbid() {
 check_boundary() {
   say "boundary: includes allowed in core/, inputs/, server/"
   local ok=0 core=(include/trainenv/core src/core) inputs=(include/trainenv/inputs src/inputs)
-  forbid "core includes no Boost, OpenSSL, spdlog, fmt or libyaml" \
-    'boost/|openssl/|spdlog/|fmt/|yaml\.h' "${core[@]}" || ok=1
-  forbid "inputs includes no Boost, OpenSSL or spdlog" 'boost/|openssl/|spdlog/' "${inputs[@]}" || ok=1
+  forbid "core includes no Boost, OpenSSL, spdlog, fmt, libyaml or prometheus-cpp" \
+    'boost/|openssl/|spdlog/|fmt/|yaml\.h|prometheus/' "${core[@]}" || ok=1
+  forbid "inputs includes no Boost, OpenSSL, spdlog or prometheus-cpp" 'boost/|openssl/|spdlog/|prometheus/' "${inputs[@]}" || ok=1
   forbid "core includes nothing from inputs/ or server/ (or the old app/)" \
     '(trainenv/|\.\./)(inputs|server|app)/' "${core[@]}" || ok=1
   forbid "inputs includes nothing from server/ (or the old app/)" \

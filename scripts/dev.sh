@@ -24,7 +24,7 @@ build_dir="${BUILD_DIR:-build}"
 # Debian packages, in three lists: building trainenv (all the Dockerfile's build stage installs;
 # the runtime image needs only their libraries), testing it, and building and checking the image.
 build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev libssl-dev
-  nlohmann-json3-dev libsimdjson-dev libjemalloc-dev libspdlog-dev libyaml-dev)
+  nlohmann-json3-dev libsimdjson-dev libjemalloc-dev libspdlog-dev libyaml-dev prometheus-cpp-dev)
 # The test suite and benchmarks (Catch2, Google Benchmark), and the tools it drives for real: curl
 # over TLS, openssl to mint certificates, jq to read JSON, Kubernetes' own object model
 # (python3-kubernetes) to validate the manifests, and promtool (prometheus) to check the metrics.

@@ -49,9 +49,9 @@ curl -s -o /dev/null --max-time 5 --cacert "$work/certs/ca.crt" -H 'Content-Type
 curl -s -o /dev/null --max-time 5 --cacert "$work/certs/ca.crt" "https://localhost:$https_port/nowhere"
 check "promtool accepts /metrics after requests" bash -c "curl -s http://127.0.0.1:$http_port/metrics | promtool check metrics"
 check "two patched admissions counted under torch" \
-  [ "$(metric 'trainenv_requests_total{path="/mutate",decision="patched",policy="torch"}')" = 2 ]
-check "the bad body counted as an error" [ "$(metric 'trainenv_requests_total{path="/mutate",decision="error",policy=""}')" = 1 ]
-check "the unknown path counted" [ "$(metric 'trainenv_requests_total{path="other",decision="error",policy=""}')" = 1 ]
+  [ "$(metric 'trainenv_requests_total{decision="patched",path="/mutate",policy="torch"}')" = 2 ]
+check "the bad body counted as an error" [ "$(metric 'trainenv_requests_total{decision="error",path="/mutate",policy=""}')" = 1 ]
+check "the unknown path counted" [ "$(metric 'trainenv_requests_total{decision="error",path="other",policy=""}')" = 1 ]
 check "patch operations counted (11 per torch pod)" [ "$(metric 'trainenv_patch_operations_total{policy="torch"}')" = 22 ]
 check "the latency histogram counts at least the four requests" \
   [ "$(metric 'trainenv_request_duration_seconds_count')" -ge 4 ]

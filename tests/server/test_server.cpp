@@ -263,12 +263,12 @@ TEST_CASE("requests refused while being read are counted under their path by the
   }
   const auto page = scrape(server.plain_port());
   CHECK(series_value(
-            page, R"(trainenv_requests_total{path="/mutate",decision="error",policy=""})") == "1");
+            page, R"(trainenv_requests_total{decision="error",path="/mutate",policy=""})") == "1");
   CHECK(series_value(
-            page, R"(trainenv_requests_total{path="/preview",decision="error",policy=""})") == "1");
+            page, R"(trainenv_requests_total{decision="error",path="/preview",policy=""})") == "1");
   CHECK(series_value(
-            page, R"(trainenv_requests_total{path="/healthz",decision="error",policy=""})") == "1");
-  CHECK(series_value(page, R"(trainenv_requests_total{path="other",decision="error",policy=""})") ==
+            page, R"(trainenv_requests_total{decision="error",path="/healthz",policy=""})") == "1");
+  CHECK(series_value(page, R"(trainenv_requests_total{decision="error",path="other",policy=""})") ==
         "");
 }
 

@@ -1,13 +1,14 @@
 // The one owner of every counter and gauge: the rest of the server reports named events
 // (a request answered, a connection opened, a reload) and reads back only what it acts on.
-// Updated with relaxed atomics on the request path (no lock), rendered in the Prometheus text
-// exposition format for GET /metrics.
+// Kept in a prometheus-cpp registry (Debian prometheus-cpp-dev, the core library only), rendered
+// by its text serializer for GET /metrics. The request path takes no lock but the histograms';
+// docs/performance.md has what this costs against the hand-written counters it replaced.
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -42,8 +43,8 @@ inline constexpr std::size_t owner_lookup_label_count = 13;
 
 class metrics {
  public:
-  metrics() = default;
-  ~metrics();  // frees the policy names the table took
+  metrics();
+  ~metrics();
   metrics(const metrics&) = delete;
   metrics& operator=(const metrics&) = delete;
 
@@ -84,43 +85,8 @@ class metrics {
   [[nodiscard]] std::string render() const;
 
  private:
-  // Series per (route, decision, policy). Policies come and go with reloads, so their names
-  // live in a fixed table filled by compare-and-swap: lock-free, freed only with the table.
-  static constexpr std::size_t policy_slots = 512;
-  struct policy_series {
-    std::atomic<const std::string*> name{nullptr};
-    std::array<std::array<std::atomic<std::uint64_t>, decision_count>, route_count> requests{};
-    std::atomic<std::uint64_t> patch_ops{0};
-  };
-  policy_series& series_for(std::string_view policy);
-
-  std::array<policy_series, policy_slots> series_{};
-  policy_series overflow_;  // past policy_slots distinct names
-  std::array<std::atomic<std::uint64_t>, latency_buckets.size()> bucket_counts_{};
-  std::atomic<std::uint64_t> latency_count_{0};
-  std::atomic<std::uint64_t> latency_sum_ns_{0};
-  std::atomic<std::int64_t> in_flight_{0};
-  std::atomic<std::int64_t> open_connections_{0};
-  std::atomic<std::uint64_t> refused_connections_{0};
-  // [kind][ok]
-  std::array<std::array<std::atomic<std::uint64_t>, 2>, reload_kind_count> reloads_{};
-  std::atomic<std::int64_t> cert_not_after_{0};
-  // Owner lookups per (kind, result); kinds in a small fixed table filled by compare-and-swap,
-  // as the policies above.
-  static constexpr std::size_t owner_kind_slots = 32;
-  struct owner_series {
-    std::atomic<const std::string*> kind{nullptr};
-    std::array<std::atomic<std::uint64_t>, owner_lookup_label_count> lookups{};
-  };
-  owner_series& owner_series_for(std::string_view kind);
-  [[nodiscard]] const owner_series* find_owner_series(std::string_view kind) const;
-  std::array<owner_series, owner_kind_slots> owner_series_{};
-  owner_series owner_overflow_;
-  std::array<std::atomic<std::uint64_t>, latency_buckets.size()> owner_bucket_counts_{};
-  std::atomic<std::uint64_t> owner_latency_count_{0};
-  std::atomic<std::uint64_t> owner_latency_sum_ns_{0};
-  std::atomic<std::uint64_t> pods_unrecognised_{0};
-  std::atomic<bool> ready_{false};
+  struct impl;  // the registry, its families, and the series cached per policy and owner kind
+  std::unique_ptr<impl> impl_;
 };
 
 }  // namespace trainenv::server

@@ -23,7 +23,7 @@
 namespace trainenv::server {
 
 struct owner_lookup {
-  std::optional<owner_cache> cache;  // none: no API access (every needed owner is no_access)
+  std::optional<owner_cache> cache;        // none: no API access (every needed owner is no_access)
   std::chrono::milliseconds budget{2000};  // --lookup-timeout: for all the lookups of one pod
   // serve --owners FILE: the owners from a file instead of the API (a local server, no cluster).
   std::shared_ptr<const inputs::owner_file> file;
