@@ -258,7 +258,7 @@ int run_preview(const std::vector<std::string>& args) {
       std::cerr << "trainenv: " << cache.message() << "\n";
       return exit_usage;
     }
-    const server::owner_lookup lookup{std::move(*cache), config.lookup_timeout};
+    const server::owner_lookup lookup{std::move(*cache), config.lookup_timeout, nullptr};
     server::metrics unused;
     auto input = inputs::read_preview(text.str());
     if (input && input->decides_pod()) {
