@@ -114,7 +114,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto& s = all[data[0] % all.size()];
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
 
-  hostile_answers answers{s, static_cast<std::size_t>(data[0] / all.size()) % 4, body};
+  hostile_answers answers{s, static_cast<std::size_t>(data[0] / all.size()) % 4, body, {}, 0};
   const auto d = core::decide(s.pod, policies, {}, std::ref(answers));
   check(s.pod, d, answers, policies);
 
