@@ -280,7 +280,7 @@ check_image() {
       and (.response.patch | @base64d | contains("WORLD_SIZE"))' "$work/review.json" >/dev/null ||
     fail "/mutate did not answer an allowed AdmissionReview with a patch: $(head -c 600 "$work/review.json")"
   curl -fsS --max-time 5 "$plain/metrics" >"$work/metrics" || fail "GET /metrics after /mutate"
-  grep -Eq '^trainenv_requests_total\{path="/mutate",decision="patched",policy="torch"\} [1-9]' "$work/metrics" ||
+  grep -Eq '^trainenv_requests_total\{decision="patched",path="/mutate",policy="torch"\} [1-9]' "$work/metrics" ||
     fail "/metrics does not count the patched /mutate: $(grep '^trainenv_requests_total' "$work/metrics" | head -n 5)"
 
   # Rotation as the kubelet does it when the Secret changes: a new timestamped directory, ..data
