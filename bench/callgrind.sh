@@ -2,13 +2,15 @@
 # Counts the instructions `trainenv serve` executes per /mutate request, under callgrind: a figure
 # that does not depend on the machine's load, for A/B comparisons a shared machine cannot time.
 #
-#   bench/callgrind.sh [--conns C] [--requests N] [--out DIR]     (BUILD_DIR: default build)
+#   bench/callgrind.sh [--conns C] [--requests N] [--log-level L] [--out DIR] [BODY...]
+#                                                               (BUILD_DIR: default build)
 #
 # Starts $BUILD_DIR/trainenv under valgrind --tool=callgrind with throw-away certificates and the
-# shipped policies (log level warn, as bench/e2e.sh runs it), opens C (64) TLS keep-alive
-# connections with bench/callgrind_client.py and sends one warm-up request on each, zeroes the
-# counters, sends N (2,000) requests cycling through tests/fixtures/review-*.json, and dumps the
-# counters. Prints the instructions per request and the inclusive share of
+# shipped policies (log level L, default warn; info is the product's default: one line per
+# admission), opens C (64) TLS keep-alive connections with bench/callgrind_client.py and sends
+# one warm-up request on each, zeroes the counters, sends N (2,000) requests cycling through the
+# BODY files (default tests/fixtures/review-*.json; bench/e2e.sh's small.json is a plain pod),
+# and dumps the counters. Prints the instructions per request and the inclusive share of
 # trainenv::server::metrics; keeps the dump in DIR (default a temporary directory).
 # Needs valgrind, python3, curl, openssl. bench/callgrind_inclusive.py sums the metrics' share.
 set -euo pipefail
@@ -18,16 +20,21 @@ cd "$root"
 conns=64
 requests=2000
 out=""
+log_level=warn
+bodies=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --conns) conns="$2"; shift ;;
     --requests) requests="$2"; shift ;;
+    --log-level) log_level="$2"; shift ;;
     --out) out="$2"; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "callgrind.sh: unknown argument $1" >&2; exit 2 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "callgrind.sh: unknown argument $1" >&2; exit 2 ;;
+    *) bodies+=("$1") ;;
   esac
   shift
 done
+[ ${#bodies[@]} -gt 0 ] || bodies=(tests/fixtures/review-*.json)
 build_dir="${BUILD_DIR:-build}"
 trainenv="$build_dir/trainenv"
 [ -x "$trainenv" ] || { echo "callgrind.sh: no $trainenv (scripts/dev.sh build trainenv)" >&2; exit 1; }
@@ -44,7 +51,7 @@ print(*(s.getsockname()[1] for s in ss))')"
 valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" \
   "$trainenv" serve --listen "127.0.0.1:$port" --metrics-listen "127.0.0.1:$metrics_port" \
   --tls-cert "$work/certs/tls.crt" --tls-key "$work/certs/tls.key" --policies policies \
-  --log-level warn --max-connections 20000 > "$work/server.log" 2>&1 &
+  --log-level "$log_level" --max-connections 20000 > "$work/server.log" 2>&1 &
 pid=$!
 trap 'kill "$pid" 2>/dev/null || true' EXIT
 for _ in $(seq 1 600); do
@@ -55,7 +62,7 @@ curl -sf --max-time 2 "http://127.0.0.1:$metrics_port/readyz" >/dev/null ||
   { cat "$work/server.log" >&2; echo "callgrind.sh: the server did not come up" >&2; exit 1; }
 
 python3 bench/callgrind_client.py --port "$port" --ca "$work/certs/ca.crt" --conns "$conns" \
-  --requests "$requests" --zero-pid "$pid" tests/fixtures/review-*.json
+  --requests "$requests" --zero-pid "$pid" "${bodies[@]}"
 curl -sf --max-time 30 "http://127.0.0.1:$metrics_port/metrics" > "$work/metrics.txt"
 kill -TERM "$pid"
 wait "$pid" || true

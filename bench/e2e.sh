@@ -12,7 +12,7 @@
 #   --requests N   requests for the RSS-flatness run (default 1000000)
 #   --keep         keep the work directory (wrk outputs, logs, responses, results.jsonl)
 #
-# Environment: BUILD_DIR (default build) and BUILD_TYPE (default RelWithDebInfo), as for
+# Environment: BUILD_DIR (default build) and BUILD_TYPE (default Release), as for
 # scripts/dev.sh, which builds trainenv and pod_bodies. Needs wrk, go (standard library only,
 # built offline), curl, python3 (with python3-jsonpatch: installed through apt if missing).
 #

@@ -6,13 +6,15 @@
 #   scripts/dev.sh test                           install, build, scripts/check.sh, then the whole
 #                                                 test suite (also under ASan+UBSan, in
 #                                                 build-sanitize/, the server tests under TSan, in
-#                                                 build-tsan/, and each fuzz target for a minute,
-#                                                 in build-fuzz/; then the image, scripts/image.sh)
+#                                                 build-tsan/, and each fuzz target for half a
+#                                                 minute, in build-fuzz/); the image is built
+#                                                 meanwhile and checked last (scripts/image.sh)
 #   scripts/dev.sh check [boundary|format|tidy]   the include boundary, clang-format, clang-tidy
 #   scripts/dev.sh image [all|base|build|check]   build the image and check it (scripts/image.sh)
 #   scripts/dev.sh deps [--build|--image] | build | certs   the individual steps
 #
-# Environment: BUILD_DIR (default build), BUILD_TYPE (default RelWithDebInfo), CMAKE_ARGS (extra
+# Environment: BUILD_DIR (default build), BUILD_TYPE (default Release, as the image ships),
+# UNITY=OFF for one translation unit per file (unity batches are the default), CMAKE_ARGS (extra
 # configure arguments), WERROR=1 to make warnings errors, IMAGE_CHECK=0 to leave the image out of
 # `test`.
 set -euo pipefail
@@ -66,8 +68,10 @@ build() {  # build [TARGET...]: everything by default
   local werror=OFF
   [ "${WERROR:-0}" = 1 ] && werror=ON
   # shellcheck disable=SC2086
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
-    -DTRAINENV_WERROR="$werror" ${CMAKE_ARGS:-} >/dev/null
+  local unity=()
+  [ -n "${UNITY:-}" ] && unity=(-DCMAKE_UNITY_BUILD="$UNITY")
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+    -DTRAINENV_WERROR="$werror" "${unity[@]}" ${CMAKE_ARGS:-} >/dev/null
   local targets=()
   [ $# -gt 0 ] && targets=(--target "$@")
   cmake --build "$build_dir" --parallel "$(nproc)" "${targets[@]}"
@@ -94,9 +98,30 @@ MSG
 
 test_suite() {
   deps clang-format clang-tidy  # for scripts/check.sh; the image build needs neither
+  # The image builds in the background while this machine compiles and runs clang-tidy: much of
+  # its time is downloading and unpacking packages and writing layers, not compiling. Its tools
+  # are installed first, since apt cannot run twice at once. IMAGE_CHECK=0 skips the image on a
+  # machine without root; CI builds and checks it.
+  local image_pid="" image_log="$root/build-image.log"
+  if [ "${IMAGE_CHECK:-1}" = 1 ]; then
+    deps --image
+    log "the image: building it in the background (scripts/image.sh build, log in build-image.log)"
+    scripts/image.sh build >"$image_log" 2>&1 &
+    image_pid=$!
+  else
+    log "IMAGE_CHECK=0: the image is neither built nor checked"
+  fi
   build
   # The rules the compiler cannot see (include boundary, format, clang-tidy), before any test.
-  BUILD_DIR="$build_dir" scripts/check.sh
+  scripts/check.sh
+  # The tests run alone: some of them time things.
+  if [ -n "$image_pid" ]; then
+    log "waiting for the image build"
+    local image_status=0
+    wait "$image_pid" || image_status=$?
+    grep -E '^image\.sh: ' "$image_log" >&2 || true
+    [ "$image_status" -eq 0 ] || { tail -n 60 "$image_log" >&2; log "the image build FAILED"; exit 1; }
+  fi
   ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j "$(nproc)"
   # The same suite again under AddressSanitizer (with leak checks) and UndefinedBehaviorSanitizer.
   log "the whole suite again under ASan+UBSan (build-sanitize/)"
@@ -109,18 +134,14 @@ test_suite() {
   BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE_THREAD=ON" build_dir=build-tsan build server_tests
   TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp" \
     build-tsan/tests/server_tests "[server],[adversarial],[tls],[kube]"
-  # Each fuzz target briefly (a regression shows within a minute), after replaying the inputs
-  # that once broke something. scripts/fuzz.sh --seconds 1800 is the long run.
-  log "the fuzz targets, a minute each (build-fuzz/)"
-  scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-60}"
-  # The image, built from the Dockerfile and run as the Deployment runs it (scripts/image.sh:
-  # about 5 minutes on 2 cores, plus a minute or two for the base images on a new machine).
-  # IMAGE_CHECK=0 skips it on a machine without root; CI runs it.
-  if [ "${IMAGE_CHECK:-1}" = 1 ]; then
-    log "the image: build it and check it as the Deployment runs it (scripts/image.sh)"
-    scripts/image.sh all
-  else
-    log "IMAGE_CHECK=0: the image is neither built nor checked"
+  # Each fuzz target briefly, after replaying the inputs that once broke something: a smoke
+  # test, two at a time. scripts/fuzz.sh --seconds 1800 is the long run.
+  log "the fuzz targets, half a minute each (build-fuzz/)"
+  scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-30}"
+  # The image built above, run as the Deployment runs it and checked from outside.
+  if [ -n "$image_pid" ]; then
+    log "the image: check it as the Deployment runs it (scripts/image.sh check)"
+    scripts/image.sh check
   fi
 }
 
@@ -131,6 +152,6 @@ case "${1:-}" in
   build) shift; build "$@" ;;
   certs) certs ;;
   image) shift; exec scripts/image.sh "$@" ;;
-  check) shift; deps clang-format clang-tidy; BUILD_DIR="$build_dir" scripts/check.sh "$@" ;;
-  *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  check) shift; deps clang-format clang-tidy; scripts/check.sh "$@" ;;
+  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

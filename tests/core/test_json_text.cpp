@@ -12,7 +12,7 @@ using namespace trainenv::core;
 
 namespace {
 
-std::string parse_error(const std::string& text) {
+std::string json_parse_error(const std::string& text) {
   auto r = parse_json(text);
   INFO("text: " << text.substr(0, 200));
   REQUIRE_FALSE(r.ok());
@@ -34,15 +34,16 @@ TEST_CASE("parse_json builds the same values as nlohmann's own parser", "[json_t
 }
 
 TEST_CASE("parse_json reports the byte offset of invalid JSON", "[json_text]") {
-  CHECK_THAT(parse_error("[1, 2,"), Contains("not valid JSON (at byte"));
-  CHECK_THAT(parse_error(R"({"a": ?})"), Contains("at byte 7"));
-  CHECK_THAT(parse_error(""), Contains("not valid JSON"));
-  CHECK_THAT(parse_error("{} {}"), Contains("not valid JSON"));
+  CHECK_THAT(json_parse_error("[1, 2,"), Contains("not valid JSON (at byte"));
+  CHECK_THAT(json_parse_error(R"({"a": ?})"), Contains("at byte 7"));
+  CHECK_THAT(json_parse_error(""), Contains("not valid JSON"));
+  CHECK_THAT(json_parse_error("{} {}"), Contains("not valid JSON"));
 }
 
 TEST_CASE("parse_json refuses a key given twice in one object", "[json_text]") {
-  CHECK_THAT(parse_error(R"({"a": 1, "a": 2})"), Contains("duplicate key \"a\""));
-  CHECK_THAT(parse_error(R"({"x": [{"env": [], "env": []}]})"), Contains("duplicate key \"env\""));
+  CHECK_THAT(json_parse_error(R"({"a": 1, "a": 2})"), Contains("duplicate key \"a\""));
+  CHECK_THAT(json_parse_error(R"({"x": [{"env": [], "env": []}]})"),
+             Contains("duplicate key \"env\""));
 }
 
 TEST_CASE("parse_json refuses nesting past the limit, at any depth, without recursing",
@@ -52,19 +53,21 @@ TEST_CASE("parse_json refuses nesting past the limit, at any depth, without recu
            std::string(static_cast<std::size_t>(depth), ']');
   };
   CHECK(parse_json(nested(max_json_depth)).ok());
-  CHECK_THAT(parse_error(nested(max_json_depth + 1)), Contains("nests deeper than 1000 levels"));
-  CHECK_THAT(parse_error(nested(100'000)), Contains("nests deeper than 1000 levels"));
-  CHECK_THAT(parse_error(std::string(1'000'000, '{')), Contains("nests deeper"));
+  CHECK_THAT(json_parse_error(nested(max_json_depth + 1)),
+             Contains("nests deeper than 1000 levels"));
+  CHECK_THAT(json_parse_error(nested(100'000)), Contains("nests deeper than 1000 levels"));
+  CHECK_THAT(json_parse_error(std::string(1'000'000, '{')), Contains("nests deeper"));
 }
 
 TEST_CASE("parse_json refuses invalid UTF-8, raw control characters and numbers out of range",
           "[json_text]") {
-  CHECK_THAT(parse_error("{\"a\": \"\xff\xfe\"}"), Contains("not valid JSON"));
-  CHECK_THAT(parse_error("{\"a\": \"\xc3\"}"), Contains("not valid JSON"));
-  CHECK_THAT(parse_error("{\"a\": \"line\nbreak\"}"), Contains("not valid JSON"));
-  CHECK_THAT(parse_error(R"({"a": 1e400})"), Contains("not valid JSON"));
+  CHECK_THAT(json_parse_error("{\"a\": \"\xff\xfe\"}"), Contains("not valid JSON"));
+  CHECK_THAT(json_parse_error("{\"a\": \"\xc3\"}"), Contains("not valid JSON"));
+  CHECK_THAT(json_parse_error("{\"a\": \"line\nbreak\"}"), Contains("not valid JSON"));
+  CHECK_THAT(json_parse_error(R"({"a": 1e400})"), Contains("not valid JSON"));
   // Beyond 64 bits: nlohmann would read a double; refusing keeps every integer exact.
-  CHECK_THAT(parse_error(R"({"a": 123456789012345678901234567890})"), Contains("not valid JSON"));
+  CHECK_THAT(json_parse_error(R"({"a": 123456789012345678901234567890})"),
+             Contains("not valid JSON"));
 }
 
 TEST_CASE("parse_json reads bodies above the reused parser's size the same way", "[json_text]") {

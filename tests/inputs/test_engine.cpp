@@ -17,10 +17,6 @@ using namespace trainenv;
 
 namespace {
 
-const core::policy_set& shipped() {
-  return test::shipped_policies();
-}
-
 json pod_of(const std::string& fixture_name) {
   return test::fixture(fixture_name)["request"]["object"];
 }
@@ -36,7 +32,7 @@ json example(const std::string& name) {
 json apply_checked(const json& pod, const core::decision& d) {
   REQUIRE(d.allowed);
   const json mutated = pod.patch(d.patch);
-  const auto again = core::mutate_pod(mutated, shipped());
+  const auto again = core::mutate_pod(mutated, test::shipped_policies());
   CHECK(again.allowed);
   CHECK(again.patch.empty());
   CHECK(again.warnings.empty());
@@ -72,7 +68,7 @@ json torch_node(int index, int nodes) {
 
 TEST_CASE("torch: node 3 of a 4-node JobSet gets the torchrun variables", "[engine][torch]") {
   const json pod = pod_of("review-torch-jobset-node3.json");
-  const auto d = core::mutate_pod(pod, shipped());
+  const auto d = core::mutate_pod(pod, test::shipped_policies());
   CHECK(d.policy == "torch");
   CHECK(d.warnings.empty());
   const json mutated = apply_checked(pod, d);
@@ -96,7 +92,7 @@ TEST_CASE("torch: node 3 of a 4-node JobSet gets the torchrun variables", "[engi
 
 TEST_CASE("torch: node 0 of the same JobSet is rank 0 and the rendezvous host", "[engine][torch]") {
   const json pod = torch_node(0, 4);
-  const auto env = env_of(apply_checked(pod, core::mutate_pod(pod, shipped())));
+  const auto env = env_of(apply_checked(pod, core::mutate_pod(pod, test::shipped_policies())));
   CHECK(value_of(env, "RANK") == "0");
   CHECK(value_of(env, "WORLD_SIZE") == "4");
   CHECK(value_of(env, "PET_MASTER_ADDR") == "llama-ft-node-0-0.llama-ft");
@@ -105,14 +101,14 @@ TEST_CASE("torch: node 0 of the same JobSet is rank 0 and the rendezvous host", 
 TEST_CASE("torch: processes per node come from the CPU request without GPUs", "[engine][torch]") {
   json pod = torch_node(1, 2);
   pod["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", "2500m"}}}};
-  CHECK(value_of(env_of(apply_checked(pod, core::mutate_pod(pod, shipped()))),
+  CHECK(value_of(env_of(apply_checked(pod, core::mutate_pod(pod, test::shipped_policies()))),
                  "PET_NPROC_PER_NODE") == "3");
 }
 
 TEST_CASE("patch ops: escaped pointers, appends to existing lists, whole values for missing ones",
           "[engine][patch]") {
   const json pod = pod_of("review-torch-jobset-node3.json");
-  const auto d = core::mutate_pod(pod, shipped());
+  const auto d = core::mutate_pod(pod, test::shipped_policies());
   std::vector<std::string> paths;
   for (const auto& op : d.patch) {
     CHECK(op["op"] == "add");
@@ -132,7 +128,7 @@ TEST_CASE("a container without env, and a pod without annotations, get them crea
   pod["metadata"].erase("annotations");
   pod["metadata"].erase("ownerReferences");
   pod["metadata"]["labels"].erase("jobset.sigs.k8s.io/jobset-uid");
-  const auto d = core::mutate_pod(pod, shipped());
+  const auto d = core::mutate_pod(pod, test::shipped_policies());
   REQUIRE(d.allowed);
   CHECK(d.patch[0]["path"] == "/spec/containers/0/env");
   CHECK(d.patch[0]["value"].is_array());
@@ -144,7 +140,7 @@ TEST_CASE("a container without env, and a pod without annotations, get them crea
 TEST_CASE("env: null is treated as missing", "[engine][patch]") {
   json pod = torch_node(0, 1);
   pod["spec"]["containers"][0]["env"] = nullptr;
-  const auto d = core::mutate_pod(pod, shipped());
+  const auto d = core::mutate_pod(pod, test::shipped_policies());
   CHECK(d.patch[0]["path"] == "/spec/containers/0/env");
   apply_checked(pod, d);
 }
@@ -153,12 +149,12 @@ TEST_CASE("the target is the container named node, else the first", "[engine]") 
   json pod = torch_node(0, 1);
   json sidecar = {{"name", "proxy"}, {"image", "envoy"}};
   pod["spec"]["containers"].insert(pod["spec"]["containers"].begin(), sidecar);
-  auto mutated = apply_checked(pod, core::mutate_pod(pod, shipped()));
+  auto mutated = apply_checked(pod, core::mutate_pod(pod, test::shipped_policies()));
   CHECK(env_of(mutated, 0).empty());
   CHECK(value_of(env_of(mutated, 1), "RANK") == "0");
 
   pod["spec"]["containers"][1]["name"] = "trainer";
-  mutated = apply_checked(pod, core::mutate_pod(pod, shipped()));
+  mutated = apply_checked(pod, core::mutate_pod(pod, test::shipped_policies()));
   CHECK(value_of(env_of(mutated, 0), "RANK") == "0");
   CHECK(value_of(env_of(mutated, 1), "RANK") == "<absent>");
 }
@@ -168,7 +164,7 @@ TEST_CASE("user-set values are kept, with a warning naming them", "[engine][user
   pod["spec"]["containers"][0]["env"].push_back({{"name", "WORLD_SIZE"}, {"value", "8"}});
   pod["spec"]["containers"][0]["ports"] =
       json::array({{{"containerPort", 29500}, {"name", "c10d"}}});
-  const auto d = core::mutate_pod(pod, shipped());
+  const auto d = core::mutate_pod(pod, test::shipped_policies());
   REQUIRE(d.allowed);
   REQUIRE(d.warnings.size() == 1);
   CHECK(d.warnings[0] == "trainenv: kept user-set WORLD_SIZE=8 in container \"node\"");
@@ -180,7 +176,7 @@ TEST_CASE("user-set values are kept, with a warning naming them", "[engine][user
         1);  // the user's port already covers it
   for (const auto& op : d.patch) CHECK(op["path"] != "/spec/containers/0/ports/-");
   // Reinvocation: nothing more to add, and the same warning again.
-  const auto again = core::mutate_pod(mutated, shipped());
+  const auto again = core::mutate_pod(mutated, test::shipped_policies());
   CHECK(again.patch.empty());
   CHECK(again.warnings == d.warnings);
 }
@@ -190,7 +186,7 @@ TEST_CASE("a user-set value from valueFrom is kept too", "[engine][user-set]") {
   pod["spec"]["containers"][0]["env"].push_back(
       {{"name", "MASTER_ADDR"},
        {"valueFrom", {{"configMapKeyRef", {{"name", "cfg"}, {"key", "addr"}}}}}});
-  const auto d = core::mutate_pod(pod, shipped());
+  const auto d = core::mutate_pod(pod, test::shipped_policies());
   REQUIRE(d.warnings.size() == 1);
   CHECK(d.warnings[0] == "trainenv: kept user-set MASTER_ADDR (valueFrom) in container \"node\"");
 }
@@ -198,10 +194,10 @@ TEST_CASE("a user-set value from valueFrom is kept too", "[engine][user-set]") {
 TEST_CASE("the apiserver's defaulting on reinvocation does not look like a user edit",
           "[engine][idempotence]") {
   json pod = torch_node(1, 2);
-  json mutated = pod.patch(core::mutate_pod(pod, shipped()).patch);
+  json mutated = pod.patch(core::mutate_pod(pod, test::shipped_policies()).patch);
   // What the apiserver adds when it decodes the patched pod.
   for (auto& port : mutated["spec"]["containers"][0]["ports"]) port["protocol"] = "TCP";
-  const auto again = core::mutate_pod(mutated, shipped());
+  const auto again = core::mutate_pod(mutated, test::shipped_policies());
   CHECK(again.patch.empty());
   CHECK(again.warnings.empty());
 }
@@ -213,7 +209,7 @@ TEST_CASE("f(f(x)) = f(x) for every fixture and example", "[engine][idempotence]
     pods.push_back(pod_of(name));
   }
   for (const auto& pod : pods) {
-    const auto d = core::mutate_pod(pod, shipped());
+    const auto d = core::mutate_pod(pod, test::shipped_policies());
     if (!d.allowed) continue;  // policies issue 3 ships (volcano-pytorch, mpi) are not loaded yet
     apply_checked(pod, d);
   }
@@ -222,7 +218,7 @@ TEST_CASE("f(f(x)) = f(x) for every fixture and example", "[engine][idempotence]
 TEST_CASE("platform: MASTER_ADDR, MASTER_PORT, WORLD_SIZE = nodes, RANK from the index",
           "[engine][platform]") {
   const json pod = example("platform-pod.yaml");
-  const auto d = core::mutate_pod(pod, shipped());
+  const auto d = core::mutate_pod(pod, test::shipped_policies());
   CHECK(d.policy == "platform");
   const auto env = env_of(apply_checked(pod, d));
   CHECK(env.size() == 4);
@@ -235,7 +231,7 @@ TEST_CASE("platform: MASTER_ADDR, MASTER_PORT, WORLD_SIZE = nodes, RANK from the
 TEST_CASE("roles that do not train get no WORLD_SIZE or RANK", "[engine][roles]") {
   json pod = torch_node(0, 1);
   pod["metadata"]["annotations"]["trainenv.io/role"] = "evaluator";
-  const auto env = env_of(apply_checked(pod, core::mutate_pod(pod, shipped())));
+  const auto env = env_of(apply_checked(pod, core::mutate_pod(pod, test::shipped_policies())));
   CHECK(value_of(env, "WORLD_SIZE") == "<absent>");
   CHECK(value_of(env, "RANK") == "<absent>");
   CHECK(value_of(env, "PET_NNODES") == "1");
@@ -244,34 +240,34 @@ TEST_CASE("roles that do not train get no WORLD_SIZE or RANK", "[engine][roles]"
 TEST_CASE("policy selection: annotation, then framework label, then the default",
           "[engine][selection]") {
   json pod = torch_node(0, 1);
-  CHECK(core::mutate_pod(pod, shipped()).policy == "torch");
+  CHECK(core::mutate_pod(pod, test::shipped_policies()).policy == "torch");
   pod["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "pytorch";
-  CHECK(core::mutate_pod(pod, shipped()).policy == "torch");
+  CHECK(core::mutate_pod(pod, test::shipped_policies()).policy == "torch");
   pod["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "platform";
-  CHECK(core::mutate_pod(pod, shipped()).policy == "platform");
+  CHECK(core::mutate_pod(pod, test::shipped_policies()).policy == "platform");
   pod["metadata"]["annotations"]["trainenv.io/policy"] = "torch";
-  CHECK(core::mutate_pod(pod, shipped()).policy == "torch");
-  CHECK(core::mutate_pod(pod, shipped(), {"platform"}).policy == "platform");
+  CHECK(core::mutate_pod(pod, test::shipped_policies()).policy == "torch");
+  CHECK(core::mutate_pod(pod, test::shipped_policies(), {"platform"}).policy == "platform");
 }
 
 TEST_CASE("pods that are not training pods pass unchanged", "[engine][pass]") {
   for (const char* step : {"dataset-initializer", "model-initializer", ""}) {
     json pod = torch_node(0, 1);
     pod["metadata"]["labels"]["trainer.kubeflow.org/trainjob-ancestor-step"] = step;
-    const auto d = core::mutate_pod(pod, shipped());
+    const auto d = core::mutate_pod(pod, test::shipped_policies());
     CHECK(d.allowed);
     CHECK(d.patch.empty());
     CHECK(d.policy.empty());
   }
   json unlabelled = torch_node(0, 1);
   unlabelled["metadata"]["labels"].erase("trainer.kubeflow.org/trainjob-ancestor-step");
-  CHECK(core::mutate_pod(unlabelled, shipped()).patch.empty());
+  CHECK(core::mutate_pod(unlabelled, test::shipped_policies()).patch.empty());
 }
 
 TEST_CASE("annotation trainenv.io/inject=false opts out", "[engine][pass]") {
   json pod = torch_node(0, 1);
   pod["metadata"]["annotations"]["trainenv.io/inject"] = "false";
-  const auto d = core::mutate_pod(pod, shipped());
+  const auto d = core::mutate_pod(pod, test::shipped_policies());
   CHECK(d.allowed);
   CHECK(d.patch.empty());
   CHECK_THAT(d.message, Catch::Contains("trainenv.io/inject"));
@@ -281,17 +277,17 @@ TEST_CASE("only CREATE of pods is mutated", "[engine][pass]") {
   auto request = core::decode_review(
       test::read_file(std::string(TRAINENV_FIXTURES_DIR) + "/review-torch-jobset-node3.json"));
   REQUIRE(request.ok());
-  CHECK(core::mutate(*request, shipped()).mutated());
+  CHECK(core::mutate(*request, test::shipped_policies()).mutated());
   auto update = *request;
   update.operation = "UPDATE";
-  CHECK_FALSE(core::mutate(update, shipped()).mutated());
+  CHECK_FALSE(core::mutate(update, test::shipped_policies()).mutated());
   auto other = *request;
   other.resource = "deployments";
   other.group = "apps";
-  CHECK_FALSE(core::mutate(other, shipped()).mutated());
+  CHECK_FALSE(core::mutate(other, test::shipped_policies()).mutated());
   auto sub = *request;
   sub.sub_resource = "ephemeralcontainers";
-  CHECK_FALSE(core::mutate(sub, shipped()).mutated());
+  CHECK_FALSE(core::mutate(sub, test::shipped_policies()).mutated());
 }
 
 TEST_CASE("contract violations deny with status 400 and a message naming key, value and form",
@@ -346,7 +342,7 @@ TEST_CASE("contract violations deny with status 400 and a message naming key, va
     INFO(r.what);
     json pod = torch_node(1, 4);
     r.edit(pod);
-    const auto d = core::mutate_pod(pod, shipped());
+    const auto d = core::mutate_pod(pod, test::shipped_policies());
     CHECK_FALSE(d.allowed);
     CHECK(d.patch.empty());
     CHECK_THAT(d.message, Catch::StartsWith("trainenv: "));
@@ -366,7 +362,7 @@ TEST_CASE("warnings are single printable lines of at most 120 characters", "[eng
   json pod = torch_node(0, 1);
   pod["spec"]["containers"][0]["env"].push_back(
       {{"name", "MASTER_ADDR"}, {"value", std::string(300, 'x') + "\n"}});
-  const auto d = core::mutate_pod(pod, shipped());
+  const auto d = core::mutate_pod(pod, test::shipped_policies());
   REQUIRE(d.warnings.size() == 1);
   CHECK(d.warnings[0].size() <= 120);
   for (char c : d.warnings[0]) CHECK((c >= 0x20 && c < 0x7f));
@@ -399,8 +395,8 @@ TEST_CASE("a review decoded from text gets the same decision as its whole pod",
                            {"object", pod}}}};
     const auto request = core::decode_review(review.dump());
     REQUIRE(request.ok());
-    const auto from_text = core::mutate(*request, shipped());
-    const auto whole = core::mutate_pod(pod, shipped());
+    const auto from_text = core::mutate(*request, test::shipped_policies());
+    const auto whole = core::mutate_pod(pod, test::shipped_policies());
     CHECK(from_text.allowed == whole.allowed);
     CHECK(from_text.policy == whole.policy);
     CHECK(from_text.patch == whole.patch);

@@ -44,7 +44,7 @@ core::owner_kind_set kinds() {
   return std::move(*set);
 }
 
-json example(const std::string& name) {
+json owner_example(const std::string& name) {
   auto doc = inputs::parse_document(
       test::read_file(std::string(TRAINENV_SOURCE_DIR) + "/examples/owners/" + name));
   REQUIRE(doc);
@@ -82,7 +82,7 @@ TEST_CASE(
     "Trainer's torch pod is recognised through its Job, framed by its runtime and sized by "
     "its JobSet",
     "[owners][walk]") {
-  const auto pod_json = example("trainer-torch-pod.yaml");
+  const auto pod_json = owner_example("trainer-torch-pod.yaml");
   const core::pod_view pod(pod_json);
   const auto file = owners_file("trainer-torch-owners.yaml");
   const auto set = kinds();
@@ -116,7 +116,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a Volcano worker is sized by its Volcano Job's tasks", "[owners][walk]") {
-  const auto pod_json = example("volcano-worker-pod.yaml");
+  const auto pod_json = owner_example("volcano-worker-pod.yaml");
   const core::pod_view pod(pod_json);
   const auto file = owners_file("volcano-owners.yaml");
   const auto set = kinds();
@@ -139,7 +139,7 @@ TEST_CASE("a Volcano worker is sized by its Volcano Job's tasks", "[owners][walk
 
 TEST_CASE("an unreadable Job lets a JobSet pod pass, and an unreadable JobSet refuses the counts",
           "[owners][walk]") {
-  const auto pod_json = example("trainer-torch-pod.yaml");
+  const auto pod_json = owner_example("trainer-torch-pod.yaml");
   const core::pod_view pod(pod_json);
   const auto set = kinds();
   core::owner_values values;

@@ -20,10 +20,6 @@ using namespace trainenv;
 
 namespace {
 
-const core::policy_set& shipped() {
-  return test::shipped_policies();
-}
-
 struct pod_spec {
   std::string job = "trainJob";
   std::string role = "node";
@@ -76,11 +72,11 @@ struct outcome {
 
 outcome run(const json& pod) {
   outcome out;
-  out.decision = core::mutate_pod(pod, shipped());
+  out.decision = core::mutate_pod(pod, test::shipped_policies());
   INFO(out.decision.message);
   REQUIRE(out.decision.allowed);
   out.pod = pod.patch(out.decision.patch);
-  const auto again = core::mutate_pod(out.pod, shipped());
+  const auto again = core::mutate_pod(out.pod, test::shipped_policies());
   CHECK(again.patch.empty());
   CHECK(again.warnings == out.decision.warnings);
   for (const auto& e : out.container().value("env", json::array())) out.env[e["name"]] = e;
@@ -621,7 +617,7 @@ TEST_CASE("volcano-pytorch: Volcano TestPytorchPodEnvAndPort, with the WORLD_SIZ
     CHECK_FALSE(o.container().contains("ports"));
   }
   SECTION("test pod without master: a workers-only job is left alone") {
-    const auto d = core::mutate_pod(volcano_pod("worker", 0, "worker=1"), shipped());
+    const auto d = core::mutate_pod(volcano_pod("worker", 0, "worker=1"), test::shipped_policies());
     CHECK(d.allowed);
     CHECK(d.patch.empty());
     CHECK_THAT(d.message, Catch::Contains("replicas(master) > 0"));
@@ -683,9 +679,9 @@ TEST_CASE("every shipped policy has an example pod", "[shipped][examples]") {
     if (!entry.is_regular_file()) continue;  // examples/owners/: pods previewed with their owners
     auto pod = inputs::parse_document(test::read_file(entry.path().string()));
     REQUIRE(pod.ok());
-    covered.insert(core::mutate_pod(*pod, shipped()).policy);
+    covered.insert(core::mutate_pod(*pod, test::shipped_policies()).policy);
   }
-  for (const auto& p : shipped().all()) {
+  for (const auto& p : test::shipped_policies().all()) {
     INFO(p.name);
     CHECK(covered.count(p.name) == 1);
   }
