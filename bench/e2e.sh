@@ -11,6 +11,7 @@
 #   --bodies DIR   use DIR/{small,typical,large,huge}.json instead of building pod_bodies
 #   --requests N   requests for the RSS-flatness run (default 1000000)
 #   --keep         keep the work directory (wrk outputs, logs, responses, results.jsonl)
+#   --small-only   only the correctness check and the small-body runs (step 4's second half)
 #
 # Environment: BUILD_DIR (default build) and BUILD_TYPE (default Release), as for
 # scripts/dev.sh, which builds trainenv and pod_bodies. Needs wrk, go (standard library only,
@@ -19,13 +20,17 @@
 # What it does, in order (every server and client on 127.0.0.1, every step bounded in time):
 #  1. builds trainenv, pod_bodies and the Go peer; mints throw-away certificates; starts both
 #     servers with request logging at warn (trainenv --log-level warn: one info line per
-#     admission would otherwise be part of what is measured; the Go peer logs nothing);
+#     admission would otherwise be part of what is measured; the Go peer logs nothing), and a
+#     second trainenv at the default level, info, its standard error read through a pipe as a
+#     container runtime reads it;
 #  2. correctness: each body POSTed once to each server with curl; each patch applied with
 #     python-jsonpatch; the target container's env and ports must be the same from both;
 #  3. startup-to-ready of trainenv (spawn -> /readyz 200), 10 times;
 #  4. keep-alive load with the typical body at 1, 8, 64 and 256 connections, alternating the
 #     servers: req/s, p50/p99/p99.9, server CPU, wrk CPU, everything else's CPU, peak RSS;
-#     any wrk error (socket error, non-2xx, timeout) fails the run;
+#     any wrk error (socket error, non-2xx, timeout) fails the run; then the small body (a
+#     plain pod: the fixed cost of a request) at 64 and 8 connections, three rounds of trainenv
+#     at warn, trainenv at info and the Go peer, in turn (--small-only: steps 1, 2 and this);
 #  5. a new TLS connection per request ("Connection: close"), checked against the kernel's
 #     count of accepted connections: handshakes/s;
 #  6. the four body shapes at 1 and 8 connections;
@@ -46,6 +51,7 @@ startups=10
 out=""
 bodies=""
 keep=0
+small_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration="$2"; shift ;;
@@ -54,7 +60,8 @@ while [ $# -gt 0 ]; do
     --bodies) bodies="$(cd "$2" && pwd)"; shift ;;
     --requests) flat_requests="$2"; shift ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --small-only) small_only=1 ;;
+    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "e2e.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -126,22 +133,28 @@ go_webhook="$build_dir/e2e-go/go-webhook"
 certs/mint.sh "$work/certs" >/dev/null 2>&1
 ca="$work/certs/ca.crt"
 
-# Three distinct free loopback ports, held open together so they differ. A command
+# Five distinct free loopback ports, held open together so they differ. A command
 # substitution (not "read < <(...)") so the picker has exited, and freed them, before use.
 ports="$("$py" -c '
 import socket
-ss = [socket.socket() for _ in range(3)]
+ss = [socket.socket() for _ in range(5)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in ss))')"
-read -r tls_port metrics_port go_port <<< "$ports"
+read -r tls_port metrics_port go_port info_port info_metrics_port <<< "$ports"
 
-trainenv_flags=(--listen "127.0.0.1:$tls_port" --tls-cert "$work/certs/tls.crt"
-  --tls-key "$work/certs/tls.key" --policies "$root/policies" --log-level warn
-  --max-connections 20000)
+trainenv_common=(--tls-cert "$work/certs/tls.crt" --tls-key "$work/certs/tls.key"
+  --policies "$root/policies" --max-connections 20000)
+trainenv_flags=(--listen "127.0.0.1:$tls_port" "${trainenv_common[@]}" --log-level warn)
 "$trainenv" serve "${trainenv_flags[@]}" --metrics-listen "127.0.0.1:$metrics_port" \
   > "$work/trainenv.log" 2>&1 &
 trainenv_pid=$!
 pids+=("$trainenv_pid")
+# The same server at the default log level; a pipe to a reader, as a container runtime holds.
+info_flags=(--listen "127.0.0.1:$info_port" "${trainenv_common[@]}" --log-level info)
+"$trainenv" serve "${info_flags[@]}" --metrics-listen "127.0.0.1:$info_metrics_port" \
+  > >(cat > /dev/null) 2>&1 &
+info_pid=$!
+pids+=("$info_pid")
 "$go_webhook" -addr "127.0.0.1:$go_port" -cert "$work/certs/tls.crt" -key "$work/certs/tls.key" \
   > "$work/go.log" 2>&1 &
 go_pid=$!
@@ -157,11 +170,16 @@ wait_for() {  # wait_for WHAT CMD...: retry CMD for up to 10 s
   die "$what did not come up within 10 s"
 }
 wait_for "trainenv" curl -sf --max-time 1 "http://127.0.0.1:$metrics_port/readyz"
+wait_for "trainenv at info" curl -sf --max-time 1 "http://127.0.0.1:$info_metrics_port/readyz"
 wait_for "the Go peer" curl -sf --max-time 1 --cacert "$ca" "https://127.0.0.1:$go_port/healthz"
 log "trainenv pid $trainenv_pid on :$tls_port (metrics :$metrics_port), go pid $go_pid on :$go_port"
 
-server_pid() { if [ "$1" = trainenv ]; then echo "$trainenv_pid"; else echo "$go_pid"; fi; }
-server_port() { if [ "$1" = trainenv ]; then echo "$tls_port"; else echo "$go_port"; fi; }
+server_pid() {
+  case "$1" in trainenv) echo "$trainenv_pid" ;; trainenv-info) echo "$info_pid" ;; *) echo "$go_pid" ;; esac
+}
+server_port() {
+  case "$1" in trainenv) echo "$tls_port" ;; trainenv-info) echo "$info_port" ;; *) echo "$go_port" ;; esac
+}
 # utime+stime in clock ticks; the fields after "(comm)" are counted from the closing paren.
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
@@ -241,6 +259,25 @@ run_wrk() {
   fi
 }
 
+# ---- 4b. the small body: the fixed cost of a request, and the price of the log line ----
+# Three rounds in turn, so that a noisy moment touches each server alike; report.py takes each
+# server's median.
+
+small_body_runs() {
+  local conc round server
+  log "small body (a plain pod), ${duration} s per run: trainenv at warn, at info, the Go peer"
+  for conc in 64 8; do
+    for round in 1 2 3; do
+      for server in trainenv trainenv-info go; do run_wrk small "$server" "$conc" small; done
+    done
+  done
+}
+
+if [ "$small_only" = 1 ]; then
+  small_body_runs
+  steps_run="correctness, small body"
+else  # the whole run: steps 3 to 8
+
 # ---- 3. startup to ready ----
 
 log "startup to ready, $startups times"
@@ -255,6 +292,7 @@ log "keep-alive load, typical body, ${duration} s per run"
 for conc in 1 8 64 256; do
   for server in trainenv go; do run_wrk load "$server" "$conc" typical; done
 done
+small_body_runs
 
 # ---- 5. a new TLS connection per request ----
 
@@ -334,20 +372,24 @@ for server in trainenv go; do
     '{kind: "idle", server: $server, conns: $conns, established: $open, rss_before_kb: $before, rss_after_kb: $after}' \
     | tee -a "$results" | sed 's/^/e2e: /' >&2
 done
+steps_run="all"
+fi
 
 # ---- summary ----
 
 kill -0 "$trainenv_pid" || die "trainenv died during the run"
 kill -0 "$go_pid" || die "the Go peer died during the run"
+kill -0 "$info_pid" || die "trainenv at info died during the run"
 git_rev="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git diff --quiet HEAD 2>/dev/null || git_rev="$git_rev (with uncommitted changes)"
 jq -nc --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg git "$git_rev" --arg nproc "$(nproc)" \
   --arg cpu "$(lscpu | sed -n 's/^Model name: *//p' | head -1)" --arg kernel "$(uname -r)" \
   --arg go "$(go version)" --arg wrk "$(wrk -v 2>&1 | head -1)" --arg openssl "$(openssl version)" \
-  --arg duration "$duration" --argjson quiet "$quiet_pct" --arg flags "${trainenv_flags[*]}" --arg bodies "$bodies" \
+  --arg duration "$duration" --argjson quiet "$quiet_pct" --arg flags "${trainenv_flags[*]}" --arg bodies "$bodies" --arg steps "$steps_run" \
   --arg sizes "$(for s in "${shapes[@]}"; do printf '%s=%s ' "$s" "$(stat -c %s "$bodies/$s.json")"; done)" \
   '{kind: "meta", date: $date, git: $git, nproc: $nproc, cpu: $cpu, kernel: $kernel, go: $go,
-    wrk: $wrk, openssl: $openssl, duration: $duration, busy_before_pct: $quiet, trainenv_flags: $flags, body_sizes: $sizes}' >> "$results"
+    wrk: $wrk, openssl: $openssl, duration: $duration, busy_before_pct: $quiet, trainenv_flags: $flags, body_sizes: $sizes,
+    steps: $steps}' >> "$results"
 mkdir -p "$(dirname "$out")"
 "$py" "$here/report.py" "$results" | tee "$out"
 log "summary written to $out"

@@ -80,6 +80,37 @@ def main():
             ratios.append((conc, t, g))
     w("")
 
+    # The small body: three rounds per server; each server's median run by req/s.
+    small = {}
+    for conc in (64, 8):
+        for server in ("trainenv", "trainenv-info", "go"):
+            found = sorted(runs("small", server=server, conc=conc), key=lambda r: r["rps"])
+            if found:
+                small[(conc, server)] = (found[len(found) // 2], [r["rps"] for r in found])
+    if small:
+        w("## Small body (a plain pod): the fixed cost of a request, and the log line")
+        w("")
+        w("trainenv at warn (no line per admission), at info (the default: one line per admission,"
+          " standard error read through a pipe) and the Go peer, in turn, three rounds; each row is"
+          " that server's median round.")
+        w("")
+        w("| c | server | req/s (rounds) | p50 ms | p99 ms | server CPU us/req | wrk CPU % | other CPU % |")
+        w("|---|---|---:|---:|---:|---:|---:|---:|")
+        for (conc, server), (r, all_rps) in small.items():
+            w(f"| {conc} | {server} | {r['rps']:.0f} ({', '.join(f'{x:.0f}' for x in all_rps)}) | "
+              f"{ms(r['p50_us'])} | {ms(r['p99_us'])} | {1e6 * r['server_cpu_s'] / r['requests']:.1f} | "
+              f"{cpu_pct(r, 'wrk_cpu_s'):.0f} | {other_pct(r):.0f} |")
+        w("")
+        for conc in (64, 8):
+            t, i, g = (small.get((conc, s)) for s in ("trainenv", "trainenv-info", "go"))
+            if t and i and g:
+                t, i, g = t[0], i[0], g[0]
+                w(f"- c={conc}: trainenv / go {ratio(t['rps'], g['rps'])} at warn, "
+                  f"{ratio(i['rps'], g['rps'])} at info; the info line costs "
+                  f"{100 * (1 - i['rps'] / t['rps']):.1f}% of throughput; p99 {ms(t['p99_us'])} ms "
+                  f"(warn), {ms(i['p99_us'])} ms (info), go {ms(g['p99_us'])} ms")
+        w("")
+
     w("## New TLS connection per request (Connection: close, c=8)")
     w("")
     w("| server | handshakes/s | p50 ms | p99 ms | accepted connections / requests | server CPU us/handshake | wrk CPU % | other CPU % |")

@@ -101,7 +101,9 @@ std::string encode_response(const admission_request& request, const decision& d)
   }
   if (d.mutated()) {
     out += R"(,"patchType":"JSONPatch","patch":")";
-    out += base64_encode(d.patch.dump());
+    std::string patch;
+    append_json(patch, d.patch);
+    out += base64_encode(patch);
     out += '"';
   }
   if (!d.warnings.empty()) {

@@ -1,5 +1,7 @@
 #include "trainenv/core/json_text.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include <simdjson.h>
@@ -169,6 +171,82 @@ result<json> parse_json(std::string_view text) {
 
 result<json> parse_json(std::string_view text, std::span<const json_keep> only) {
   return parse_with(text, [only](builder& b, element root) { return b.only(root, only); });
+}
+
+namespace {
+
+// A JSON string literal. Printable ASCII is copied in runs between the quotes and backslashes
+// it escapes; anything else (a control character, a byte over 0x7F, to be validated as UTF-8)
+// makes nlohmann's serializer write the whole string, so the output stays its output.
+void append_json_string(std::string& out, const std::string& text) {
+  const auto printable = [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u >= 0x20 && u < 0x80;
+  };
+  if (!std::all_of(text.begin(), text.end(), printable)) {
+    out += json(text).dump();
+    return;
+  }
+  out += '"';
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '"' && text[i] != '\\') continue;
+    out.append(text, from, i - from);
+    out += '\\';
+    out += text[i];
+    from = i + 1;
+  }
+  out.append(text, from, text.size() - from);
+  out += '"';
+}
+
+}  // namespace
+
+void append_json(std::string& out, const json& value) {
+  switch (value.type()) {
+    case json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        if (!first) out += ',';
+        first = false;
+        append_json_string(out, it.key());
+        out += ':';
+        append_json(out, it.value());
+      }
+      out += '}';
+      return;
+    }
+    case json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (const auto& item : value) {
+        if (!first) out += ',';
+        first = false;
+        append_json(out, item);
+      }
+      out += ']';
+      return;
+    }
+    case json::value_t::string:
+      append_json_string(out, value.get_ref<const std::string&>());
+      return;
+    case json::value_t::boolean:
+      out += value.get<bool>() ? "true" : "false";
+      return;
+    case json::value_t::null:
+      out += "null";
+      return;
+    case json::value_t::number_integer:
+      out += std::to_string(value.get<std::int64_t>());
+      return;
+    case json::value_t::number_unsigned:
+      out += std::to_string(value.get<std::uint64_t>());
+      return;
+    default:  // floating point (nlohmann's shortest round-trip form), binary, discarded
+      out += value.dump();
+      return;
+  }
 }
 
 }  // namespace trainenv::core

@@ -1,12 +1,17 @@
 #include "trainenv/server/logging.hpp"
 
-#include <spdlog/async.h>
+#include <poll.h>
 #include <spdlog/details/log_msg.h>
 #include <spdlog/formatter.h>
 #include <spdlog/pattern_formatter.h>
-#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 #include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -84,14 +89,108 @@ class json_formatter final : public spdlog::formatter {
   }
 };
 
+// Writes `bytes` to standard error whole, waiting out EINTR and a non-blocking descriptor's
+// EAGAIN (for at most a second each time). Gives up on any other error: logs are not worth
+// stopping for.
+void write_stderr(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const auto n = ::write(STDERR_FILENO, bytes.data(), bytes.size());
+    if (n > 0) {
+      bytes.remove_prefix(static_cast<std::size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      pollfd out{STDERR_FILENO, POLLOUT, 0};
+      if (::poll(&out, 1, 1000) <= 0) return;
+    } else {
+      return;
+    }
+  }
+}
+
+// Standard error, written in batches by a thread of its own. A request thread formats its line
+// into the pending text under the sink's lock and goes on: no system call, no hand-off per
+// line. The writer wakes when text arrives, gives more lines `batch_window` to join it, and
+// writes them with one write(2); a full batch or a flush (after every warning and error:
+// flush_on) cuts the wait short. spdlog's own console sink writes and flushes every line, and its
+// async logger wakes its thread for every line: at one line per admission that was about a fifth of
+// the throughput on small pods (docs/performance.md). If standard error stops draining, pending
+// text stops growing at `max_pending` and later lines are dropped, counted, and reported once
+// it drains; a request thread never waits on the output.
+class batched_stderr_sink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  batched_stderr_sink() : writer_([this] { write_batches(); }) {}
+  ~batched_stderr_sink() override {
+    {
+      const std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_one();
+    writer_.join();
+  }
+  batched_stderr_sink(const batched_stderr_sink&) = delete;
+  batched_stderr_sink& operator=(const batched_stderr_sink&) = delete;
+
+ protected:
+  // Called with mutex_ held.
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    if (pending_.size() >= max_pending) {
+      ++dropped_;
+      return;
+    }
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    const bool was_empty = pending_.empty();
+    pending_.append(formatted.data(), formatted.size());
+    if (was_empty || pending_.size() >= batch_bytes) wake_.notify_one();
+  }
+  void flush_() override {
+    urgent_ = true;
+    wake_.notify_one();
+  }
+
+ private:
+  static constexpr std::size_t batch_bytes = 64 * 1024;
+  static constexpr std::size_t max_pending = 4 * 1024 * 1024;
+  static constexpr std::chrono::milliseconds batch_window{100};
+
+  void write_batches() {
+    std::string batch;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      wake_.wait_for(lock, batch_window,
+                     [&] { return stopping_ || urgent_ || pending_.size() >= batch_bytes; });
+      batch.swap(pending_);
+      urgent_ = false;
+      const auto dropped = std::exchange(dropped_, 0);
+      const bool stop = stopping_;
+      lock.unlock();
+      write_stderr(batch);
+      batch.clear();
+      if (dropped != 0) {
+        write_stderr("trainenv: " + std::to_string(dropped) +
+                     " log lines dropped: standard error was not being read\n");
+      }
+      if (stop) return;
+      lock.lock();
+    }
+  }
+
+  std::condition_variable wake_;
+  std::string pending_;  // guarded by mutex_, as are the three below
+  bool urgent_ = false;  // a warning, an error or a flush is pending
+  bool stopping_ = false;
+  std::uint64_t dropped_ = 0;
+  std::thread writer_;  // last: starts once the members above exist
+};
+
 }  // namespace
 
 void setup_logging(const std::string& format, const std::string& level) {
   json_lines = format == "json";
-  spdlog::init_thread_pool(8192, 1);
-  auto logger = std::make_shared<spdlog::async_logger>(
-      "trainenv", std::make_shared<spdlog::sinks::stderr_sink_mt>(), spdlog::thread_pool(),
-      spdlog::async_overflow_policy::overrun_oldest);
+  auto logger =
+      std::make_shared<spdlog::logger>("trainenv", std::make_shared<batched_stderr_sink>());
   if (json_lines) {
     logger->set_formatter(std::make_unique<json_formatter>());
   } else {
@@ -99,7 +198,7 @@ void setup_logging(const std::string& format, const std::string& level) {
         "%Y-%m-%dT%H:%M:%S.%fZ %l %v", spdlog::pattern_time_type::utc));
   }
   logger->set_level(spdlog::level::from_str(level));
-  logger->flush_on(spdlog::level::info);
+  logger->flush_on(spdlog::level::warn);
   spdlog::set_default_logger(std::move(logger));
 }
 

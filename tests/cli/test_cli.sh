@@ -138,13 +138,14 @@ check "wrong media type is 415" bash -c "[ \"\$(curl --silent --max-time 10 --ca
   -w '%{http_code}' -H 'Content-Type: text/xml' --data-binary '{}' https://localhost:$https_port/mutate)\" = 415 ]"
 check "healthz on the plain port" bash -c "curl --silent --max-time 10 http://127.0.0.1:$http_port/healthz | grep -q ok"
 check "readyz on the plain port" bash -c "curl --silent --max-time 10 http://127.0.0.1:$http_port/readyz | grep -q ok"
-check "the server logged one line per admission" contains "$work/server.log" "admission uid=47332173-738f-526c-bb61-f1929792407a namespace=team-a"
-
 kill -TERM "$server_pid"
 for _ in $(seq 1 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
 wait "$server_pid"
 check "serve exits 0 on SIGTERM" [ $? -eq 0 ]
 server_pid=""
+# Read once the server has exited: it writes its log in batches (within 100 ms) and all of it
+# at shutdown.
+check "the server logged one line per admission" contains "$work/server.log" "admission uid=47332173-738f-526c-bb61-f1929792407a namespace=team-a"
 
 # serve --owners: a local server with no cluster previews the Trainer pod as the CLI does.
 start_server "$work/server-owners.log" --owners "$owners/trainer-torch-owners.yaml"

@@ -127,8 +127,8 @@ check "its JobSet lookup is counted" [ "$(metric 'trainenv_owner_lookups_total{k
 check "and its Job's" [ "$(metric 'trainenv_owner_lookups_total{kind="job",result="ok"}')" = 1 ]
 check "the owner lookup histogram counts them" [ "$(metric 'trainenv_owner_lookup_duration_seconds_count')" -ge 2 ]
 check "promtool accepts /metrics with owner series" bash -c "curl -s http://127.0.0.1:$http_port/metrics | promtool check metrics"
-check "the admission line says where the counts came from" bash -c "grep '\"msg\":\"admission\"' '$work/owners.log' | grep -q 'JobSet team-a/bert'"
 kill -TERM "$server_pid"; wait "$server_pid"
+check "the admission line says where the counts came from" bash -c "grep '\"msg\":\"admission\"' '$work/owners.log' | grep -q 'JobSet team-a/bert'"
 
 # --- the alert rules docs/operations.md recommends -------------------------------------------
 sed -n '/^groups:/,/^```$/p' "$src/docs/operations.md" | sed '$d' >"$work/rules.yaml"

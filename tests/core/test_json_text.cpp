@@ -2,8 +2,12 @@
 // §6).
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <limits>
 #include <string>
+#include <vector>
 
+#include "../test_support.hpp"
 #include "trainenv/core/json_text.hpp"
 
 using Catch::Matchers::Contains;
@@ -115,4 +119,53 @@ TEST_CASE("parse_json with a keep list still validates what it does not build", 
   CHECK_FALSE(parse_json(R"({"kind": "Pod", "status": {"x": 01}})", keep).ok());
   CHECK_FALSE(parse_json("{\"kind\": \"Pod\", \"status\": \"\xff\"}", keep).ok());
   CHECK_FALSE(parse_json(R"({"kind": "Pod", "kind": "Node"})", keep).ok());
+}
+
+namespace {
+
+// append_json's text, which must be dump()'s byte for byte.
+std::string appended(const json& value) {
+  std::string out = "prefix:";
+  append_json(out, value);
+  REQUIRE(out.rfind("prefix:", 0) == 0);
+  return out.substr(7);
+}
+
+}  // namespace
+
+TEST_CASE("append_json writes what dump writes", "[json_text]") {
+  const std::vector<json> values = {
+      json::parse(R"({"b": [1, -2, 3.5, 1e300, true, false, null], "a": {"": "", "x": []}})"),
+      json::array(),
+      json::object(),
+      json(std::numeric_limits<std::uint64_t>::max()),
+      json(std::numeric_limits<std::int64_t>::min()),
+      json(0.1),
+      json("plain"),
+      json(R"(quote " and backslash \ and slash /)"),
+      json("tab\there, newline\n, bell\a, escape\x1b, delete\x7f"),
+      json("unicode: caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x9a\x80"),
+      json({{"key \"quoted\"", "value\\"}, {"ke\ny", {{"n\x01", 1}}}}),
+      json::parse(
+          R"([{"op":"add","path":"/spec/containers/0/env/-","value":{"name":"PET_NNODES","value":"3"}}])"),
+  };
+  for (const auto& value : values) {
+    INFO(value.dump());
+    CHECK(appended(value) == value.dump());
+  }
+}
+
+TEST_CASE("append_json writes each fixture review as dump does", "[json_text]") {
+  for (const auto* name : {"review-mpi-launcher.json", "review-torch-jobset-node3.json",
+                           "review-volcano-worker1.json"}) {
+    const auto review = trainenv::test::fixture(name);
+    CHECK(appended(review) == review.dump());
+  }
+}
+
+TEST_CASE("append_json refuses invalid UTF-8 as dump does", "[json_text]") {
+  const json bad = {{"name", std::string("bad \xff byte")}};
+  CHECK_THROWS_AS(bad.dump(), json::type_error);
+  std::string out;
+  CHECK_THROWS_AS(append_json(out, bad), json::type_error);
 }

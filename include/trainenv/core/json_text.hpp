@@ -41,4 +41,11 @@ struct json_keep {
 [[nodiscard]] result<nlohmann::json> parse_json(std::string_view text,
                                                 std::span<const json_keep> only);
 
+// `value` as compact JSON text appended to `out`: byte for byte what value.dump() writes
+// (throwing as it does on invalid UTF-8), at a fraction of the cost for the text a patch is
+// made of. nlohmann's serializer runs every byte of every string through its UTF-8 decoder;
+// here a string of printable ASCII is copied in runs, and only a string with a control
+// character or a byte over 0x7F goes through nlohmann's serializer.
+void append_json(std::string& out, const nlohmann::json& value);
+
 }  // namespace trainenv::core

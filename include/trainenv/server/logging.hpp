@@ -9,12 +9,13 @@
 
 namespace trainenv::server {
 
-// `format` is "text" or "json"; `level` one of spdlog's level names. The logger is
-// asynchronous: a request thread only enqueues its line (dropping the oldest if the queue is
-// ever full) and never waits on standard error.
+// `format` is "text" or "json"; `level` one of spdlog's level names. A request thread formats
+// its line into a buffer and goes on; a writer thread writes the buffer to standard error in
+// batches, within 100 ms, at once after a warning or an error. A request thread never waits on
+// standard error: if it stops draining, lines beyond 4 MiB pending are dropped and counted.
 void setup_logging(const std::string& format, const std::string& level);
 
-// Flushes and stops the logger thread (at exit).
+// Writes what is pending and stops the writer thread (at exit).
 void stop_logging();
 
 // Whether an info line would be written: callers skip gathering fields when not.
