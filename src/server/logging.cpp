@@ -150,8 +150,8 @@ class batched_stderr_sink final : public spdlog::sinks::base_sink<std::mutex> {
   }
 
  private:
-  static constexpr std::size_t batch_bytes = 64 * 1024;
-  static constexpr std::size_t max_pending = 4 * 1024 * 1024;
+  static constexpr std::size_t batch_bytes = std::size_t{64} * 1024;
+  static constexpr std::size_t max_pending = std::size_t{4} * 1024 * 1024;
   static constexpr std::chrono::milliseconds batch_window{100};
 
   void write_batches() {
