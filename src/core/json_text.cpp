@@ -1,6 +1,7 @@
 #include "trainenv/core/json_text.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -175,32 +176,49 @@ result<json> parse_json(std::string_view text, std::span<const json_keep> only) 
 
 namespace {
 
-// A JSON string literal. Printable ASCII is copied in runs between the quotes and backslashes
-// it escapes; anything else (a control character, a byte over 0x7F, to be validated as UTF-8)
-// makes nlohmann's serializer write the whole string, so the output stays its output.
-void append_json_string(std::string& out, const std::string& text) {
-  const auto printable = [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u >= 0x20 && u < 0x80;
-  };
-  if (!std::all_of(text.begin(), text.end(), printable)) {
-    out += json(text).dump();
-    return;
-  }
+// Which bytes a JSON string literal cannot hold as they are: '"' and '\\' are escaped in place;
+// a control character or a byte over 0x7F (to be validated as UTF-8) sends the whole string
+// through nlohmann's serializer, so that the output stays its output.
+enum class byte_class : std::uint8_t { plain, escape, other };
+constexpr auto byte_classes = [] {
+  std::array<byte_class, 256> table{};
+  for (std::size_t c = 0; c < table.size(); ++c)
+    table[c] = c < 0x20 || c >= 0x80 ? byte_class::other : byte_class::plain;
+  table['"'] = byte_class::escape;
+  table['\\'] = byte_class::escape;
+  return table;
+}();
+
+// A JSON string literal, in one pass: plain runs are copied whole.
+void write_string(std::string& out, std::string_view text, json::error_handler_t invalid_utf8) {
+  const auto start = out.size();
   out += '"';
   std::size_t from = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '"' && text[i] != '\\') continue;
-    out.append(text, from, i - from);
-    out += '\\';
-    out += text[i];
-    from = i + 1;
+    switch (byte_classes[static_cast<unsigned char>(text[i])]) {
+      case byte_class::plain:
+        continue;
+      case byte_class::escape:
+        out.append(text, from, i - from);
+        out += '\\';
+        out += text[i];
+        from = i + 1;
+        continue;
+      case byte_class::other:
+        out.resize(start);
+        out += json(text).dump(-1, ' ', false, invalid_utf8);
+        return;
+    }
   }
   out.append(text, from, text.size() - from);
   out += '"';
 }
 
 }  // namespace
+
+void append_json_string(std::string& out, std::string_view text) {
+  write_string(out, text, json::error_handler_t::replace);
+}
 
 void append_json(std::string& out, const json& value) {
   switch (value.type()) {
@@ -210,7 +228,7 @@ void append_json(std::string& out, const json& value) {
       for (auto it = value.begin(); it != value.end(); ++it) {
         if (!first) out += ',';
         first = false;
-        append_json_string(out, it.key());
+        write_string(out, it.key(), json::error_handler_t::strict);
         out += ':';
         append_json(out, it.value());
       }
@@ -229,7 +247,7 @@ void append_json(std::string& out, const json& value) {
       return;
     }
     case json::value_t::string:
-      append_json_string(out, value.get_ref<const std::string&>());
+      write_string(out, value.get_ref<const std::string&>(), json::error_handler_t::strict);
       return;
     case json::value_t::boolean:
       out += value.get<bool>() ? "true" : "false";

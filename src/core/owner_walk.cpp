@@ -21,9 +21,9 @@ const std::string* object_label(const json& object, std::string_view key) {
   return labels != nullptr ? string_member(*labels, key) : nullptr;
 }
 
-std::string namespace_of(const pod_view& pod) {
+std::string_view namespace_of(const pod_view& pod) {
   const auto* ns = pod.namespace_name();
-  return ns != nullptr ? *ns : std::string();
+  return ns != nullptr ? std::string_view(*ns) : std::string_view();
 }
 
 bool is_batch_job(const owner_ref& ref) {
@@ -38,8 +38,8 @@ std::optional<owner_ref> jobset_from_labels(const pod_view& pod, const owner_kin
   if (name == nullptr || uid == nullptr || name->empty() || uid->empty()) return std::nullopt;
   for (const auto& kind : kinds.all()) {
     if (kind.kind == "JobSet" && kind.group == "jobset.x-k8s.io" && kind.roles) {
-      return owner_ref{kind.group + "/" + kind.versions.front(), kind.kind, namespace_of(pod),
-                       *name, *uid};
+      return owner_ref{kind.group + "/" + kind.versions.front(), kind.kind,
+                       std::string(namespace_of(pod)), *name, *uid};
     }
   }
   return std::nullopt;
@@ -150,11 +150,12 @@ owner_step<result<runtime_framework>> framework_from_runtime(const pod_view& pod
     return cannot(trainjob->display() + " names runtime " + runtime_kind + " " + *name +
                   ", not a known runtime kind");
   }
-  const owner_ref runtime{runtime_group + "/" + runtime_kind_info->versions.front(),
-                          runtime_kind,
-                          runtime_kind_info->cluster_scoped ? std::string() : namespace_of(pod),
-                          *name,
-                          {}};
+  const owner_ref runtime{
+      runtime_group + "/" + runtime_kind_info->versions.front(),
+      runtime_kind,
+      runtime_kind_info->cluster_scoped ? std::string() : std::string(namespace_of(pod)),
+      *name,
+      {}};
   const auto* runtime_fetch = owners.find(runtime);
   if (runtime_fetch == nullptr) return runtime;
   if (runtime_fetch->failure) return cannot("could not read " + failed(*runtime_fetch));

@@ -22,24 +22,41 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// A whole number from 0 to max_count, or `fallback` when absent.
+// A whole number from 0 to max_count, or `fallback` when absent. `where()` names the object in
+// the error; built only then, as the owner walk reads these on every admission.
+template <class Where>
 result<std::int64_t> count_member(const json& object, std::string_view key, std::int64_t fallback,
-                                  const std::string& where) {
+                                  const Where& where) {
   const auto* value = member(object, key);
   if (value == nullptr) return fallback;
   if (!value->is_number_integer() || value->get<std::int64_t>() < 0 ||
       value->get<std::int64_t>() > max_count) {
-    return error{where + "." + std::string(key) + " is " + value->dump() +
+    return error{where() + "." + std::string(key) + " is " + value->dump() +
                  "; expected a whole number from 0 to " + std::to_string(max_count)};
   }
   return value->get<std::int64_t>();
 }
 
+template <class Where>
+result<std::int64_t> spec_pods(const json& spec, const Where& where) {
+  if (!spec.is_object()) return error{where() + " is not a Job spec (expected an object)"};
+  auto parallelism = count_member(spec, "parallelism", 1, where);
+  if (!parallelism) return std::move(parallelism).take_error();
+  auto completions = count_member(spec, "completions", *parallelism, where);
+  if (!completions) return std::move(completions).take_error();
+  return std::min(*parallelism, *completions);
+}
+
 }  // namespace
 
 std::string owner_ref::group() const {
-  const auto slash = api_version.find('/');
-  return slash == std::string::npos ? std::string() : api_version.substr(0, slash);
+  return std::string(group_view());
+}
+
+std::string_view owner_ref::group_view() const {
+  const std::string_view version(api_version);
+  const auto slash = version.find('/');
+  return slash == std::string_view::npos ? std::string_view() : version.substr(0, slash);
 }
 
 std::string owner_ref::display() const {
@@ -156,15 +173,19 @@ void owner_values::add(owner_ref ref, json object) {
 }
 
 void owner_values::add(owner_ref ref, std::shared_ptr<const json> object) {
+  (void)push(std::move(ref), std::move(object));
+}
+
+const owner_fetch& owner_values::push(owner_ref ref, std::shared_ptr<const json> object) const {
   const auto* metadata = object != nullptr ? member(*object, "metadata") : nullptr;
   const auto* uid = metadata != nullptr ? string_member(*metadata, "uid") : nullptr;
   if (!ref.uid.empty() && (uid == nullptr || *uid != ref.uid)) {
     auto detail = ref.display() + " has uid " + (uid != nullptr ? *uid : std::string("none")) +
                   ", the reference names " + ref.uid;
-    add_failure(std::move(ref), lookup_failure::uid_mismatch, std::move(detail));
-    return;
+    return fetched_.emplace_back(
+        owner_fetch{std::move(ref), nullptr, lookup_failure::uid_mismatch, std::move(detail)});
   }
-  fetched_.push_back({std::move(ref), std::move(object), std::nullopt, {}});
+  return fetched_.emplace_back(owner_fetch{std::move(ref), std::move(object), std::nullopt, {}});
 }
 
 void owner_values::add_failure(owner_ref ref, lookup_failure failure, std::string detail) {
@@ -172,23 +193,21 @@ void owner_values::add_failure(owner_ref ref, lookup_failure failure, std::strin
 }
 
 const owner_fetch* owner_values::find(const owner_ref& ref) const {
-  const auto group = ref.group();
+  const auto group = ref.group_view();
   for (const auto& f : fetched_) {
     if (f.ref.kind == ref.kind && f.ref.name == ref.name &&
-        f.ref.namespace_name == ref.namespace_name && f.ref.group() == group) {
+        f.ref.namespace_name == ref.namespace_name && f.ref.group_view() == group) {
       return &f;
     }
   }
-  return nullptr;
+  if (!at_hand_) return nullptr;
+  auto object = at_hand_(ref);
+  if (object == nullptr) return nullptr;
+  return &push(ref, std::move(object));
 }
 
 result<std::int64_t> job_spec_pods(const json& spec, const std::string& where) {
-  if (!spec.is_object()) return error{where + " is not a Job spec (expected an object)"};
-  auto parallelism = count_member(spec, "parallelism", 1, where);
-  if (!parallelism) return std::move(parallelism).take_error();
-  auto completions = count_member(spec, "completions", *parallelism, where);
-  if (!completions) return std::move(completions).take_error();
-  return std::min(*parallelism, *completions);
+  return spec_pods(spec, [&] { return where; });
 }
 
 result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& object,
@@ -205,16 +224,17 @@ result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& ob
     out.source = who + " " + where;
     std::int64_t replicas = 1;
     if (!layout.replicas_member.empty()) {
-      auto n = count_member(entry, layout.replicas_member, 1, who + " " + where);
+      auto n = count_member(entry, layout.replicas_member, 1, [&] { return out.source; });
       if (!n) return std::move(n).take_error();
       replicas = *n;
     }
     if (!layout.job_spec.empty()) {
       const auto* spec = find_path(entry, layout.job_spec);
       if (spec == nullptr) {
-        return error{who + " " + where + " has no " + path_text(layout.job_spec)};
+        return error{out.source + " has no " + path_text(layout.job_spec)};
       }
-      auto per_job = job_spec_pods(*spec, who + " " + where + "." + path_text(layout.job_spec));
+      auto per_job =
+          spec_pods(*spec, [&] { return out.source + "." + path_text(layout.job_spec); });
       if (!per_job) return std::move(per_job).take_error();
       out.pods_per_job = *per_job;
       out.several_jobs = replicas > 1;

@@ -2,47 +2,40 @@
 
 namespace trainenv::core {
 
-const std::string* pod_view::string_at(std::string_view section, std::string_view object,
-                                       std::string_view key) const {
-  const auto* outer = member(*pod_, section);
-  if (outer == nullptr) return nullptr;
-  const auto* inner = member(*outer, object);
-  if (inner == nullptr) return nullptr;
-  return string_member(*inner, key);
-}
+pod_view::pod_view(const nlohmann::json& pod)
+    : pod_(&pod),
+      metadata_(member(pod, "metadata")),
+      labels_(metadata_ != nullptr ? member(*metadata_, "labels") : nullptr),
+      annotations_(metadata_ != nullptr ? member(*metadata_, "annotations") : nullptr),
+      spec_(member(pod, "spec")) {}
 
 const std::string* pod_view::label(std::string_view key) const {
-  return string_at("metadata", "labels", key);
+  return labels_ != nullptr ? string_member(*labels_, key) : nullptr;
 }
 
 const std::string* pod_view::annotation(std::string_view key) const {
-  return string_at("metadata", "annotations", key);
+  return annotations_ != nullptr ? string_member(*annotations_, key) : nullptr;
 }
 
 const std::string* pod_view::name() const {
-  const auto* metadata = member(*pod_, "metadata");
-  return metadata != nullptr ? string_member(*metadata, "name") : nullptr;
+  return metadata_ != nullptr ? string_member(*metadata_, "name") : nullptr;
 }
 
 const std::string* pod_view::generate_name() const {
-  const auto* metadata = member(*pod_, "metadata");
-  return metadata != nullptr ? string_member(*metadata, "generateName") : nullptr;
+  return metadata_ != nullptr ? string_member(*metadata_, "generateName") : nullptr;
 }
 
 const std::string* pod_view::namespace_name() const {
-  const auto* metadata = member(*pod_, "metadata");
-  return metadata != nullptr ? string_member(*metadata, "namespace") : nullptr;
+  return metadata_ != nullptr ? string_member(*metadata_, "namespace") : nullptr;
 }
 
 const std::string* pod_view::subdomain() const {
-  const auto* spec = member(*pod_, "spec");
-  return spec != nullptr ? string_member(*spec, "subdomain") : nullptr;
+  return spec_ != nullptr ? string_member(*spec_, "subdomain") : nullptr;
 }
 
 const nlohmann::json* pod_view::containers() const {
-  const auto* spec = member(*pod_, "spec");
-  if (spec == nullptr) return nullptr;
-  const auto* list = member(*spec, "containers");
+  if (spec_ == nullptr) return nullptr;
+  const auto* list = member(*spec_, "containers");
   return list != nullptr && list->is_array() ? list : nullptr;
 }
 

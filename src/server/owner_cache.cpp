@@ -112,6 +112,20 @@ struct owner_cache::state {
     return it->second.object;
   }
 
+  // A fresh stored object as a counted hit. Keyed by uid, it was checked against that uid
+  // when stored; keyed by path, there is no uid to check.
+  std::optional<lookup_result> hit_locked(const std::string& key, clock_type::time_point start) {
+    auto object = find_locked(key);
+    if (object == nullptr) return std::nullopt;
+    counters.hits.fetch_add(1, std::memory_order_relaxed);
+    lookup_result hit;
+    hit.object = std::move(object);
+    hit.http_status = 200;
+    hit.source = lookup_source::cached;
+    hit.latency = since(start);
+    return hit;
+  }
+
   asio::any_io_executor executor;
   fetch_function fetch;
   owner_cache_options options;
@@ -144,16 +158,7 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
   bool leader = false;
   {
     const std::lock_guard lock(s->mutex);
-    if (auto object = s->find_locked(key)) {
-      s->counters.hits.fetch_add(1, std::memory_order_relaxed);
-      lookup_result hit;
-      hit.object = std::move(object);
-      hit.http_status = 200;
-      hit.source = lookup_source::cached;
-      check_uid(hit, expected_uid);
-      hit.latency = since(start);
-      co_return hit;
-    }
+    if (auto hit = s->hit_locked(key, start)) co_return std::move(*hit);
     auto& slot = s->in_flight[key];
     if (!slot) {
       slot = std::make_shared<flight>(s->executor);
@@ -197,6 +202,12 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
   }
   fetched.latency = since(start);
   co_return fetched;
+}
+
+std::optional<lookup_result> owner_cache::cached(const std::string& key) const {
+  const auto start = clock_type::now();
+  const std::lock_guard lock(state_->mutex);
+  return state_->hit_locked(key, start);
 }
 
 const owner_cache_counters& owner_cache::counters() const {

@@ -58,7 +58,20 @@ boost::asio::awaitable<core::decision> decide_with_owners(const nlohmann::json& 
                                                           const owner_lookup& lookup, metrics& m) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + lookup.budget;
-  core::owner_values owners;
+  // Owners in the cache are handed to the walk as it asks, so a pod whose owners are all
+  // cached is decided in one pass; the loop below fetches the rest one at a time.
+  core::owner_values::at_hand_function at_hand;
+  if (lookup.cache && !lookup.file) {
+    at_hand = [&](const core::owner_ref& ref) -> std::shared_ptr<const nlohmann::json> {
+      const auto* kind = policies.owner_kinds().find(ref.api_version, ref.kind);
+      if (kind == nullptr) return nullptr;
+      auto hit = lookup.cache->cached(ref.uid.empty() ? kind->api_path(ref) : ref.uid);
+      if (!hit) return nullptr;
+      m.on_owner_lookup(kind->name, owner_lookup_label::hit, hit->latency);
+      return std::move(hit->object);
+    };
+  }
+  core::owner_values owners(std::move(at_hand));
   for (int fetches = 0;; ++fetches) {
     auto step = core::evaluate(pod, policies, owners, options);
     if (auto* d = std::get_if<core::decision>(&step)) co_return std::move(*d);

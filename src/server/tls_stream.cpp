@@ -13,19 +13,15 @@ namespace trainenv::server {
 int tls_stream_bio_read(BIO* bio, char* out, int length) {
   auto& s = *static_cast<tls_stream*>(BIO_get_data(bio));
   BIO_clear_retry_flags(bio);
-  const std::size_t pending = s.input_.size() - s.input_consumed_;
-  if (pending == 0) {
+  if (s.input_.size() == 0) {
     if (s.peer_closed_) return 0;
     BIO_set_retry_read(bio);
     return -1;
   }
-  const auto n = std::min<std::size_t>(pending, static_cast<std::size_t>(length));
-  std::copy_n(s.input_.data() + s.input_consumed_, n, out);
-  s.input_consumed_ += n;
-  if (s.input_consumed_ == s.input_.size()) {
-    std::string().swap(s.input_);
-    s.input_consumed_ = 0;
-  }
+  const auto n = boost::asio::buffer_copy(
+      boost::asio::buffer(out, static_cast<std::size_t>(length)), s.input_.data());
+  s.input_.consume(n);
+  if (s.input_.size() == 0) s.input_.shrink_to_fit();
   return static_cast<int>(n);
 }
 
@@ -81,27 +77,20 @@ tls_stream::~tls_stream() {
 boost::asio::mutable_buffer tls_stream::receive_buffer() {
   // Small only between requests: not inside a record (OpenSSL holds part of one), and not when
   // the last receive filled its buffer (more is on its way).
-  receiving_into_first_ =
-      input_.size() == input_consumed_ && !more_expected_ && SSL_has_pending(ssl_) == 0;
+  receiving_into_first_ = input_.size() == 0 && !more_expected_ && SSL_has_pending(ssl_) == 0;
   if (receiving_into_first_) return boost::asio::buffer(first_);
-  const auto used = input_.size();
-  input_.resize(used + read_chunk);
-  return boost::asio::buffer(input_.data() + used, read_chunk);
+  return input_.prepare(read_chunk);
 }
 
 void tls_stream::received(std::size_t n) {
   if (receiving_into_first_) {
-    input_.assign(first_.data(), n);
-    input_consumed_ = 0;
+    input_.commit(boost::asio::buffer_copy(input_.prepare(n), boost::asio::buffer(first_, n)));
     more_expected_ = n == first_.size();
   } else {
-    input_.resize(input_.size() - read_chunk + n);
+    input_.commit(n);
     more_expected_ = n == read_chunk;
   }
-  if (input_.size() == input_consumed_) {
-    std::string().swap(input_);
-    input_consumed_ = 0;
-  }
+  if (input_.size() == 0) input_.shrink_to_fit();
 }
 
 tls_stream::step tls_stream::call(op what, void* data, std::size_t size,

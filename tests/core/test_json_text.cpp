@@ -169,3 +169,16 @@ TEST_CASE("append_json refuses invalid UTF-8 as dump does", "[json_text]") {
   std::string out;
   CHECK_THROWS_AS(append_json(out, bad), json::type_error);
 }
+
+TEST_CASE("append_json_string writes what dump writes, replacing invalid UTF-8", "[json_text]") {
+  for (const std::string text :
+       {"", "plain",
+        R"(quote " first, then \ and a non-ASCII byte: caf)"
+        "\xc3\xa9",
+        "cut mid-character \xe2\x9c", "tab\tand \"quote\"", "bad \xff byte after \\"}) {
+    INFO(text);
+    std::string out = "prefix:";
+    append_json_string(out, text);
+    CHECK(out == "prefix:" + json(text).dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+}

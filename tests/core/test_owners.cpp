@@ -300,3 +300,29 @@ TEST_CASE("owner values find fetched objects and keep a uid mismatch as a failur
   CHECK(values.find({"batch/v1", "Job", "other", "a", ""}) == nullptr);
   CHECK(failure_name(lookup_failure::forbidden) == "forbidden (403)");
 }
+
+TEST_CASE("owner values take an object at hand as if it had been fetched", "[owners]") {
+  std::vector<std::string> asked;
+  const auto job =
+      std::make_shared<const json>(json::parse(R"({"metadata": {"name": "a", "uid": "uid-a"}})"));
+  owner_values values([&](const owner_ref& ref) -> std::shared_ptr<const json> {
+    asked.push_back(ref.name);
+    return ref.name == "a" || ref.name == "stale" ? job : nullptr;
+  });
+  const owner_ref a{"batch/v1", "Job", "ns", "a", "uid-a"};
+  const auto* found = values.find(a);
+  REQUIRE(found != nullptr);
+  CHECK_FALSE(found->failure);
+  CHECK(found->fetched == job);    // shared, not copied
+  CHECK(values.find(a) == found);  // recorded: asked once
+  CHECK(values.all().size() == 1);
+  // Not at hand: the walk must name it, and the shell fetches it.
+  CHECK(values.find({"batch/v1", "Job", "ns", "b", "uid-b"}) == nullptr);
+  CHECK(values.all().size() == 1);
+  // At hand but another uid: the same uid check as add().
+  const auto* stale = values.find({"batch/v1", "Job", "ns", "stale", "uid-stale"});
+  REQUIRE(stale != nullptr);
+  REQUIRE(stale->failure);
+  CHECK(*stale->failure == lookup_failure::uid_mismatch);
+  CHECK(asked == std::vector<std::string>{"a", "b", "stale"});
+}

@@ -48,4 +48,9 @@ struct json_keep {
 // character or a byte over 0x7F goes through nlohmann's serializer.
 void append_json(std::string& out, const nlohmann::json& value);
 
+// `text` as a JSON string literal appended to `out`: what json(text).dump() writes with
+// error_handler_t::replace (invalid UTF-8 becomes U+FFFD), for messages that may quote a value
+// cut mid-character.
+void append_json_string(std::string& out, std::string_view text);
+
 }  // namespace trainenv::core

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,7 +27,8 @@ struct owner_ref {
   std::string name;
   std::string uid;  // empty when the reference names no uid
 
-  [[nodiscard]] std::string group() const;  // "" for the core group
+  [[nodiscard]] std::string group() const;            // "" for the core group
+  [[nodiscard]] std::string_view group_view() const;  // the same, into api_version
   // "JobSet team-a/bert", "ClusterTrainingRuntime torch-distributed": how messages name it.
   [[nodiscard]] std::string display() const;
   friend bool operator==(const owner_ref&, const owner_ref&) = default;
@@ -122,18 +124,32 @@ struct owner_fetch {
 
 class owner_values {
  public:
+  // An object the shell holds in memory (its cache), given without waiting; null when it must
+  // be fetched. Asked by find() for a reference not yet added, so that a walk whose owners are
+  // all at hand decides in one pass instead of one pass per owner.
+  using at_hand_function = std::function<std::shared_ptr<const nlohmann::json>(const owner_ref&)>;
+
+  owner_values() = default;
+  explicit owner_values(at_hand_function at_hand) : at_hand_(std::move(at_hand)) {}
+
   // An object whose metadata.uid is not the reference's uid is kept as a uid_mismatch failure:
   // a recreated object of the same name is not the owner.
   void add(owner_ref ref, nlohmann::json object);
   void add(owner_ref ref, std::shared_ptr<const nlohmann::json> object);
   void add_failure(owner_ref ref, lookup_failure failure, std::string detail = {});
-  // By API group, kind, namespace and name. Pointers stay valid as more objects are added (a
-  // deque), so a walk can hold an owner it found while it fetches the next one.
+  // By API group, kind, namespace and name; else the object at hand, added as if fetched (what
+  // the walk saw is what all() lists). Pointers stay valid as more objects are added (a deque),
+  // so a walk can hold an owner it found while it fetches the next one.
   [[nodiscard]] const owner_fetch* find(const owner_ref& ref) const;
   [[nodiscard]] const std::deque<owner_fetch>& all() const { return fetched_; }
 
  private:
-  std::deque<owner_fetch> fetched_;
+  [[nodiscard]] const owner_fetch& push(owner_ref ref,
+                                        std::shared_ptr<const nlohmann::json> object) const;
+
+  // mutable: find() records what it took from at_hand_, as add() would have.
+  mutable std::deque<owner_fetch> fetched_;
+  at_hand_function at_hand_;
 };
 
 // The pods one role of an owner runs, and where that number was read.

@@ -26,8 +26,9 @@ inline constexpr json_keep pod_fields_read[] = {
 
 class pod_view {
  public:
-  // `pod` must outlive the view.
-  explicit pod_view(const nlohmann::json& pod) : pod_(&pod) {}
+  // `pod` must outlive the view. Finds metadata, its labels and annotations, and spec once: the
+  // engine reads labels and annotations dozens of times per admission.
+  explicit pod_view(const nlohmann::json& pod);
 
   [[nodiscard]] const nlohmann::json& json() const { return *pod_; }
 
@@ -46,9 +47,11 @@ class pod_view {
   [[nodiscard]] std::optional<std::size_t> target_container(std::string_view preferred) const;
 
  private:
-  [[nodiscard]] const std::string* string_at(std::string_view section, std::string_view object,
-                                             std::string_view key) const;
   const nlohmann::json* pod_;
+  const nlohmann::json* metadata_;  // each: nullptr when absent (or null)
+  const nlohmann::json* labels_;
+  const nlohmann::json* annotations_;
+  const nlohmann::json* spec_;
 };
 
 }  // namespace trainenv::core

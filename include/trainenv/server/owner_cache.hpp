@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -58,6 +59,11 @@ class owner_cache {
   [[nodiscard]] boost::asio::awaitable<lookup_result> get(
       std::string path, std::string expected_uid,
       std::chrono::milliseconds budget = std::chrono::milliseconds(2000)) const;
+
+  // The stored object under `key` (the owner's uid when the reference names one, else its API
+  // path: what get() keys by) if it is still fresh, without waiting, counted as a hit; nullopt
+  // when only get() can answer.
+  [[nodiscard]] std::optional<lookup_result> cached(const std::string& key) const;
 
   [[nodiscard]] const owner_cache_counters& counters() const;
   [[nodiscard]] std::size_t size() const;  // objects stored now

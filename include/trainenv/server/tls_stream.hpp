@@ -23,6 +23,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_prefix.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/system/error_code.hpp>
 
@@ -62,9 +63,10 @@ class tls_stream {
   // TLS record and one send where they fit) and sends it all.
   template <class ConstBuffers, class Token>
   auto async_write_some(const ConstBuffers& buffers, Token&& token) {
-    plain_.resize(std::min<std::size_t>(boost::asio::buffer_size(buffers), max_write));
-    boost::asio::buffer_copy(boost::asio::buffer(plain_), buffers);
-    return run(op::write, plain_.data(), plain_.size(), std::forward<Token>(token));
+    plain_.clear();
+    const auto n = std::min<std::size_t>(boost::asio::buffer_size(buffers), max_write);
+    plain_.commit(boost::asio::buffer_copy(plain_.prepare(n), buffers));
+    return run(op::write, plain_.data().data(), plain_.size(), std::forward<Token>(token));
   }
 
   // Sends close_notify; does not wait for the peer's (RFC 8446 §6.1 does not ask for it).
@@ -148,17 +150,16 @@ class tls_stream {
 
   next_layer_type next_;
   SSL* ssl_ = nullptr;
-  // Ciphertext received and not yet taken by OpenSSL: input_ from input_consumed_ on; released
-  // once taken.
-  std::string input_;
-  std::size_t input_consumed_ = 0;
+  // Ciphertext received and not yet taken by OpenSSL; released once taken. A flat_buffer, not a
+  // string: making room for a read must not zero 16 KiB per request.
+  boost::beast::flat_buffer input_;
   std::array<char, 512> first_{};
   bool receiving_into_first_ = false;
   bool more_expected_ = false;
   bool peer_closed_ = false;
   std::string cipher_out_;  // ciphertext OpenSSL wrote, being sent
   bool sending_ = false;
-  std::string plain_;  // the bytes of the write in progress
+  boost::beast::flat_buffer plain_;  // the bytes of the write in progress
 };
 
 }  // namespace trainenv::server
