@@ -15,11 +15,6 @@ constexpr std::string_view v1beta1 = "admission.k8s.io/v1beta1";
 constexpr std::string_view alphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-std::string string_or_empty(const json& object, std::string_view key) {
-  const auto* s = string_member(object, key);
-  return s != nullptr ? *s : std::string();
-}
-
 // What decode_review_json reads of a review, and of its object what the engine reads.
 constexpr json_keep request_fields_read[] = {
     {"uid"},       {"resource"}, {"subResource"}, {"operation"},

@@ -41,6 +41,11 @@ bool contains(const json& existing, const json& wanted) {
   return existing == wanted;
 }
 
+// A rendered entry's name (env, mount, volume): every one has one.
+const std::string& name_of(const json& entry) {
+  return string_or_empty(entry, "name");
+}
+
 std::string describe_env(const json& env) {
   if (const auto* value = string_member(env, "value")) return "=" + value->substr(0, 40);
   return " (valueFrom)";
@@ -83,9 +88,12 @@ void fill_defaults(json& value, const json& defaults) {
 // Whether `existing` says what `wanted` says once the members the apiserver fills in when
 // absent (`defaults`: a port's protocol, a fieldRef's apiVersion) are filled in: a pod that says
 // the same thing in fewer words agrees, and so does one the apiserver already defaulted.
-bool agrees(const json& existing, const json& wanted, const json& defaults = json::object()) {
+bool agrees(const json& existing, const json& wanted, const json* defaults = nullptr) {
+  // Filling in members never undoes agreement: only a disagreeing entry is copied and filled.
+  if (contains(existing, wanted)) return true;
+  if (defaults == nullptr) return false;
   json defaulted = existing;
-  fill_defaults(defaulted, defaults);
+  fill_defaults(defaulted, *defaults);
   return contains(defaulted, wanted);
 }
 
@@ -161,9 +169,9 @@ void merge_args(const json& container, const std::string& path, const container_
 // at the runtime's sshAuthMountPath (/home/mpiuser/.ssh), and a second mount of the same volume
 // would only shadow or duplicate them. Only another volume at the wanted path is worth a warning.
 const json* find_mount(const json& list, const json& wanted) {
-  if (const auto* at_path = find_by(list, "mountPath", wanted["mountPath"].get<std::string>()))
+  if (const auto* at_path = find_by(list, "mountPath", string_or_empty(wanted, "mountPath")))
     return at_path;
-  return find_by(list, "name", wanted["name"].get<std::string>());
+  return find_by(list, "name", name_of(wanted));
 }
 
 void diff_container(const json& container, const container_wants& want, patch_builder& patch,
@@ -177,19 +185,18 @@ void diff_container(const json& container, const container_wants& want, patch_bu
 
   merge_list(
       container, path, "env", want.env,
-      [](const json& list, const json& w) {
-        return find_by(list, "name", w["name"].get<std::string>());
-      },
+      [](const json& list, const json& w) { return find_by(list, "name", name_of(w)); },
       [&](const json& e, const json& w) -> warning {
-        if (agrees(e, w, {{"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}}}}}})) return {};
-        return "trainenv: kept user-set " + w["name"].get<std::string>() + describe_env(e) + where;
+        static const json env_defaults = {{"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}}}}}};
+        if (agrees(e, w, &env_defaults)) return {};
+        return "trainenv: kept user-set " + name_of(w) + describe_env(e) + where;
       },
-      [&](const json& w) { note_once(d.injected.env, w["name"].get<std::string>()); }, patch,
-      warnings);
+      [&](const json& w) { note_once(d.injected.env, name_of(w)); }, patch, warnings);
   merge_list(
       container, path, "ports", want.ports, find_port,
       [&](const json& e, const json& w) -> warning {
-        if (agrees(e, w, {{"protocol", "TCP"}})) return {};
+        static const json port_defaults = {{"protocol", "TCP"}};
+        if (agrees(e, w, &port_defaults)) return {};
         return "trainenv: kept user-set port " + e.value("containerPort", json()).dump() +
                " (wanted " + w["containerPort"].dump() + ")" + where;
       },
@@ -200,12 +207,12 @@ void diff_container(const json& container, const container_wants& want, patch_bu
       [&](const json& e, const json& w) -> warning {
         const auto* volume = string_member(e, "name");
         if (volume != nullptr && *volume == w["name"]) return {};
-        return "trainenv: kept user-set mount " + w["mountPath"].get<std::string>() +
-               " of volume " + (volume != nullptr ? *volume : std::string("?")) + where;
+        return "trainenv: kept user-set mount " + string_or_empty(w, "mountPath") + " of volume " +
+               (volume != nullptr ? *volume : std::string("?")) + where;
       },
       [&](const json& w) {
-        note_once(d.injected.mounts, w["mountPath"].get<std::string>());
-        mounted_volumes.insert(w["name"].get<std::string>());
+        note_once(d.injected.mounts, string_or_empty(w, "mountPath"));
+        mounted_volumes.insert(name_of(w));
       },
       patch, warnings);
   merge_args(container, path, want, where, patch, d);
@@ -262,28 +269,28 @@ decision build_patch(const json& pod, const wants& want, const std::string& poli
   // The volumes a mount added by this patch needs: a volume of the pod's own by that name is
   // then worth a warning when it differs, because the mount relies on it.
   std::set<std::string> mounted_by_patch;
+  const auto& spec = *member(pod, "spec");
   for (const auto& c : want.containers)
-    diff_container(pod["spec"][c.list][c.index], c, patch, d, mounted_by_patch);
+    diff_container((*member(spec, c.list))[c.index], c, patch, d, mounted_by_patch);
   // A volume nothing mounts is not added (the pod mounts its own at the wanted path).
-  const auto mounted = mounted_volumes(pod["spec"]);
+  const auto mounted = mounted_volumes(spec);
   std::vector<json> volumes;
   for (const auto& v : want.volumes) {
-    const auto& name = v["name"].get_ref<const std::string&>();
+    const auto& name = name_of(v);
     if (mounted_by_patch.count(name) != 0 || mounted.count(name) != 0) volumes.push_back(v);
   }
   merge_list(
-      pod["spec"], "/spec", "volumes", volumes,
-      [](const json& list, const json& w) {
-        return find_by(list, "name", w["name"].get<std::string>());
-      },
+      spec, "/spec", "volumes", volumes,
+      [](const json& list, const json& w) { return find_by(list, "name", name_of(w)); },
       [&](const json& e, const json& w) -> std::optional<std::string> {
-        const auto& name = w["name"].get_ref<const std::string&>();
+        const auto& name = name_of(w);
         if (mounted_by_patch.count(name) == 0 || agrees(e, w)) return {};
         return "trainenv: kept user-set volume " + name;
       },
-      [&](const json& w) { d.injected.volumes.push_back(w["name"].get<std::string>()); }, patch,
-      d.warnings);
-  diff_annotations(pod["metadata"], want.annotations, patch, d);
+      [&](const json& w) { d.injected.volumes.push_back(name_of(w)); }, patch, d.warnings);
+  static const json no_metadata = json::object();
+  const auto* metadata = member(pod, "metadata");
+  diff_annotations(metadata != nullptr ? *metadata : no_metadata, want.annotations, patch, d);
   d.patch = patch.take();
   return d;
 }

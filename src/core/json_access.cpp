@@ -15,4 +15,10 @@ const std::string* string_member(const nlohmann::json& object, std::string_view 
   return value->get_ptr<const std::string*>();
 }
 
+const std::string& string_or_empty(const nlohmann::json& object, std::string_view key) {
+  static const std::string empty;
+  const auto* value = string_member(object, key);
+  return value != nullptr ? *value : empty;
+}
+
 }  // namespace trainenv::core

@@ -118,17 +118,20 @@ result<bool> render_env(const policy& p, const topology& t, const variable_value
   return each_applying(p.env, t, values, [&](const env_item& item) -> result<bool> {
     // Two entries of one name with `when`s that both hold: the first wins.
     if (std::any_of(target.env.begin(), target.env.end(),
-                    [&](const json& e) { return e["name"] == item.name; }))
+                    [&](const json& e) { return string_or_empty(e, "name") == item.name; }))
       return true;
-    json env = {{"name", item.name}};
+    // Member by member: an initializer list builds and copies a temporary array per pair.
+    json env(json::value_t::object);
+    auto& members = env.get_ref<json::object_t&>();
+    members.emplace("name", item.name);
     if (item.value) {
       auto value = item.value->render(values);
       if (!value) return std::move(value).take_error();
-      env["value"] = std::move(*value);
+      members.emplace("value", std::move(*value));
     } else {
       auto value_from = item.value_from->render(values);
       if (!value_from) return std::move(value_from).take_error();
-      env["valueFrom"] = std::move(*value_from);
+      members.emplace("valueFrom", std::move(*value_from));
     }
     target.env.push_back(std::move(env));
     return true;

@@ -13,5 +13,9 @@ namespace trainenv::core {
 [[nodiscard]] const std::string* string_member(const nlohmann::json& object, std::string_view key);
 // The member `key` of `object` when present and not null, or nullptr.
 [[nodiscard]] const nlohmann::json* member(const nlohmann::json& object, std::string_view key);
+// The member `key` of `object` as a string, or an empty one: no copy, no key string built
+// (json's operator[] with a C string builds one per call).
+[[nodiscard]] const std::string& string_or_empty(const nlohmann::json& object,
+                                                 std::string_view key);
 
 }  // namespace trainenv::core
