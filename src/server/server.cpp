@@ -70,6 +70,44 @@ http_request header_so_far(const http::request_parser<http::string_body>& parser
   return request_line(buffer);
 }
 
+// Moves into `buffer` what the stream has already received, without waiting: the rest of a
+// request that arrived in one TLS record. A plain connection (metrics, probes) waits for it.
+void take_received(tls_stream& stream, beast::flat_buffer& buffer) {
+  constexpr std::size_t step = std::size_t{16} * 1024;
+  while (const auto n = stream.read_available(buffer.prepare(step))) buffer.commit(n);
+}
+void take_received(beast::tcp_stream& /*stream*/, beast::flat_buffer& /*buffer*/) {}
+
+// Feeds the parser what `buffer` holds, without reading: the common case of a request that is
+// already whole needs no asynchronous read. need_more is not an error here.
+boost::system::error_code parse_received(http::request_parser<http::string_body>& parser,
+                                         beast::flat_buffer& buffer) {
+  boost::system::error_code ec;
+  while (buffer.size() != 0 && !parser.is_done()) {
+    const auto used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (ec == http::error::need_more) return {};
+    if (ec || used == 0) return ec;
+  }
+  return ec;
+}
+
+// The response's bytes, header and body, as http::async_write would send them: written here in
+// one piece, they leave in one TLS write instead of a chain of Beast's write operations.
+std::string wire_bytes(http_response& response) {
+  http::serializer<false, http::string_body> serializer(response);
+  std::string out;
+  boost::system::error_code ec;
+  while (!ec && !serializer.is_done()) {
+    serializer.next(ec, [&](boost::system::error_code& /*ec*/, const auto& buffers) {
+      for (const auto b : beast::buffers_range_ref(buffers))
+        out.append(static_cast<const char*>(b.data()), b.size());
+      serializer.consume(beast::buffer_bytes(buffers));
+    });
+  }
+  return out;
+}
+
 // What shutdown needs to reach one connection: whether it waits between requests, and its
 // socket to cancel that wait. Touched only on the session's strand.
 struct session_handle {
@@ -144,7 +182,8 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
   beast::flat_buffer buffer;
   const auto send = [&](http_response& response) -> asio::awaitable<bool> {
     socket.expires_after(limits.write_timeout);
-    auto [ec, n] = co_await http::async_write(stream, response, use_nothrow);
+    const auto bytes = wire_bytes(response);
+    auto [ec, n] = co_await asio::async_write(stream, asio::buffer(bytes), use_nothrow);
     co_return !ec;
   };
   // Answer, then close: used when the rest of the request will not be read.
@@ -161,6 +200,16 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
     if (ec == http::error::body_limit) return routes.refuse(header, refusal::body_too_large);
     if (is_parse_error(ec)) return routes.refuse(header, refusal::malformed, ec.message());
     return std::nullopt;  // the connection failed or timed out: nobody to answer
+  };
+
+  // The request's header (and what of its body came with it) from what has arrived when that
+  // is whole, as it usually is; else read on.
+  const auto read_header = [&](http::request_parser<http::string_body>& parser)
+      -> asio::awaitable<boost::system::error_code> {
+    take_received(stream, buffer);
+    if (auto ec = parse_received(parser, buffer); ec || parser.is_header_done()) co_return ec;
+    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_nothrow);
+    co_return ec;
   };
 
   for (;;) {
@@ -181,7 +230,7 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
     parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
     parser.body_limit(limits.max_body_bytes);
     // A Content-Length over the limit is refused here, unread.
-    if (auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_nothrow); ec) {
+    if (const auto ec = co_await read_header(parser); ec) {
       if (auto refused = refusal_for(ec, parser)) co_await close_with(std::move(*refused));
       co_return;
     }

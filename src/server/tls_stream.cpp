@@ -93,6 +93,15 @@ void tls_stream::received(std::size_t n) {
   if (input_.size() == 0) input_.shrink_to_fit();
 }
 
+std::size_t tls_stream::read_available(boost::asio::mutable_buffer buffer) {
+  if (buffer.size() == 0 || (input_.size() == 0 && SSL_has_pending(ssl_) == 0)) return 0;
+  boost::system::error_code ec;
+  std::size_t n = 0;
+  // Whatever OpenSSL writes meanwhile (a KeyUpdate's answer) leaves with the next operation.
+  if (call(op::read, buffer.data(), buffer.size(), ec, n) != step::done || ec) return 0;
+  return n;
+}
+
 tls_stream::step tls_stream::call(op what, void* data, std::size_t size,
                                   boost::system::error_code& ec, std::size_t& n) {
   ERR_clear_error();  // OpenSSL's error queue is per thread; start from an empty one

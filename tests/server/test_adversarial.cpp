@@ -577,6 +577,48 @@ TEST_CASE("requests written back to back in one write are all answered, in order
   require_healthy(server);
 }
 
+TEST_CASE("a request written in pieces is answered as if written whole", "[adversarial][pieces]") {
+  // Each piece is its own TLS record: what has arrived is parsed at once, the rest is read.
+  running_server server;
+  tls_client client(server.tls_port());
+  REQUIRE_FALSE(client.handshake());
+  const auto whole = request_bytes(http::verb::post, "/mutate", review_text("in-pieces"));
+  const auto header_end = whole.find("\r\n\r\n") + 4;
+  for (const std::size_t cut : {std::size_t{7}, header_end - 3, header_end + 100}) {
+    INFO("cut at byte " << cut);
+    client.write_raw(whole.substr(0, cut));
+    std::this_thread::sleep_for(50ms);
+    client.write_raw(whole.substr(cut));
+    const auto res = client.receive();
+    REQUIRE(res.result() == http::status::ok);
+    CHECK(json::parse(res.body())["response"]["uid"] == "in-pieces");
+  }
+  // And byte by byte through the header, then the body in one piece.
+  for (std::size_t i = 0; i < header_end; ++i) client.write_raw(whole.substr(i, 1));
+  client.write_raw(whole.substr(header_end));
+  const auto res = client.receive();
+  REQUIRE(res.result() == http::status::ok);
+  CHECK(json::parse(res.body())["response"]["uid"] == "in-pieces");
+}
+
+TEST_CASE("Expect: 100-continue is answered 100, then the request", "[adversarial][pieces]") {
+  running_server server;
+  tls_client client(server.tls_port());
+  REQUIRE_FALSE(client.handshake());
+  const auto body = review_text("continued");
+  auto req = make_request(http::verb::post, "/mutate", body);
+  req.set(http::field::expect, "100-continue");
+  std::ostringstream header;
+  header << req.base();
+  client.write_raw(header.str());
+  const auto interim = client.receive();
+  CHECK(interim.result() == http::status::continue_);
+  client.write_raw(body);
+  const auto res = client.receive();
+  REQUIRE(res.result() == http::status::ok);
+  CHECK(json::parse(res.body())["response"]["uid"] == "continued");
+}
+
 TEST_CASE("malformed chunked bodies are answered 400 and closed while others are served",
           "[adversarial][chunked]") {
   running_server server;
