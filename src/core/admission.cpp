@@ -80,7 +80,7 @@ std::string encode_response(const admission_request& request, const decision& d)
   // Written as text around the values: the base64 patch, most of the response, needs no
   // escaping, and going through json values and their serializer tripled the cost of this step.
   std::string out;
-  out.reserve(256 + d.message.size() + (d.mutated() ? 4096 : 0));
+  out.reserve(256 + d.message.size() + (d.patch_text.size() + 2) / 3 * 4);
   out += R"({"apiVersion":)";
   append_json_string(out, request.api_version);
   out += R"(,"kind":"AdmissionReview","response":{"uid":)";
@@ -93,10 +93,7 @@ std::string encode_response(const admission_request& request, const decision& d)
   }
   if (d.mutated()) {
     out += R"(,"patchType":"JSONPatch","patch":")";
-    std::string patch;
-    patch.reserve(4096);
-    append_json(patch, d.patch);
-    out += base64_encode(patch);
+    out += base64_encode(d.patch_text);
     out += '"';
   }
   if (!d.warnings.empty()) {

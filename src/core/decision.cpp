@@ -24,4 +24,8 @@ std::string injection_summary::describe(std::size_t max_length) const {
   return out;
 }
 
+nlohmann::json decision::patch() const {
+  return patch_text.empty() ? nlohmann::json::array() : nlohmann::json::parse(patch_text);
+}
+
 }  // namespace trainenv::core

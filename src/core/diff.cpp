@@ -104,7 +104,7 @@ template <class Find, class Disagreement, class Record>
 void merge_list(const json& parent, const std::string& path, std::string_view key,
                 const std::vector<json>& wanted, Find find, Disagreement disagreement,
                 Record record, patch_builder& patch, std::vector<std::string>& warnings) {
-  std::vector<json> added;
+  std::vector<const json*> added;
   const auto* existing_list = member(parent, key);
   for (const auto& item : wanted) {
     if (const auto* existing = existing_list != nullptr ? find(*existing_list, item) : nullptr) {
@@ -112,9 +112,9 @@ void merge_list(const json& parent, const std::string& path, std::string_view ke
       continue;
     }
     record(item);
-    added.push_back(item);
+    added.push_back(&item);
   }
-  patch.append(parent, path, key, std::move(added));
+  patch.append(parent, path, key, added);
 }
 
 // "--nproc_per_node=4" and "--nproc-per-node 4" name the same flag: compare what precedes '=',
@@ -155,13 +155,16 @@ void merge_args(const json& container, const std::string& path, const container_
   if (added.empty()) return;
   const auto* list = want.args_at ? member(container, want.args_at->list) : nullptr;
   if (list == nullptr) {
-    patch.append(container, path, "args", std::move(added));
+    std::vector<const json*> items;
+    items.reserve(added.size());
+    for (const auto& arg : added) items.push_back(&arg);
+    patch.append(container, path, "args", items);
     return;
   }
   // Inserted in order right after the command prefix, ahead of the launcher's own flags.
   std::size_t at = want.args_at->at;
-  for (auto& arg : added)
-    patch.add(path + "/" + want.args_at->list + "/" + std::to_string(at++), std::move(arg));
+  for (const auto& arg : added)
+    patch.add(path + "/" + want.args_at->list + "/" + std::to_string(at++), arg);
 }
 
 // A wanted mount is already there when the container mounts something at its path, or mounts its
@@ -248,7 +251,7 @@ void diff_annotations(const json& metadata, const json& wanted, patch_builder& p
           make_warning("trainenv: kept user-set annotation " + key + "=" + current->substr(0, 40)));
     }
   }
-  patch.add_members(metadata, "/metadata", "annotations", std::move(added));
+  patch.add_members(metadata, "/metadata", "annotations", added);
 }
 
 }  // namespace
@@ -291,7 +294,8 @@ decision build_patch(const json& pod, const wants& want, const std::string& poli
   static const json no_metadata = json::object();
   const auto* metadata = member(pod, "metadata");
   diff_annotations(metadata != nullptr ? *metadata : no_metadata, want.annotations, patch, d);
-  d.patch = patch.take();
+  d.patch_ops = patch.size();
+  d.patch_text = patch.take();
   return d;
 }
 

@@ -1,6 +1,7 @@
 #include "trainenv/core/json_patch.hpp"
 
 #include "trainenv/core/json_access.hpp"
+#include "trainenv/core/json_text.hpp"
 
 namespace trainenv::core {
 
@@ -19,38 +20,53 @@ std::string escape_pointer_token(std::string_view token) {
   return out;
 }
 
-void patch_builder::add(std::string path, nlohmann::json value) {
-  // Member by member: an initializer list would build (and copy) a temporary array per pair.
-  nlohmann::json op(nlohmann::json::value_t::object);
-  auto& members = op.get_ref<nlohmann::json::object_t&>();
-  members.emplace("op", "add");
-  members.emplace("path", std::move(path));
-  members.emplace("value", std::move(value));
-  ops_.push_back(std::move(op));
+void patch_builder::begin_add(std::string_view path) {
+  text_ += ops_ == 0 ? '[' : ',';
+  ++ops_;
+  text_ += R"({"op":"add","path":)";
+  append_json_string(text_, path);
+  text_ += R"(,"value":)";
+}
+
+void patch_builder::add(std::string_view path, const nlohmann::json& value) {
+  begin_add(path);
+  append_json(text_, value);
+  text_ += '}';
 }
 
 void patch_builder::append(const nlohmann::json& parent, std::string_view parent_path,
-                           std::string_view key, std::vector<nlohmann::json> items) {
+                           std::string_view key, const std::vector<const nlohmann::json*>& items) {
   if (items.empty()) return;
   std::string path = std::string(parent_path) + "/" + escape_pointer_token(key);
   if (member(parent, key) == nullptr) {
-    add(std::move(path), nlohmann::json(std::move(items)));
+    begin_add(path);
+    text_ += '[';
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (i > 0) text_ += ',';
+      append_json(text_, *items[i]);
+    }
+    text_ += "]}";
     return;
   }
   path += "/-";
-  for (auto& item : items) add(path, std::move(item));
+  for (const auto* item : items) add(path, *item);
 }
 
 void patch_builder::add_members(const nlohmann::json& parent, std::string_view parent_path,
-                                std::string_view key, nlohmann::json members) {
+                                std::string_view key, const nlohmann::json& members) {
   if (members.empty()) return;
-  std::string path = std::string(parent_path) + "/" + escape_pointer_token(key);
+  const std::string path = std::string(parent_path) + "/" + escape_pointer_token(key);
   if (member(parent, key) == nullptr) {
-    add(std::move(path), std::move(members));
+    add(path, members);
     return;
   }
   for (const auto& [name, value] : members.items())
     add(path + "/" + escape_pointer_token(name), value);
+}
+
+std::string patch_builder::take() {
+  if (ops_ != 0) text_ += ']';
+  return std::move(text_);
 }
 
 }  // namespace trainenv::core

@@ -37,7 +37,7 @@ core::result<preview_input> read_preview(std::string_view text) {
 
 preview_answer answer_preview(preview_input input, core::decision d) {
   json object = nullptr;
-  if (d.allowed) object = d.mutated() ? input.pod.patch(d.patch) : std::move(input.pod);
+  if (d.allowed) object = d.mutated() ? input.pod.patch(d.patch()) : std::move(input.pod);
   return preview_answer{std::move(d), std::move(object)};
 }
 
@@ -64,7 +64,7 @@ json to_json(const preview_answer& answer) {
     sources.push_back({{"name", s.name}, {"value", s.value}, {"source", s.source}});
   return json{{"allowed", d.allowed},
               {"policy", d.policy},
-              {"patch", d.patch},
+              {"patch", d.patch()},
               {"object", answer.object},
               {"warnings", d.warnings},
               {"message", d.message},

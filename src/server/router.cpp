@@ -256,7 +256,7 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
       if (d.unrecognised) state_.metrics.on_pod_unrecognised();
       result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
                           : decision_label::denied,
-                d.policy, d.patch.size()};
+                d.policy, d.patch_ops};
       auto res = text_response(http::status::ok, core::encode_response(*review, d), request);
       if (info_enabled()) {
         const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
@@ -276,7 +276,7 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
                                 {"dryRun", review->dry_run},
                                 {"policy", d.policy.empty() ? "-" : std::string_view(d.policy)},
                                 {"decision", decision_name(d)},
-                                {"ops", static_cast<std::int64_t>(d.patch.size())},
+                                {"ops", static_cast<std::int64_t>(d.patch_ops)},
                                 {"duration_us", static_cast<std::int64_t>(micros)},
                                 sources_field,
                                 message});

@@ -237,10 +237,12 @@ TEST_CASE("encode_response base64-encodes the JSON patch", "[admission]") {
   const auto r = decode_ok(minimal_review());
   decision d;
   d.policy = "torch";
-  d.patch = json::parse(R"([
+  d.patch_text = json::parse(R"([
     {"op": "add", "path": "/metadata/annotations", "value": {"trainenv.io/injected": "torch"}},
     {"op": "add", "path": "/spec/containers/0/env/-", "value": {"name": "X", "value": "é\"\n"}}
-  ])");
+  ])")
+                     .dump();
+  d.patch_ops = 2;
   const json out = json::parse(encode_response(r, d));
   const json& response = out["response"];
   CHECK(response["allowed"] == true);
@@ -248,7 +250,8 @@ TEST_CASE("encode_response base64-encodes the JSON patch", "[admission]") {
   REQUIRE(response["patch"].is_string());
   const auto decoded = base64_decode(response["patch"].get<std::string>());
   REQUIRE(decoded.has_value());
-  CHECK(json::parse(*decoded) == d.patch);
+  CHECK(*decoded == d.patch_text);  // the patch's own bytes
+  CHECK(json::parse(*decoded) == d.patch());
 }
 
 TEST_CASE("encode_response includes status code 400 and the message when denied", "[admission]") {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "trainenv/core/decision.hpp"
 #include "trainenv/core/json_patch.hpp"
 
 using nlohmann::json;
@@ -12,6 +13,13 @@ using trainenv::core::escape_pointer_token;
 using trainenv::core::patch_builder;
 
 namespace {
+
+// patch_builder::append takes the items it adds by address: they stay where the render put them.
+std::vector<const json*> pointers(const std::vector<json>& items) {
+  std::vector<const json*> out;
+  for (const auto& item : items) out.push_back(&item);
+  return out;
+}
 
 json pod_without_env() {
   return json::parse(R"({
@@ -68,9 +76,9 @@ TEST_CASE("append creates a missing array as one whole value", "[json_patch]") {
   const json& container = pod["spec"]["containers"][0];
   patch_builder b;
   b.append(container, "/spec/containers/0", "env",
-           {json{{"name", "A"}, {"value", "1"}}, json{{"name", "B"}, {"value", "2"}}});
+           pointers({json{{"name", "A"}, {"value", "1"}}, json{{"name", "B"}, {"value", "2"}}}));
   REQUIRE(b.size() == 1);
-  const json patch = b.take();
+  const json patch = json::parse(b.take());
   CHECK(patch[0]["op"] == "add");
   CHECK(patch[0]["path"] == "/spec/containers/0/env");
   CHECK(patch[0]["value"].is_array());
@@ -85,8 +93,8 @@ TEST_CASE("append creates a null array as one whole value", "[json_patch]") {
   pod["spec"]["containers"][0]["env"] = nullptr;
   patch_builder b;
   b.append(pod["spec"]["containers"][0], "/spec/containers/0", "env",
-           {json{{"name", "A"}, {"value", "1"}}});
-  const json patch = b.take();
+           pointers({json{{"name", "A"}, {"value", "1"}}}));
+  const json patch = json::parse(b.take());
   REQUIRE(patch.size() == 1);
   CHECK(patch[0]["path"] == "/spec/containers/0/env");
 
@@ -98,9 +106,9 @@ TEST_CASE("append adds each item with dash when the array exists", "[json_patch]
   const json pod = pod_with_env();
   patch_builder b;
   b.append(pod["spec"]["containers"][0], "/spec/containers/0", "env",
-           {json{{"name", "A"}, {"value", "1"}}, json{{"name", "B"}, {"value", "2"}}});
+           pointers({json{{"name", "A"}, {"value", "1"}}, json{{"name", "B"}, {"value", "2"}}}));
   REQUIRE(b.size() == 2);
-  const json patch = b.take();
+  const json patch = json::parse(b.take());
   for (const auto& op : patch) {
     CHECK(op["op"] == "add");
     CHECK(op["path"] == "/spec/containers/0/env/-");
@@ -117,8 +125,8 @@ TEST_CASE("append to an existing empty array appends each item", "[json_patch]")
   pod["spec"]["containers"][0]["ports"] = json::array();
   patch_builder b;
   b.append(pod["spec"]["containers"][0], "/spec/containers/0", "ports",
-           {json{{"containerPort", 29500}}});
-  const json patch = b.take();
+           pointers({json{{"containerPort", 29500}}}));
+  const json patch = json::parse(b.take());
   REQUIRE(patch.size() == 1);
   CHECK(patch[0]["path"] == "/spec/containers/0/ports/-");
 
@@ -130,16 +138,16 @@ TEST_CASE("append to an existing empty array appends each item", "[json_patch]")
 TEST_CASE("append with no items adds no operation", "[json_patch]") {
   const json pod = pod_without_env();
   patch_builder b;
-  b.append(pod["spec"]["containers"][0], "/spec/containers/0", "env", {});
+  b.append(pod["spec"]["containers"][0], "/spec/containers/0", "env", pointers({}));
   CHECK(b.empty());
-  CHECK(b.take() == json::array());
+  CHECK(b.take().empty());
 }
 
 TEST_CASE("append escapes the key in the path", "[json_patch]") {
   const json doc = {{"parent", json::object()}};
   patch_builder b;
-  b.append(doc["parent"], "/parent", "a/b~c", {json(1)});
-  const json patch = b.take();
+  b.append(doc["parent"], "/parent", "a/b~c", pointers({json(1)}));
+  const json patch = json::parse(b.take());
   REQUIRE(patch.size() == 1);
   CHECK(patch[0]["path"] == "/parent/a~1b~0c");
   CHECK(apply_patch(doc, patch)["parent"]["a/b~c"] == json::array({1}));
@@ -151,7 +159,7 @@ TEST_CASE("add_members creates a missing object as one whole value", "[json_patc
   b.add_members(pod["metadata"], "/metadata", "annotations",
                 json{{"trainenv.io/injected", "torch"}, {"trainenv.io/hostfile", "h slots=1\n"}});
   REQUIRE(b.size() == 1);
-  const json patch = b.take();
+  const json patch = json::parse(b.take());
   CHECK(patch[0]["path"] == "/metadata/annotations");
 
   const json out = apply_patch(pod, patch);
@@ -165,7 +173,7 @@ TEST_CASE("add_members creates a null object as one whole value", "[json_patch]"
   pod["metadata"]["annotations"] = nullptr;
   patch_builder b;
   b.add_members(pod["metadata"], "/metadata", "annotations", json{{"trainenv.io/injected", "x"}});
-  const json patch = b.take();
+  const json patch = json::parse(b.take());
   REQUIRE(patch.size() == 1);
   CHECK(patch[0]["path"] == "/metadata/annotations");
   CHECK(apply_patch(pod, patch)["metadata"]["annotations"] == json{{"trainenv.io/injected", "x"}});
@@ -178,7 +186,7 @@ TEST_CASE("add_members adds each member under its escaped key when the object ex
   b.add_members(pod["metadata"], "/metadata", "annotations",
                 json{{"trainenv.io/injected", "torch"}, {"odd~key", "v"}});
   REQUIRE(b.size() == 2);
-  const json patch = b.take();
+  const json patch = json::parse(b.take());
   std::vector<std::string> paths;
   for (const auto& op : patch) {
     CHECK(op["op"] == "add");
@@ -205,7 +213,7 @@ TEST_CASE("add builds one add operation with the given path and value", "[json_p
   b.add("/metadata/labels/x", "y");
   CHECK(b.size() == 1);
   CHECK_FALSE(b.empty());
-  const json patch = b.take();
+  const json patch = json::parse(b.take());
   CHECK(patch == json::parse(R"([{"op": "add", "path": "/metadata/labels/x", "value": "y"}])"));
   CHECK(apply_patch(pod_without_env(), patch)["metadata"]["labels"] ==
         json{{"a", "b"}, {"x", "y"}});
@@ -214,10 +222,11 @@ TEST_CASE("add builds one add operation with the given path and value", "[json_p
 TEST_CASE("operations are kept in the order they were built", "[json_patch]") {
   const json pod = pod_without_env();
   patch_builder b;
-  b.append(pod["spec"]["containers"][0], "/spec/containers/0", "env", {json{{"name", "A"}}});
+  b.append(pod["spec"]["containers"][0], "/spec/containers/0", "env",
+           pointers({json{{"name", "A"}}}));
   b.add("/spec/containers/0/env/-", json{{"name", "B"}});
   b.add_members(pod["metadata"], "/metadata", "annotations", json{{"k", "v"}});
-  const json patch = b.take();
+  const json patch = json::parse(b.take());
   REQUIRE(patch.size() == 3);
   CHECK(patch[0]["path"] == "/spec/containers/0/env");
   CHECK(patch[1]["path"] == "/spec/containers/0/env/-");
@@ -227,9 +236,11 @@ TEST_CASE("operations are kept in the order they were built", "[json_patch]") {
   CHECK(out["spec"]["containers"][0]["env"] == json::parse(R"([{"name": "A"}, {"name": "B"}])"));
 }
 
-TEST_CASE("the built patch is a JSON array even when empty", "[json_patch]") {
+TEST_CASE("no operations: no text, and the decision reads it as an empty array", "[json_patch]") {
   patch_builder b;
-  const json patch = b.take();
-  CHECK(patch.is_array());
-  CHECK(patch.empty());
+  CHECK(b.empty());
+  CHECK(b.take().empty());
+  const trainenv::core::decision d;
+  CHECK_FALSE(d.mutated());
+  CHECK(d.patch() == json::array());
 }

@@ -14,7 +14,7 @@ TEST_CASE("among 500 policies each framework value selects its own policy", "[se
     const auto d = core::mutate_pod(test::pod_for_framework(name), policies);
     REQUIRE(d.allowed);
     CHECK(d.policy == name);
-    CHECK(d.patch[0]["value"][0]["value"] == std::to_string(i));
+    CHECK(d.patch()[0]["value"][0]["value"] == std::to_string(i));
   }
 }
 

@@ -94,15 +94,15 @@ void check(const json& pod, const core::decision& d, hostile_answers& again,
   if (!d.mutated()) return;
   json patched;
   try {
-    patched = pod.patch(d.patch);
+    patched = pod.patch(d.patch());
   } catch (const json::exception& e) {
     fuzz::require(false, "the patch applies to the pod",
-                  std::string(e.what()) + "\n" + d.patch.dump());
+                  std::string(e.what()) + "\n" + d.patch().dump());
   }
   again.asked = 0;
   const auto second = core::decide(patched, policies, {}, std::ref(again));
-  fuzz::require(second.allowed && second.patch.empty(), "the patched pod needs no further patch",
-                second.patch.dump() + "\n" + second.message);
+  fuzz::require(second.allowed && second.patch().empty(), "the patched pod needs no further patch",
+                second.patch().dump() + "\n" + second.message);
 }
 
 }  // namespace

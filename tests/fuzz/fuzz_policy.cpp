@@ -51,10 +51,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto d = core::mutate_pod(fixture_pod(), *set, options);
     if (!d.mutated()) continue;
     try {
-      (void)fixture_pod().patch(d.patch);
+      (void)fixture_pod().patch(d.patch());
     } catch (const json::exception& e) {
       fuzz::require(false, "an accepted policy's patch applies",
-                    std::string(e.what()) + "\n" + d.patch.dump());
+                    std::string(e.what()) + "\n" + d.patch().dump());
     }
   }
   return 0;

@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)inputs::to_json(*answer).dump(-1, ' ', false, json::error_handler_t::replace);
   if (!answer->decision.allowed || !answer->decision.mutated()) return 0;
   const auto again = core::mutate_pod(answer->object, policies);
-  fuzz::require(again.allowed && again.patch.empty(), "the previewed pod needs no further patch",
-                again.patch.dump() + "\n" + again.message);
+  fuzz::require(again.allowed && again.patch().empty(), "the previewed pod needs no further patch",
+                again.patch().dump() + "\n" + again.message);
   return 0;
 }

@@ -39,22 +39,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto whole_request = core::decode_review_json(std::move(*whole));
   fuzz::require(whole_request.ok(), "a whole review decodes like its text", std::string(body));
   const auto reference = core::mutate(*whole_request, policies);
-  fuzz::require(d.allowed == reference.allowed && d.patch == reference.patch &&
+  fuzz::require(d.allowed == reference.allowed && d.patch() == reference.patch() &&
                     d.warnings == reference.warnings && d.message == reference.message,
                 "the decision from the decoded parts equals the one from the whole pod",
-                d.patch.dump() + "\nvs\n" + reference.patch.dump() + "\n" + d.message + "\nvs\n" +
-                    reference.message);
+                d.patch().dump() + "\nvs\n" + reference.patch().dump() + "\n" + d.message +
+                    "\nvs\n" + reference.message);
 
   if (!d.mutated()) return 0;
   json patched;
   try {
-    patched = whole_request->object.patch(d.patch);
+    patched = whole_request->object.patch(d.patch());
   } catch (const json::exception& e) {
     fuzz::require(false, "the patch applies to the pod",
-                  std::string(e.what()) + "\n" + d.patch.dump());
+                  std::string(e.what()) + "\n" + d.patch().dump());
   }
   const auto again = core::mutate_pod(patched, policies);
-  fuzz::require(again.allowed && again.patch.empty(), "the patched pod needs no further patch",
-                again.patch.dump() + "\n" + again.message);
+  fuzz::require(again.allowed && again.patch().empty(), "the patched pod needs no further patch",
+                again.patch().dump() + "\n" + again.message);
   return 0;
 }

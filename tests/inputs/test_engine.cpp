@@ -31,10 +31,10 @@ json example(const std::string& name) {
 // Applies the decision's patch with the independent applier and checks idempotence.
 json apply_checked(const json& pod, const core::decision& d) {
   REQUIRE(d.allowed);
-  const json mutated = pod.patch(d.patch);
+  const json mutated = pod.patch(d.patch());
   const auto again = core::mutate_pod(mutated, test::shipped_policies());
   CHECK(again.allowed);
-  CHECK(again.patch.empty());
+  CHECK(again.patch().empty());
   CHECK(again.warnings.empty());
   return mutated;
 }
@@ -110,7 +110,7 @@ TEST_CASE("patch ops: escaped pointers, appends to existing lists, whole values 
   const json pod = pod_of("review-torch-jobset-node3.json");
   const auto d = core::mutate_pod(pod, test::shipped_policies());
   std::vector<std::string> paths;
-  for (const auto& op : d.patch) {
+  for (const auto& op : d.patch()) {
     CHECK(op["op"] == "add");
     paths.push_back(op["path"]);
   }
@@ -130,10 +130,10 @@ TEST_CASE("a container without env, and a pod without annotations, get them crea
   pod["metadata"]["labels"].erase("jobset.sigs.k8s.io/jobset-uid");
   const auto d = core::mutate_pod(pod, test::shipped_policies());
   REQUIRE(d.allowed);
-  CHECK(d.patch[0]["path"] == "/spec/containers/0/env");
-  CHECK(d.patch[0]["value"].is_array());
-  CHECK(d.patch.back()["path"] == "/metadata/annotations");
-  CHECK(d.patch.back()["value"] == json{{"trainenv.io/injected", "torch"}});
+  CHECK(d.patch()[0]["path"] == "/spec/containers/0/env");
+  CHECK(d.patch()[0]["value"].is_array());
+  CHECK(d.patch().back()["path"] == "/metadata/annotations");
+  CHECK(d.patch().back()["value"] == json{{"trainenv.io/injected", "torch"}});
   apply_checked(pod, d);
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("env: null is treated as missing", "[engine][patch]") {
   json pod = torch_node(0, 1);
   pod["spec"]["containers"][0]["env"] = nullptr;
   const auto d = core::mutate_pod(pod, test::shipped_policies());
-  CHECK(d.patch[0]["path"] == "/spec/containers/0/env");
+  CHECK(d.patch()[0]["path"] == "/spec/containers/0/env");
   apply_checked(pod, d);
 }
 
@@ -168,16 +168,16 @@ TEST_CASE("user-set values are kept, with a warning naming them", "[engine][user
   REQUIRE(d.allowed);
   REQUIRE(d.warnings.size() == 1);
   CHECK(d.warnings[0] == "trainenv: kept user-set WORLD_SIZE=8 in container \"node\"");
-  const json mutated = pod.patch(d.patch);
+  const json mutated = pod.patch(d.patch());
   const auto env = env_of(mutated);
   CHECK(value_of(env, "WORLD_SIZE") == "8");
   CHECK(value_of(env, "RANK") == "2");
   CHECK(mutated["spec"]["containers"][0]["ports"].size() ==
         1);  // the user's port already covers it
-  for (const auto& op : d.patch) CHECK(op["path"] != "/spec/containers/0/ports/-");
+  for (const auto& op : d.patch()) CHECK(op["path"] != "/spec/containers/0/ports/-");
   // Reinvocation: nothing more to add, and the same warning again.
   const auto again = core::mutate_pod(mutated, test::shipped_policies());
-  CHECK(again.patch.empty());
+  CHECK(again.patch().empty());
   CHECK(again.warnings == d.warnings);
 }
 
@@ -194,11 +194,11 @@ TEST_CASE("a user-set value from valueFrom is kept too", "[engine][user-set]") {
 TEST_CASE("the apiserver's defaulting on reinvocation does not look like a user edit",
           "[engine][idempotence]") {
   json pod = torch_node(1, 2);
-  json mutated = pod.patch(core::mutate_pod(pod, test::shipped_policies()).patch);
+  json mutated = pod.patch(core::mutate_pod(pod, test::shipped_policies()).patch());
   // What the apiserver adds when it decodes the patched pod.
   for (auto& port : mutated["spec"]["containers"][0]["ports"]) port["protocol"] = "TCP";
   const auto again = core::mutate_pod(mutated, test::shipped_policies());
-  CHECK(again.patch.empty());
+  CHECK(again.patch().empty());
   CHECK(again.warnings.empty());
 }
 
@@ -256,12 +256,12 @@ TEST_CASE("pods that are not training pods pass unchanged", "[engine][pass]") {
     pod["metadata"]["labels"]["trainer.kubeflow.org/trainjob-ancestor-step"] = step;
     const auto d = core::mutate_pod(pod, test::shipped_policies());
     CHECK(d.allowed);
-    CHECK(d.patch.empty());
+    CHECK(d.patch().empty());
     CHECK(d.policy.empty());
   }
   json unlabelled = torch_node(0, 1);
   unlabelled["metadata"]["labels"].erase("trainer.kubeflow.org/trainjob-ancestor-step");
-  CHECK(core::mutate_pod(unlabelled, test::shipped_policies()).patch.empty());
+  CHECK(core::mutate_pod(unlabelled, test::shipped_policies()).patch().empty());
 }
 
 TEST_CASE("annotation trainenv.io/inject=false opts out", "[engine][pass]") {
@@ -269,7 +269,7 @@ TEST_CASE("annotation trainenv.io/inject=false opts out", "[engine][pass]") {
   pod["metadata"]["annotations"]["trainenv.io/inject"] = "false";
   const auto d = core::mutate_pod(pod, test::shipped_policies());
   CHECK(d.allowed);
-  CHECK(d.patch.empty());
+  CHECK(d.patch().empty());
   CHECK_THAT(d.message, Catch::Contains("trainenv.io/inject"));
 }
 
@@ -344,7 +344,7 @@ TEST_CASE("contract violations deny with status 400 and a message naming key, va
     r.edit(pod);
     const auto d = core::mutate_pod(pod, test::shipped_policies());
     CHECK_FALSE(d.allowed);
-    CHECK(d.patch.empty());
+    CHECK(d.patch().empty());
     CHECK_THAT(d.message, Catch::StartsWith("trainenv: "));
     for (const auto& m : r.mentions) CHECK_THAT(d.message, Catch::Contains(m));
 
@@ -399,7 +399,7 @@ TEST_CASE("a review decoded from text gets the same decision as its whole pod",
     const auto whole = core::mutate_pod(pod, test::shipped_policies());
     CHECK(from_text.allowed == whole.allowed);
     CHECK(from_text.policy == whole.policy);
-    CHECK(from_text.patch == whole.patch);
+    CHECK(from_text.patch() == whole.patch());
     CHECK(from_text.warnings == whole.warnings);
     CHECK(from_text.message == whole.message);
     CHECK(whole.mutated());

@@ -57,10 +57,10 @@ run decide(const json& pod, const inputs::owner_file& file, const std::string& f
 
 json applied(const json& pod, const core::decision& d, const inputs::owner_file& file) {
   REQUIRE(d.allowed);
-  const json mutated = pod.patch(d.patch);
+  const json mutated = pod.patch(d.patch());
   const auto again = decide(mutated, file).d;
   CHECK(again.allowed);
-  CHECK(again.patch.empty());
+  CHECK(again.patch().empty());
   return mutated;
 }
 
@@ -144,7 +144,7 @@ TEST_CASE("a JobSet pod whose Job cannot be read passes unchanged with a warning
   const auto pod = example("trainer-torch-pod.yaml");
   const auto [d, fetched] = decide(pod, owners("trainer-torch-owners.yaml"), "Job");
   CHECK(d.allowed);
-  CHECK(d.patch.empty());
+  CHECK(d.patch().empty());
   REQUIRE(d.warnings.size() == 1);
   CHECK_THAT(d.warnings[0], Contains("could not read Job team-a/bert-node-0"));
 }
@@ -165,7 +165,7 @@ TEST_CASE("an annotation that disagrees with an owner read anyway is kept, with 
   pod["metadata"]["annotations"]["trainenv.io/num-nodes"] = "2";
   const auto [d, fetched] = decide(pod, owners("trainer-torch-owners.yaml"));
   REQUIRE(d.allowed);
-  CHECK(env_of(pod.patch(d.patch)).at("WORLD_SIZE") == "2");
+  CHECK(env_of(pod.patch(d.patch())).at("WORLD_SIZE") == "2");
   CHECK(std::find(d.warnings.begin(), d.warnings.end(),
                   "trainenv: kept annotation trainenv.io/num-nodes=2; JobSet team-a/bert runs 3") !=
         d.warnings.end());
@@ -187,7 +187,7 @@ TEST_CASE("a replicatedJob of several Jobs counts replicas x pods, and the index
   const auto [d, fetched] = decide(pod, *file);
   INFO(d.message);
   REQUIRE(d.allowed);
-  const auto env = env_of(pod.patch(d.patch));
+  const auto env = env_of(pod.patch(d.patch()));
   CHECK(env.at("WORLD_SIZE") == "6");
   CHECK(env.at("RANK") == "4");
 }

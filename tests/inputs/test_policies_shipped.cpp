@@ -75,9 +75,9 @@ outcome run(const json& pod) {
   out.decision = core::mutate_pod(pod, test::shipped_policies());
   INFO(out.decision.message);
   REQUIRE(out.decision.allowed);
-  out.pod = pod.patch(out.decision.patch);
+  out.pod = pod.patch(out.decision.patch());
   const auto again = core::mutate_pod(out.pod, test::shipped_policies());
-  CHECK(again.patch.empty());
+  CHECK(again.patch().empty());
   CHECK(again.warnings == out.decision.warnings);
   for (const auto& e : out.container().value("env", json::array())) out.env[e["name"]] = e;
   return out;
@@ -619,7 +619,7 @@ TEST_CASE("volcano-pytorch: Volcano TestPytorchPodEnvAndPort, with the WORLD_SIZ
   SECTION("test pod without master: a workers-only job is left alone") {
     const auto d = core::mutate_pod(volcano_pod("worker", 0, "worker=1"), test::shipped_policies());
     CHECK(d.allowed);
-    CHECK(d.patch.empty());
+    CHECK(d.patch().empty());
     CHECK_THAT(d.message, Catch::Contains("replicas(master) > 0"));
   }
 }

@@ -35,13 +35,14 @@ struct value_source {
   std::string source;
 };
 
-// clang-tidy 14 reads the implicit special members through nlohmann::json's default member
-// initialiser; none of them throws in practice.
-struct decision {  // NOLINT(bugprone-exception-escape)
+struct decision {
   bool allowed = true;
   std::string policy;  // the policy that applied, if any
-  nlohmann::json patch = nlohmann::json::array();
-  injection_summary injected;         // what `patch` adds
+  // The JSON Patch as text (a JSON array of operations), as the response carries it; empty
+  // when nothing is patched.
+  std::string patch_text;
+  std::size_t patch_ops = 0;          // the operations in it
+  injection_summary injected;         // what the patch adds
   std::vector<value_source> sources;  // where the counts came from, when a policy applied
   std::vector<std::string> warnings;
   // Allowed unchanged because the pod's Job could not be read to tell whether it is a training
@@ -50,7 +51,9 @@ struct decision {  // NOLINT(bugprone-exception-escape)
   // Denied: the violation ("trainenv: ..."). Allowed: why nothing applied, if so.
   std::string message;
 
-  [[nodiscard]] bool mutated() const { return !patch.empty(); }
+  [[nodiscard]] bool mutated() const { return patch_ops != 0; }
+  // The patch as a value ([] when none): for the preview and for tests, not the request path.
+  [[nodiscard]] nlohmann::json patch() const;
 };
 
 }  // namespace trainenv::core

@@ -12,24 +12,31 @@ namespace trainenv::core {
 // RFC 6901 token escaping: "~" -> "~0", "/" -> "~1".
 [[nodiscard]] std::string escape_pointer_token(std::string_view token);
 
+// Writes the operations as JSON text as they are added: the patch is sent as bytes, and
+// building it as json values first (then writing and freeing them) cost more than the diff.
 class patch_builder {
  public:
   // Adds `items` to the array `key` of `parent`, which sits at pointer `parent_path`: the array
   // is created as a whole when missing (or null), else each item is appended with "/-".
   void append(const nlohmann::json& parent, std::string_view parent_path, std::string_view key,
-              std::vector<nlohmann::json> items);
+              const std::vector<const nlohmann::json*>& items);
   // Adds members to the object `key` of `parent`: the object is created as a whole when
   // missing (or null), else each member is added under its escaped key.
   void add_members(const nlohmann::json& parent, std::string_view parent_path, std::string_view key,
-                   nlohmann::json members);
-  void add(std::string path, nlohmann::json value);
+                   const nlohmann::json& members);
+  void add(std::string_view path, const nlohmann::json& value);
 
-  [[nodiscard]] bool empty() const { return ops_.empty(); }
-  [[nodiscard]] std::size_t size() const { return ops_.size(); }
-  [[nodiscard]] nlohmann::json take() { return std::move(ops_); }
+  [[nodiscard]] bool empty() const { return ops_ == 0; }
+  [[nodiscard]] std::size_t size() const { return ops_; }
+  // The operations as a JSON array's text; empty when there are none.
+  [[nodiscard]] std::string take();
 
  private:
-  nlohmann::json ops_ = nlohmann::json::array();
+  // Starts an "add" operation at `path`; the caller writes its value and closes it with '}'.
+  void begin_add(std::string_view path);
+
+  std::string text_;
+  std::size_t ops_ = 0;
 };
 
 }  // namespace trainenv::core
