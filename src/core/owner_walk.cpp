@@ -139,7 +139,7 @@ owner_step<result<runtime_framework>> framework_from_runtime(const pod_view& pod
   }
   const auto* group = string_member(*runtime_ref, "apiGroup");
   const auto* kind = string_member(*runtime_ref, "kind");
-  const std::string runtime_group = group != nullptr ? *group : trainjob->group();
+  const std::string runtime_group = group != nullptr ? *group : std::string(trainjob->group());
   const std::string runtime_kind = kind != nullptr ? *kind : "ClusterTrainingRuntime";
   const owner_kind* runtime_kind_info = nullptr;
   for (const auto& k : kinds.all()) {

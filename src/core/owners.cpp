@@ -49,11 +49,7 @@ result<std::int64_t> spec_pods(const json& spec, const Where& where) {
 
 }  // namespace
 
-std::string owner_ref::group() const {
-  return std::string(group_view());
-}
-
-std::string_view owner_ref::group_view() const {
+std::string_view owner_ref::group() const {
   const std::string_view version(api_version);
   const auto slash = version.find('/');
   return slash == std::string_view::npos ? std::string_view() : version.substr(0, slash);
@@ -193,10 +189,10 @@ void owner_values::add_failure(owner_ref ref, lookup_failure failure, std::strin
 }
 
 const owner_fetch* owner_values::find(const owner_ref& ref) const {
-  const auto group = ref.group_view();
+  const auto group = ref.group();
   for (const auto& f : fetched_) {
     if (f.ref.kind == ref.kind && f.ref.name == ref.name &&
-        f.ref.namespace_name == ref.namespace_name && f.ref.group_view() == group) {
+        f.ref.namespace_name == ref.namespace_name && f.ref.group() == group) {
       return &f;
     }
   }

@@ -27,8 +27,8 @@ struct owner_ref {
   std::string name;
   std::string uid;  // empty when the reference names no uid
 
-  [[nodiscard]] std::string group() const;            // "" for the core group
-  [[nodiscard]] std::string_view group_view() const;  // the same, into api_version
+  // "" for the core group; a view into api_version.
+  [[nodiscard]] std::string_view group() const;
   // "JobSet team-a/bert", "ClusterTrainingRuntime torch-distributed": how messages name it.
   [[nodiscard]] std::string display() const;
   friend bool operator==(const owner_ref&, const owner_ref&) = default;
