@@ -67,7 +67,10 @@ const core::policy& torch() {
 }
 
 core::topology topology_of(const core::pod_view& pod) {
-  return core::resolve_topology(pod, torch(), pod.target_container(torch().container).value())
+  core::topology_sources sources;
+  sources.kinds = &shipped().owner_kinds();
+  return core::resolve_topology(pod, torch(), pod.target_container(torch().container).value(),
+                                sources)
       .value();
 }
 

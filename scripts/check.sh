@@ -82,7 +82,7 @@ core_layer() {
     pod_view | policy_objects | json_patch) echo 2 ;;
     owners) echo 3 ;;
     policy) echo 4 ;;
-    resources | pod_shape | owner_walk) echo 5 ;;
+    resources | pod_shape | owner_walk | layout) echo 5 ;;
     topology) echo 6 ;;
     render) echo 7 ;;
     diff | selection | admission) echo 8 ;;

@@ -87,7 +87,9 @@ std::string encode_response(const admission_request& request, const decision& d)
   append_json_string(out, request.uid);
   out += d.allowed ? R"(,"allowed":true)" : R"(,"allowed":false)";
   if (!d.allowed) {
-    out += R"(,"status":{"code":400,"message":)";
+    out += R"(,"status":{"code":)";
+    out += std::to_string(d.code);
+    out += R"(,"message":)";
     append_json_string(out, d.message);
     out += '}';
   }

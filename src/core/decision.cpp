@@ -4,7 +4,7 @@ namespace trainenv::core {
 
 bool injection_summary::empty() const {
   return env.empty() && ports.empty() && mounts.empty() && args.empty() && volumes.empty() &&
-         annotations.empty();
+         annotations.empty() && init_containers.empty();
 }
 
 std::string injection_summary::describe(std::size_t max_length) const {
@@ -20,6 +20,7 @@ std::string injection_summary::describe(std::size_t max_length) const {
   for (const auto& arg : args) add("arg ", arg);
   for (const auto& name : volumes) add("volume ", name);
   for (const auto& key : annotations) add("annotation ", key);
+  for (const auto& name : init_containers) add("initContainer ", name);
   if (out.size() > max_length) out = out.substr(0, max_length - 3) + "...";
   return out;
 }

@@ -97,6 +97,30 @@ bool agrees(const json& existing, const json& wanted, const json* defaults = nul
   return contains(defaulted, wanted);
 }
 
+// The value a fieldRef of the pod itself resolves to when the kubelet starts it, if it is one
+// known at admission: metadata.name, metadata.namespace, or one of its labels or annotations.
+const std::string* field_ref_value(const json& pod, const json& env) {
+  const auto* from = member(env, "valueFrom");
+  const auto* ref = from != nullptr ? member(*from, "fieldRef") : nullptr;
+  const auto* path = ref != nullptr ? string_member(*ref, "fieldPath") : nullptr;
+  const auto* metadata = member(pod, "metadata");
+  if (path == nullptr || metadata == nullptr) return nullptr;
+  if (*path == "metadata.name" || *path == "metadata.namespace")
+    return string_member(*metadata, std::string_view(*path).substr(9));
+  for (const std::string_view map : {"annotations", "labels"}) {
+    const std::string prefix = "metadata." + std::string(map) + "['";
+    if (path->rfind(prefix, 0) != 0 || path->size() < prefix.size() + 2 ||
+        path->compare(path->size() - 2, 2, "']") != 0)
+      continue;
+    const auto* values = member(*metadata, map);
+    return values != nullptr
+               ? string_member(*values, std::string_view(*path).substr(
+                                            prefix.size(), path->size() - prefix.size() - 2))
+               : nullptr;
+  }
+  return nullptr;
+}
+
 // Adds each wanted entry of the list `key` that the pod lacks (by `find`); an entry the pod
 // already has is kept, with the warning `disagreement(existing, wanted)` gives (none when they
 // agree). `record` notes each added entry in the decision's summary.
@@ -177,8 +201,8 @@ const json* find_mount(const json& list, const json& wanted) {
   return find_by(list, "name", name_of(wanted));
 }
 
-void diff_container(const json& container, const container_wants& want, patch_builder& patch,
-                    decision& d, std::set<std::string>& mounted_volumes) {
+void diff_container(const json& pod, const json& container, const container_wants& want,
+                    patch_builder& patch, decision& d, std::set<std::string>& mounted_volumes) {
   auto& warnings = d.warnings;
   const std::string path = "/spec/" + want.list + "/" + std::to_string(want.index);
   const auto* name = string_member(container, "name");
@@ -192,6 +216,11 @@ void diff_container(const json& container, const container_wants& want, patch_bu
       [&](const json& e, const json& w) -> warning {
         static const json env_defaults = {{"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}}}}}};
         if (agrees(e, w, &env_defaults)) return {};
+        // Kubeflow Trainer writes PET_NODE_RANK as a fieldRef to the completion index: the same
+        // number as trainenv's literal node rank in its layout, so no user edit.
+        const auto* wanted = string_member(w, "value");
+        const auto* resolved = field_ref_value(pod, e);
+        if (wanted != nullptr && resolved != nullptr && *wanted == *resolved) return {};
         return "trainenv: kept user-set " + name_of(w) + describe_env(e) + where;
       },
       [&](const json& w) { note_once(d.injected.env, name_of(w)); }, patch, warnings);
@@ -274,7 +303,18 @@ decision build_patch(const json& pod, const wants& want, const std::string& poli
   std::set<std::string> mounted_by_patch;
   const auto& spec = *member(pod, "spec");
   for (const auto& c : want.containers)
-    diff_container((*member(spec, c.list))[c.index], c, patch, d, mounted_by_patch);
+    diff_container(pod, (*member(spec, c.list))[c.index], c, patch, d, mounted_by_patch);
+  // An init container of trainenv's own (the hostfile's expander) is added whole, unless the
+  // pod has one of that name; the volumes it mounts are then the patch's too.
+  merge_list(
+      spec, "/spec", "initContainers", want.init_containers,
+      [](const json& list, const json& w) { return find_by(list, "name", name_of(w)); },
+      [](const json&, const json&) -> std::optional<std::string> { return {}; },
+      [&](const json& w) {
+        d.injected.init_containers.push_back(name_of(w));
+        for (const auto& m : w["volumeMounts"]) mounted_by_patch.insert(name_of(m));
+      },
+      patch, d.warnings);
   // A volume nothing mounts is not added (the pod mounts its own at the wanted path).
   const auto mounted = mounted_volumes(spec);
   std::vector<json> volumes;

@@ -1,5 +1,6 @@
-// Bytes are decoded elsewhere; here the data flow of one pod: recognise -> select a policy ->
-// check the pod's shape -> the counts its owners give -> topology -> render -> diff. Each step
+// Bytes are decoded elsewhere; here the data flow of one pod: recognise -> its runtime (Trainer)
+// -> select a policy -> check the pod's shape -> its place in the job's layout (its owners, when
+// the pod alone cannot tell) -> render -> diff. Each step
 // that needs an owner object the shell has not fetched yet names it instead of answering.
 #include "trainenv/core/engine.hpp"
 
@@ -17,12 +18,17 @@ namespace {
 
 using nlohmann::json;
 
-decision deny(std::string message, std::string policy = {}) {
+decision deny(std::string message, std::string policy = {}, int code = 400) {
   decision d;
   d.allowed = false;
   d.message = std::move(message);
   d.policy = std::move(policy);
+  d.code = code;
   return d;
+}
+
+decision deny(const error& e, std::string policy = {}) {
+  return deny(e.message, std::move(policy), e.code);
 }
 
 decision pass(std::string why) {
@@ -31,34 +37,87 @@ decision pass(std::string why) {
   return d;
 }
 
-// An explicit count annotation wins (docs/contract.md §2.1); when an owner was read anyway (to
-// recognise the pod or find its framework) and says otherwise, the user hears about it.
-void add_disagreements(const pod_view& pod, const policy& p, const owner_values& owners,
-                       const owner_kind_set& kinds, const topology& t, decision& d) {
-  if (!has_explicit_counts(pod) || owners.all().empty()) return;
-  const auto found = counts_from_owners(pod, t.role, owners, kinds);
-  if (needed(found) != nullptr) return;  // not read: nothing to compare with
-  const auto& read = std::get<result<std::optional<owner_counts>>>(found);
-  if (!read || !*read) return;
-  const auto& counts = **read;
+// Allowed unchanged, and said so to the user: `why` is the warning too.
+decision pass_with_warning(const std::string& why) {
+  auto d = pass(why);
+  d.warnings.push_back(make_warning(why));
+  return d;
+}
+
+// An explicit count annotation wins (docs/contract.md §2.1); when the owners were read anyway and
+// say otherwise, the user hears about it.
+void add_disagreements(const pod_view& pod, const owner_counts& owners, const topology& t,
+                       decision& d) {
   if (pod.annotation(keys::num_nodes) != nullptr) {
-    const auto nodes = owner_nodes(counts, p, t.role);
+    // The owner's own count of the layout's nodes, before the annotation.
+    std::int64_t nodes = 0;
+    for (const auto r : t.layout.nodes) {
+      if (const auto* counted = owners.find(t.layout.roles[r].name)) nodes += counted->pods;
+    }
     if (nodes != t.num_nodes) {
       d.warnings.push_back(make_warning(
           "trainenv: kept annotation " + std::string(keys::num_nodes) + "=" +
-          std::to_string(t.num_nodes) + "; " + counts.owner + " runs " + std::to_string(nodes)));
+          std::to_string(t.num_nodes) + "; " + owners.owner + " runs " + std::to_string(nodes)));
     }
   }
-  if (pod.annotation(keys::replicas) != nullptr) {
-    for (const auto& [role, count] : t.replicas) {
-      const auto* r = counts.find(role);
+  if (const auto* given = pod.annotation(keys::replicas)) {
+    auto parsed = parse_replicas(*given);
+    if (!parsed) return;
+    for (const auto& [role, count] : *parsed) {
+      const auto* r = owners.find(role);
       if (r != nullptr && r->pods != count) {
         d.warnings.push_back(make_warning(
             "trainenv: kept annotation " + std::string(keys::replicas) + " " + role + "=" +
-            std::to_string(count) + "; " + counts.owner + " runs " + std::to_string(r->pods)));
+            std::to_string(count) + "; " + owners.owner + " runs " + std::to_string(r->pods)));
       }
     }
   }
+}
+
+// The pod's place in its job, and the owner that gave its layout if one was read.
+struct placement {
+  result<topology> topo;
+  std::optional<owner_counts> owners;
+};
+
+// From the pod alone when its annotations and labels tell all that the policy uses for it (no
+// API call); else from its owners, asking for the next one to read. An owner already at hand
+// (read to recognise the pod, or cached) is always used.
+owner_step<placement> place(const pod_view& view, const policy& p, std::size_t target,
+                            const owner_values& owners, const owner_kind_set& kinds,
+                            const trainer_settings* trainer) {
+  topology_sources src;
+  src.kinds = &kinds;
+  src.trainer = trainer;
+  src.has_owner = has_controller(view);
+  if (!src.has_owner || !uses_counts(p))
+    return placement{resolve_topology(view, p, target, src), std::nullopt};
+
+  auto found = counts_from_owners(view, pod_role(view), owners, kinds);
+  auto* read = std::get_if<result<std::optional<owner_counts>>>(&found);
+  if (read != nullptr && *read && **read) {
+    placement out{error{}, std::move(***read)};
+    src.owners = &*out.owners;
+    out.topo = resolve_topology(view, p, target, src);
+    return out;
+  }
+  // Not read (or not readable): the pod alone, if it tells all this pod needs. What the pod
+  // itself says wrong (a bad annotation) is its own violation, owners or not.
+  auto alone = resolve_topology(view, p, target, src);
+  if (!alone) return placement{std::move(alone), std::nullopt};
+  const auto used = p.variables_used_for(alone->role, alone->training_role);
+  if ((alone->owner_open & used) == 0) return placement{std::move(alone), std::nullopt};
+  if (const auto* ref = needed(found)) return *ref;
+  if (read != nullptr && !*read) {
+    // Sizing fails closed: a silently wrong count is worse than a retried pod creation.
+    return placement{
+        error{"trainenv: cannot read the pod counts: " + read->message() + "; set annotation " +
+                  std::string(keys::num_nodes) + " (or " + std::string(keys::replicas) +
+                  ") on the pod template to skip the lookup",
+              read->code()},
+        std::nullopt};
+  }
+  return placement{std::move(alone), std::nullopt};  // no owner after all: its own answer
 }
 
 }  // namespace
@@ -83,8 +142,7 @@ owner_step<decision> evaluate(const json& pod, const policy_set& policies,
       return pass(verdict.reason);
     case recognition::verdict::unknown: {
       // Recognising fails open: a pod not known to be ours is not ours to block.
-      auto d = pass(verdict.reason);
-      d.warnings.push_back(make_warning(verdict.reason));
+      auto d = pass_with_warning(verdict.reason);
       d.unrecognised = true;
       return d;
     }
@@ -95,19 +153,27 @@ owner_step<decision> evaluate(const json& pod, const policy_set& policies,
   if (const auto* inject = view.annotation(keys::inject); inject != nullptr && *inject == "false") {
     return pass("opted out: annotation " + std::string(keys::inject) + " is \"false\"");
   }
-
-  // Trainer's layout: only the runtime names the framework.
-  std::optional<framework_found> runtime;
-  if (verdict.kind == recognition::verdict::through_job && options.forced_policy.empty() &&
-      view.annotation(keys::policy) == nullptr && view.label(keys::framework) == nullptr) {
-    const auto found = framework_from_runtime(view, *verdict.job, owners, kinds);
-    if (const auto* ref = needed(found)) return *ref;
-    const auto& framework = std::get<result<runtime_framework>>(found);
-    if (!framework) return deny(framework.message());
-    if (framework->framework) runtime = framework_found{*framework->framework, framework->source};
+  if (const auto* wired = wired_owner(view, kinds)) {
+    return pass_with_warning("trainenv: passed unchanged: the pod's " + wired->kind + " (" +
+                             wired->group + ") is wired by " + wired->wired_by);
   }
-  const auto selected =
-      select_policy(view, policies, options.forced_policy, runtime ? &*runtime : nullptr);
+
+  // Trainer's layout: the runtime names the framework and the MPI settings.
+  std::optional<trainer_settings> trainer;
+  if (verdict.kind == recognition::verdict::through_job) {
+    const auto found = trainer_runtime(view, *verdict.job, owners, kinds);
+    if (const auto* ref = needed(found)) return *ref;
+    const auto& settings = std::get<result<trainer_settings>>(found);
+    if (!settings) return deny(error{settings.message(), settings.code()});
+    if (settings->found) trainer = *settings;
+  }
+  const auto selected = select_policy(view, policies, options.forced_policy,
+                                      trainer ? &*trainer : nullptr, pod_owner_kind(view, kinds));
+  if (!selected.pass.empty()) {
+    auto d = pass_with_warning(selected.pass);
+    d.unknown_framework = true;
+    return d;
+  }
   if (selected.chosen == nullptr) return deny(selected.violation);
   const policy& p = *selected.chosen;
 
@@ -115,24 +181,10 @@ owner_step<decision> evaluate(const json& pod, const policy_set& policies,
   if (auto problem = check_pod_shape(view, p, target); !problem.empty())
     return deny(std::move(problem), p.name);
 
-  // The counts the owners give, when the annotations leave them open and the policy uses them.
-  std::optional<owner_counts> counts;
-  if (!has_explicit_counts(view) && uses_counts(p)) {
-    const auto found = counts_from_owners(view, pod_role(view), owners, kinds);
-    if (const auto* ref = needed(found)) return *ref;
-    const auto& read = std::get<result<std::optional<owner_counts>>>(found);
-    if (!read) {
-      // Sizing fails closed: a silently wrong count is worse than a retried pod creation.
-      return deny("trainenv: cannot read the pod counts: " + read.message() + "; set annotation " +
-                      std::string(keys::num_nodes) + " (or " + std::string(keys::replicas) +
-                      ") on the pod template to skip the lookup",
-                  p.name);
-    }
-    counts = *read;
-  }
-
-  auto topo = resolve_topology(view, p, target, counts ? &*counts : nullptr);
-  if (!topo) return deny(topo.message(), p.name);
+  const auto placed = place(view, p, target, owners, kinds, trainer ? &*trainer : nullptr);
+  if (const auto* ref = needed(placed)) return *ref;
+  const auto& [topo, layout_owner] = std::get<placement>(placed);
+  if (!topo) return deny(error{topo.message(), topo.code()}, p.name);
   auto want = render(p, *topo, view);
   if (!want) return deny(want.message(), p.name);
   if (!want->applies) {
@@ -140,9 +192,16 @@ owner_step<decision> evaluate(const json& pod, const policy_set& policies,
                 quote(p.when_source) + " is false");
   }
   auto d = build_patch(pod, *want, p.name);
-  d.sources = std::move(topo->sources);
-  if (runtime) d.sources.push_back({"framework", runtime->value, runtime->source});
-  add_disagreements(view, p, owners, kinds, *topo, d);
+  d.sources = topo->sources;
+  if (trainer) {
+    const auto& value = trainer->framework ? trainer->framework : trainer->ml_policy;
+    if (value) {
+      d.sources.push_back(
+          {"framework", *value,
+           trainer->framework ? trainer->framework_source : trainer->ml_policy_source});
+    }
+  }
+  if (layout_owner) add_disagreements(view, *layout_owner, *topo, d);
   return d;
 }
 

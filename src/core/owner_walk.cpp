@@ -15,6 +15,11 @@ std::string failed(const owner_fetch& f) {
   return out;
 }
 
+// An owner that could not be read, as an error whose code says whose fault it is.
+error cannot_read(const owner_fetch& f) {
+  return error{failed(f), failure_code(*f.failure)};
+}
+
 const std::string* object_label(const json& object, std::string_view key) {
   const auto* metadata = member(object, "metadata");
   const auto* labels = metadata != nullptr ? member(*metadata, "labels") : nullptr;
@@ -52,14 +57,76 @@ owner_step<result<std::optional<owner_counts>>> counts_of(const owner_ref& ref,
                                                           const owner_values& owners) {
   const auto* f = owners.find(ref);
   if (f == nullptr) return ref;
-  if (f->failure) return result<std::optional<owner_counts>>(error{failed(*f)});
+  if (f->failure) return result<std::optional<owner_counts>>(cannot_read(*f));
   auto roles = read_roles(kind, f->object(), ref, role);
   if (!roles) return result<std::optional<owner_counts>>(std::move(roles).take_error());
   owner_counts out;
   out.roles = std::move(*roles);
   out.every_role = kind.roles->kind != role_layout::shape::own;
   out.owner = ref.display();
+  out.kind = &kind;
+  out.object = &f->object();
+  out.name = ref.name;
   return result<std::optional<owner_counts>>(std::optional<owner_counts>(std::move(out)));
+}
+
+// A whole number or a string at `key` of `object`, as text ("4", "auto"); nullopt otherwise.
+std::optional<std::string> int_or_string(const json* object, std::string_view key) {
+  const auto* value = object != nullptr ? member(*object, key) : nullptr;
+  if (value == nullptr) return std::nullopt;
+  if (value->is_number_integer()) return std::to_string(value->get<std::int64_t>());
+  if (value->is_string() && !value->get_ref<const std::string&>().empty())
+    return value->get<std::string>();
+  return std::nullopt;
+}
+
+// Kubeflow Trainer's API (trainer.kubeflow.org/v1alpha1): the runtime's framework label and
+// spec.mlPolicy, and the TrainJob's spec.trainer.numProcPerNode, which overrides the runtime's.
+trainer_settings read_trainer_settings(const json& trainjob, const json& runtime,
+                                       const std::string& runtime_name,
+                                       const std::string& trainjob_name) {
+  trainer_settings out;
+  out.found = true;
+  out.runtime = runtime_name;
+  if (const auto* framework = object_label(runtime, keys::framework)) {
+    out.framework = *framework;
+    out.framework_source = "label " + std::string(keys::framework) + " of " + runtime_name;
+  }
+  const auto* ml_policy = find_path(runtime, {"spec", "mlPolicy"});
+  const json* mpi = ml_policy != nullptr ? member(*ml_policy, "mpi") : nullptr;
+  const json* torch = ml_policy != nullptr ? member(*ml_policy, "torch") : nullptr;
+  if (ml_policy != nullptr && ml_policy->is_object()) {
+    for (const auto* source : {"torch", "mpi", "jax", "xgboost", "flux"}) {
+      if (member(*ml_policy, source) == nullptr) continue;
+      out.ml_policy = source;
+      out.ml_policy_source = "spec.mlPolicy." + std::string(source) + " of " + runtime_name;
+      break;
+    }
+  }
+  if (mpi != nullptr && mpi->is_object()) {
+    // Trainer's MPI implementations and the policies that speak them (OpenMPI is the default).
+    const auto* implementation = string_member(*mpi, "mpiImplementation");
+    const std::string name = implementation != nullptr ? *implementation : "";
+    out.ml_policy = name == "Intel" ? "intel-mpi" : name == "MPICH" ? "mpich" : "mpi";
+    if (const auto* run = member(*mpi, "runLauncherAsNode"); run != nullptr && run->is_boolean())
+      out.run_launcher_as_node = run->get<bool>();
+    if (const auto* path = string_member(*mpi, "sshAuthMountPath");
+        path != nullptr && !path->empty())
+      out.ssh_auth_mount_path = *path;
+  }
+  const auto* trainer = find_path(trainjob, {"spec", "trainer"});
+  if (auto n = int_or_string(trainer, "numProcPerNode")) {
+    out.num_proc_per_node = std::move(n);
+    out.nproc_source = "spec.trainer.numProcPerNode of " + trainjob_name;
+  } else if (auto from_mpi = int_or_string(mpi, "numProcPerNode")) {
+    out.num_proc_per_node = std::move(from_mpi);
+    out.nproc_source = "spec.mlPolicy.mpi.numProcPerNode of " + runtime_name;
+    out.nproc_one_means_gpus = *out.num_proc_per_node == "1";
+  } else if (auto from_torch = int_or_string(torch, "numProcPerNode")) {
+    out.num_proc_per_node = std::move(from_torch);
+    out.nproc_source = "spec.mlPolicy.torch.numProcPerNode of " + runtime_name;
+  }
+  return out;
 }
 
 }  // namespace
@@ -102,32 +169,36 @@ owner_step<recognition> recognise(const pod_view& pod, const owner_values& owner
   return recognition{recognition::verdict::through_job, {}, &f->object()};
 }
 
-owner_step<result<runtime_framework>> framework_from_runtime(const pod_view& pod, const json& job,
-                                                             const owner_values& owners,
-                                                             const owner_kind_set& kinds) {
-  using answer = result<runtime_framework>;
-  const auto cannot = [](const std::string& why) {
-    return answer(error{"trainenv: cannot tell the framework: " + why + "; set annotation " +
-                        std::string(keys::policy) + " or label " + std::string(keys::framework) +
-                        " on the pod template"});
+owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod, const json& job,
+                                                     const owner_values& owners,
+                                                     const owner_kind_set& kinds) {
+  using answer = result<trainer_settings>;
+  const auto cannot = [](const std::string& why, int code = 400) {
+    return answer(error{"trainenv: cannot read the pod's TrainJob and runtime: " + why +
+                            "; set annotation " + std::string(keys::policy) + " (and the counts) " +
+                            "on the pod template, or fix the access",
+                        code});
+  };
+  const auto unreadable = [&](const owner_fetch& f) {
+    return cannot("could not read " + failed(f), failure_code(*f.failure));
   };
   // Job -> JobSet (its controller) -> TrainJob (the JobSet's controller).
   const auto jobset = controller_of(job, namespace_of(pod));
   if (!jobset || kinds.find(jobset->api_version, jobset->kind) == nullptr) {
-    return answer(runtime_framework{});
+    return answer(trainer_settings{});
   }
   const auto* jobset_fetch = owners.find(*jobset);
   if (jobset_fetch == nullptr) return *jobset;
-  if (jobset_fetch->failure) return cannot("could not read " + failed(*jobset_fetch));
+  if (jobset_fetch->failure) return unreadable(*jobset_fetch);
   const auto trainjob = controller_of(jobset_fetch->object(), namespace_of(pod));
   const auto* trainjob_kind =
       trainjob ? kinds.find(trainjob->api_version, trainjob->kind) : nullptr;
   if (trainjob_kind == nullptr || trainjob_kind->runtime_ref.empty()) {
-    return answer(runtime_framework{});
+    return answer(trainer_settings{});
   }
   const auto* trainjob_fetch = owners.find(*trainjob);
   if (trainjob_fetch == nullptr) return *trainjob;
-  if (trainjob_fetch->failure) return cannot("could not read " + failed(*trainjob_fetch));
+  if (trainjob_fetch->failure) return unreadable(*trainjob_fetch);
 
   // spec.runtimeRef {apiGroup, kind, name}: Trainer defaults the group to its own and the kind
   // to ClusterTrainingRuntime.
@@ -158,12 +229,48 @@ owner_step<result<runtime_framework>> framework_from_runtime(const pod_view& pod
       {}};
   const auto* runtime_fetch = owners.find(runtime);
   if (runtime_fetch == nullptr) return runtime;
-  if (runtime_fetch->failure) return cannot("could not read " + failed(*runtime_fetch));
-  runtime_framework out;
-  out.source = "label " + std::string(keys::framework) + " of " + runtime.display();
-  if (const auto* framework = object_label(runtime_fetch->object(), keys::framework))
-    out.framework = *framework;
-  return answer(std::move(out));
+  if (runtime_fetch->failure) return unreadable(*runtime_fetch);
+  return answer(read_trainer_settings(trainjob_fetch->object(), runtime_fetch->object(),
+                                      runtime.display(), trainjob->display()));
+}
+
+const owner_kind* wired_owner(const pod_view& pod, const owner_kind_set& kinds) {
+  const auto owner = controller_of(pod.json(), namespace_of(pod));
+  if (!owner) return nullptr;
+  const auto* kind = kinds.find(owner->api_version, owner->kind);
+  return kind != nullptr && !kind->wired_by.empty() ? kind : nullptr;
+}
+
+const owner_kind* kind_by_labels(const pod_view& pod, const owner_kind_set& kinds,
+                                 const std::string** job) {
+  const owner_kind* single = nullptr;
+  for (const auto& k : kinds.all()) {
+    if (!k.naming || k.naming->job_label.empty() || !k.roles) continue;
+    const auto* name = pod.label(k.naming->job_label);
+    if (name == nullptr || name->empty()) name = pod.annotation(k.naming->job_label);
+    if (name == nullptr || name->empty()) continue;
+    if (k.roles->kind != role_layout::shape::own) {
+      *job = name;
+      return &k;
+    }
+    if (single == nullptr) {
+      single = &k;
+      *job = name;
+    }
+  }
+  return single;
+}
+
+const owner_kind* pod_owner_kind(const pod_view& pod, const owner_kind_set& kinds) {
+  if (const auto owner = controller_of(pod.json(), namespace_of(pod))) {
+    if (const auto* kind = kinds.find(owner->api_version, owner->kind)) return kind;
+  }
+  const std::string* job = nullptr;
+  return kind_by_labels(pod, kinds, &job);
+}
+
+bool has_controller(const pod_view& pod) {
+  return controller_of(pod.json(), namespace_of(pod)).has_value();
 }
 
 owner_step<result<std::optional<owner_counts>>> counts_from_owners(const pod_view& pod,
@@ -188,7 +295,7 @@ owner_step<result<std::optional<owner_counts>>> counts_from_owners(const pod_vie
   // that one; else the Job itself gives the pod's own role.
   const auto* job = owners.find(*owner);
   if (job == nullptr) return *owner;
-  if (job->failure) return answer(error{failed(*job)});
+  if (job->failure) return answer(cannot_read(*job));
   if (const auto parent = controller_of(job->object(), namespace_of(pod))) {
     const auto* parent_kind = kinds.find(parent->api_version, parent->kind);
     if (parent_kind != nullptr && parent_kind->roles &&

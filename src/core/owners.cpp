@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "trainenv/core/keys.hpp"
 #include "trainenv/core/names.hpp"
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/policy_fields.hpp"
@@ -45,6 +46,13 @@ result<std::int64_t> spec_pods(const json& spec, const Where& where) {
   auto completions = count_member(spec, "completions", *parallelism, where);
   if (!completions) return std::move(completions).take_error();
   return std::min(*parallelism, *completions);
+}
+
+// The trainjob-ancestor-step label of a template ({metadata: {labels}}), if it has one.
+const std::string* step_label(const json* object) {
+  const auto* metadata = object != nullptr ? member(*object, "metadata") : nullptr;
+  const auto* labels = metadata != nullptr ? member(*metadata, "labels") : nullptr;
+  return labels != nullptr ? string_member(*labels, keys::ancestor_step) : nullptr;
 }
 
 }  // namespace
@@ -159,6 +167,25 @@ std::string_view failure_name(lookup_failure f) {
   return "failed";
 }
 
+int failure_code(lookup_failure f) {
+  switch (f) {
+    case lookup_failure::not_found:
+    case lookup_failure::uid_mismatch:
+      return 404;
+    case lookup_failure::unauthorized:
+    case lookup_failure::forbidden:
+    case lookup_failure::no_access:
+    case lookup_failure::too_large:  // our own bound: a retry meets it again
+      return 500;
+    case lookup_failure::malformed:  // a proxy's error page, say: a retry may succeed
+    case lookup_failure::server_error:
+    case lookup_failure::timeout:
+    case lookup_failure::unreachable:
+      return 503;
+  }
+  return 500;
+}
+
 const json& owner_fetch::object() const {
   static const json none;
   return fetched != nullptr ? *fetched : none;
@@ -220,7 +247,8 @@ result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& ob
     out.source = who + " " + where;
     std::int64_t replicas = 1;
     if (!layout.replicas_member.empty()) {
-      auto n = count_member(entry, layout.replicas_member, 1, [&] { return out.source; });
+      auto n = count_member(entry, layout.replicas_member, layout.replicas_default,
+                            [&] { return out.source; });
       if (!n) return std::move(n).take_error();
       replicas = *n;
     }
@@ -232,15 +260,25 @@ result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& ob
       auto per_job =
           spec_pods(*spec, [&] { return out.source + "." + path_text(layout.job_spec); });
       if (!per_job) return std::move(per_job).take_error();
+      out.jobs = replicas;
       out.pods_per_job = *per_job;
-      out.several_jobs = replicas > 1;
+      out.pods = replicas * *per_job;
+      // Trainer puts its ancestor-step label on the Job template (which holds the JobSpec).
+      const member_path job_template(layout.job_spec.begin(), layout.job_spec.end() - 1);
+      if (const auto* step = step_label(find_path(entry, job_template))) out.step = *step;
+    } else {
+      // One pod per replica, all in one job (a Volcano task).
+      out.pods_per_job = replicas;
+      out.pods = replicas;
     }
-    out.pods = replicas * out.pods_per_job;
     if (out.pods > max_count) {
       return error{who + " " + where + " runs " + std::to_string(out.pods) + " pods; more than " +
                    std::to_string(max_count) + " is not believed"};
     }
     if (!layout.pod_template.empty()) out.pod_template = find_path(entry, layout.pod_template);
+    if (out.step.empty()) {
+      if (const auto* step = step_label(out.pod_template)) out.step = *step;
+    }
     return out;
   };
 
@@ -327,7 +365,7 @@ class owner_kind_parser {
     if (spec == nullptr) return take();
     if (!known(*spec, "spec",
                {"apiGroup", "versions", "kind", "resource", "clusterScoped", "roles", "runtimeRef",
-                "framework"}))
+                "framework", "naming", "defaultPolicy", "wiredBy"}))
       return take();
     const auto* group = text(*spec, "apiGroup", "spec.apiGroup", true);
     if (failed_) return take();
@@ -341,9 +379,17 @@ class owner_kind_parser {
       out.versions.push_back(v.get<std::string>());
     }
     const auto* kind = text(*spec, "kind", "spec.kind");
-    const auto* resource = text(*spec, "resource", "spec.resource");
-    if (kind == nullptr || resource == nullptr) return take();
+    if (kind == nullptr) return take();
     out.kind = *kind;
+    if (const auto* wired_by = text(*spec, "wiredBy", "spec.wiredBy", true)) {
+      // Never read: its pods pass before any lookup, so it needs nothing else.
+      out.wired_by = *wired_by;
+      if (!known(*spec, "spec", {"apiGroup", "versions", "kind", "wiredBy"})) return take();
+      return out;
+    }
+    if (failed_) return take();
+    const auto* resource = text(*spec, "resource", "spec.resource");
+    if (resource == nullptr) return take();
     out.resource = *resource;
     if (!is_dns_label(out.resource))
       return fail(
@@ -359,6 +405,19 @@ class owner_kind_parser {
       if (!layout) return take();
       out.roles = std::move(*layout);
     }
+    if (const auto* naming = member(*spec, "naming")) {
+      if (!out.roles)
+        return fail("spec.naming", "needs roles: only a kind that runs pods names them");
+      auto parsed = parse_naming(*naming);
+      if (!parsed) return take();
+      out.naming = std::move(*parsed);
+    }
+    if (const auto* policy = text(*spec, "defaultPolicy", "spec.defaultPolicy", true)) {
+      if (!is_dns_label(*policy))
+        return fail("spec.defaultPolicy", quote(*policy) + " is not a policy name");
+      out.default_policy = *policy;
+    }
+    if (failed_) return take();
     if (!out.roles && out.runtime_ref.empty() && !out.gives_framework) {
       return fail(
           "spec",
@@ -371,7 +430,8 @@ class owner_kind_parser {
   std::optional<role_layout> parse_roles(const json& roles) {
     if (!keep(expect_object(roles, "spec.roles"))) return std::nullopt;
     if (!known(roles, "spec.roles",
-               {"own", "list", "map", "name", "replicas", "jobSpec", "podTemplate"}))
+               {"own", "list", "map", "name", "replicas", "replicasDefault", "jobSpec",
+                "podTemplate"}))
       return std::nullopt;
     role_layout out;
     const json* fields = &roles;
@@ -400,6 +460,14 @@ class owner_kind_parser {
       }
       if (const auto* replicas = text(roles, "replicas", "spec.roles.replicas", true))
         out.replicas_member = *replicas;
+      if (const auto* fallback = member(roles, "replicasDefault")) {
+        if (out.replicas_member.empty())
+          return fail_layout("spec.roles.replicasDefault",
+                             "needs replicas: the member it defaults");
+        auto n = read_int(*fallback, "spec.roles.replicasDefault", 0, max_count);
+        if (!keep(n)) return std::nullopt;
+        out.replicas_default = *n;
+      }
     }
     const std::string prefix = fields == &roles ? "spec.roles" : "spec.roles.own";
     if (const auto* job_spec = text(*fields, "jobSpec", prefix + ".jobSpec", true))
@@ -410,6 +478,49 @@ class owner_kind_parser {
     if (out.pod_template.empty())
       return fail_layout(prefix + ".podTemplate",
                          "missing: where the role's pod template sits, e.g. template");
+    return out;
+  }
+
+  // naming: {hostname, subdomain, subdomainDefault, podLabel} (docs/policies.md, "Owner kinds").
+  std::optional<pod_naming> parse_naming(const json& naming) {
+    if (!keep(expect_object(naming, "spec.naming"))) return std::nullopt;
+    if (!known(naming, "spec.naming", {"hostname", "subdomain", "subdomainDefault", "podLabel"}))
+      return std::nullopt;
+    constexpr std::uint32_t naming_variables =
+        variable_bit(variable::job) | variable_bit(variable::role) |
+        variable_bit(variable::job_index) | variable_bit(variable::index);
+    const auto compile = [&](const std::string& field, std::uint32_t allowed,
+                             const std::string& example) -> std::optional<template_string> {
+      const auto* source = text(naming, field, "spec.naming." + field);
+      if (source == nullptr) return std::nullopt;
+      auto compiled = template_string::compile(*source);
+      if (!compiled) return fail_layout("spec.naming." + field, compiled.message());
+      if ((compiled->used() & ~allowed) != 0) {
+        fail("spec.naming." + field, "may use only " + example);
+        return std::nullopt;
+      }
+      return std::move(*compiled);
+    };
+    pod_naming out;
+    auto hostname =
+        compile("hostname", naming_variables, "${job}, ${role}, ${jobIndex} and ${index}");
+    if (!hostname) return std::nullopt;
+    if (!hostname->ends_with_variable(variable::index)) {
+      return fail_layout(
+          "spec.naming.hostname",
+          "must end with ${index}, once (e.g. \"${job}-${role}-${jobIndex}-${index}\")");
+    }
+    out.hostname = std::move(*hostname);
+    if (const auto* subdomain = text(naming, "subdomain", "spec.naming.subdomain", true))
+      out.subdomain = split(*subdomain);
+    if (naming.contains("subdomainDefault")) {
+      auto fallback = compile("subdomainDefault", variable_bit(variable::job), "${job}");
+      if (!fallback) return std::nullopt;
+      out.subdomain_default = std::move(*fallback);
+    }
+    if (const auto* label = text(naming, "podLabel", "spec.naming.podLabel", true))
+      out.job_label = *label;
+    if (failed_) return std::nullopt;
     return out;
   }
 

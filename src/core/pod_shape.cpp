@@ -74,9 +74,13 @@ std::string check_pod_shape(const pod_view& pod, const policy& p, std::size_t& t
         return problem;
     }
   }
-  if (!p.volumes.empty()) {
+  if (!p.volumes.empty() || p.hostfile) {
     if (const char* why = check_object_list(spec, "volumes", true))
       return std::string("trainenv: spec.volumes ") + why;
+  }
+  if (p.hostfile) {  // a large hostfile comes with an init container
+    if (const char* why = check_object_list(spec, "initContainers", true))
+      return std::string("trainenv: spec.initContainers ") + why;
   }
   return {};
 }

@@ -29,6 +29,10 @@ const std::string* pod_view::namespace_name() const {
   return metadata_ != nullptr ? string_member(*metadata_, "namespace") : nullptr;
 }
 
+const std::string* pod_view::hostname() const {
+  return spec_ != nullptr ? string_member(*spec_, "hostname") : nullptr;
+}
+
 const std::string* pod_view::subdomain() const {
   return spec_ != nullptr ? string_member(*spec_, "subdomain") : nullptr;
 }

@@ -24,39 +24,43 @@ bool policy::is_training_role(std::string_view role) const {
   return std::find(training_roles.begin(), training_roles.end(), role) != training_roles.end();
 }
 
+namespace {
+
+// Calls `f(scope, used)` for each item of `p`, `used` being what its templates use.
+template <class F>
+void each_item(const policy& p, F f) {
+  for (const auto& item : p.env)
+    f(item.scope,
+      (item.value ? item.value->used() : 0) | (item.value_from ? item.value_from->used() : 0));
+  for (const auto& item : p.ports) f(item.scope, item.container_port.used());
+  for (const auto& item : p.args) f(item.scope, item.value.used());
+  for (const auto& item : p.volume_mounts) f(item.scope, item.mount.used());
+  for (const auto& item : p.volumes) f(item.scope, item.volume.used());
+  for (const auto& item : p.annotations)
+    f(item.scope, (item.value ? item.value->used() : 0) |
+                      (item.line_count ? item.line_count->used() : 0) |
+                      (item.line ? item.line->used() : 0));
+  if (p.hostfile) f(p.hostfile->scope, p.hostfile->line.used());
+}
+
+std::uint32_t with_condition(const item_scope& s, std::uint32_t used) {
+  return used | (s.when ? s.when->used() : 0);
+}
+
+}  // namespace
+
+std::uint32_t policy::variables_used_for(std::string_view role, bool training) const {
+  std::uint32_t used = when ? when->used() : 0;
+  each_item(*this, [&](const item_scope& s, std::uint32_t item) {
+    if (s.roles.matches(role, training)) used |= with_condition(s, item);
+  });
+  return used;
+}
+
 std::uint32_t variables_used_by(const policy& p) {
   std::uint32_t used = p.when ? p.when->used() : 0;
-  const auto scope = [&used](const item_scope& s) {
-    if (s.when) used |= s.when->used();
-  };
   for (const auto& [role, count] : p.default_replicas) used |= count.used();
-  for (const auto& item : p.env) {
-    scope(item.scope);
-    if (item.value) used |= item.value->used();
-    if (item.value_from) used |= item.value_from->used();
-  }
-  for (const auto& item : p.ports) {
-    scope(item.scope);
-    used |= item.container_port.used();
-  }
-  for (const auto& item : p.args) {
-    scope(item.scope);
-    used |= item.value.used();
-  }
-  for (const auto& item : p.volume_mounts) {
-    scope(item.scope);
-    used |= item.mount.used();
-  }
-  for (const auto& item : p.volumes) {
-    scope(item.scope);
-    used |= item.volume.used();
-  }
-  for (const auto& item : p.annotations) {
-    scope(item.scope);
-    if (item.value) used |= item.value->used();
-    if (item.line_count) used |= item.line_count->used();
-    if (item.line) used |= item.line->used();
-  }
+  each_item(p, [&](const item_scope& s, std::uint32_t item) { used |= with_condition(s, item); });
   return used;
 }
 

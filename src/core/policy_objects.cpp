@@ -134,8 +134,11 @@ result<json> volume_mount_body(const json& item, std::string_view field_view) {
   if (!is_dns_label(body["name"].get_ref<const std::string&>()))
     return field_error(field + ".name", "must be a volume name");
   const auto& path = body["mountPath"].get_ref<const std::string&>();
-  if (path.empty() || path[0] != '/')
-    return field_error(field + ".mountPath", "must be an absolute path");
+  // An absolute path, or one that starts with the one variable that is an absolute path
+  // (${sshAuthMountPath}: render checks what it renders to).
+  if (path.empty() || (path[0] != '/' && path.rfind("${sshAuthMountPath}", 0) != 0))
+    return field_error(field + ".mountPath",
+                       "must be an absolute path (or start with ${sshAuthMountPath})");
   if (item.contains("readOnly")) {
     auto read_only = read_bool(item["readOnly"], field + ".readOnly");
     if (!read_only) return std::move(read_only).take_error();

@@ -3,6 +3,7 @@
 // reads are policy_fields; the Kubernetes objects a policy writes whole, policy_objects.
 #include <algorithm>
 
+#include "trainenv/core/keys.hpp"
 #include "trainenv/core/names.hpp"
 #include "trainenv/core/policy.hpp"
 #include "trainenv/core/policy_fields.hpp"
@@ -127,7 +128,7 @@ class parser {
     check_keys(spec, "spec",
                {"frameworks", "default", "replaces", "when", "container", "extraContainers",
                 "trainingRoles", "defaults", "env", "ports", "args", "volumes", "volumeMounts",
-                "annotations"});
+                "annotations", "hostfile"});
     if (spec.contains("frameworks"))
       p_.frameworks = take(read_names(spec["frameworks"], "spec.frameworks"));
     if (spec.contains("default")) {
@@ -140,9 +141,10 @@ class parser {
       auto compiled = condition::compile(p_.when_source);
       if (!compiled) fail("spec.when", compiled.message());
       constexpr auto per_pod = variable_bit(variable::rank) | variable_bit(variable::world_size) |
+                               variable_bit(variable::node_rank) | variable_bit(variable::host) |
                                variable_bit(variable::line);
       if ((compiled->used() & per_pod) != 0)
-        fail("spec.when", "may not use ${rank}, ${worldSize} or ${i}");
+        fail("spec.when", "may not use ${rank}, ${nodeRank}, ${worldSize}, ${host} or ${i}");
       p_.when = std::move(*compiled);
     }
     if (spec.contains("container")) {
@@ -188,6 +190,36 @@ class parser {
          [&](const json& item, const std::string& field) { parse_mount(item, field); });
     each(spec, "annotations",
          [&](const json& item, const std::string& field) { parse_annotation(item, field); });
+    if (spec.contains("hostfile"))
+      parse_hostfile(require_object(spec["hostfile"], "spec.hostfile"));
+  }
+
+  void parse_hostfile(const json& item) {
+    const std::string field = "spec.hostfile";
+    check_keys(item, field, {"path", "line", "roles", "when"});
+    hostfile_item hostfile;
+    if (item.contains("path")) {
+      hostfile.path = require_string(item["path"], field + ".path");
+      const auto slash = hostfile.path.rfind('/');
+      if (hostfile.path.empty() || hostfile.path.front() != '/' || slash == 0 ||
+          slash + 1 == hostfile.path.size() || hostfile.path.find("..") != std::string::npos)
+        fail(field + ".path",
+             "must be an absolute file path in a directory, e.g. /etc/mpi/hostfile");
+    }
+    if (!item.contains("line")) fail(field + ".line", "missing; e.g. \"${host} slots=${slots}\"");
+    hostfile.line = require_template(item["line"], field + ".line");
+    if (!hostfile.line.uses_once(variable::host)) {
+      fail(field + ".line", "must use ${host} once, alone, e.g. \"${host} slots=${slots}\"");
+    }
+    if (hostfile.line.source().find_first_of("|\n") != std::string::npos)
+      fail(field + ".line", "may not hold '|' or a line break");
+    hostfile.scope = parse_scope(item, field);
+    if (!item.contains("roles")) {
+      hostfile.scope.roles.all = false;
+      hostfile.scope.roles.names = {std::string(launcher_role)};
+    }
+    check_variables(hostfile.scope, hostfile.line.used(), field, false, true);
+    p_.hostfile = std::move(hostfile);
   }
 
   void parse_replaces(const json& replaces) {
@@ -217,7 +249,14 @@ class parser {
   }
 
   void parse_defaults(const json& defaults) {
-    check_keys(defaults, "spec.defaults", {"masterPort", "numNodes", "nprocPerNode", "replicas"});
+    check_keys(defaults, "spec.defaults",
+               {"masterPort", "numNodes", "nprocPerNode", "replicas", "sshAuthMountPath"});
+    if (defaults.contains("sshAuthMountPath")) {
+      p_.default_ssh_auth_mount_path =
+          require_string(defaults["sshAuthMountPath"], "spec.defaults.sshAuthMountPath");
+      if (p_.default_ssh_auth_mount_path.empty() || p_.default_ssh_auth_mount_path.front() != '/')
+        fail("spec.defaults.sshAuthMountPath", "must be an absolute path, e.g. /root/.ssh");
+    }
     if (defaults.contains("masterPort")) {
       p_.default_master_port =
           take(read_int(defaults["masterPort"], "spec.defaults.masterPort", 1, max_port));
@@ -300,10 +339,19 @@ class parser {
   }
 
   // What an item's templates and condition may use: WORLD_SIZE and RANK exist only for training
-  // roles (the Volcano fix), and ${i} only inside an annotation's lines.
+  // roles (the Volcano fix), a node rank only for the roles an item names, ${i} only inside an
+  // annotation's lines and ${host} only in a hostfile's line.
   void check_variables(const item_scope& scope, std::uint32_t used, const std::string& field,
-                       bool in_lines = false) {
+                       bool in_lines = false, bool in_hostfile = false) {
     if (scope.when) used |= scope.when->used();
+    if ((used & variable_bit(variable::node_rank)) != 0 && scope.roles.all) {
+      fail(field,
+           "uses ${nodeRank}, which exists only for the job's nodes; add roles: [training] (or "
+           "the roles that are nodes)");
+    }
+    if (!in_hostfile && (used & variable_bit(variable::host)) != 0) {
+      fail(field, "uses ${host}, which exists only inside spec.hostfile.line");
+    }
     if ((used & (variable_bit(variable::rank) | variable_bit(variable::world_size))) != 0) {
       const bool only_training =
           !scope.roles.all && std::all_of(scope.roles.names.begin(), scope.roles.names.end(),

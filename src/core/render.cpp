@@ -36,6 +36,10 @@ result<std::string> render_lines(const annotation_item& item, const variable_val
   return text;
 }
 
+const std::string& name_or(const json& entry) {
+  return string_or_empty(entry, "name");
+}
+
 const json* string_array(const json& container, std::string_view key) {
   const auto* list = member(container, key);
   return list != nullptr && list->is_array() ? list : nullptr;
@@ -221,7 +225,163 @@ result<bool> render_annotations(const policy& p, const topology& t, const variab
   return ok;
 }
 
+// The hostfile's volume: the name Kubeflow Trainer gives its ConfigMap's, so that either is seen.
+constexpr std::string_view hostfile_volume = "mpi-hostfile";
+
+// The bytes a pod's annotations take as the API server counts them (keys and values).
+std::size_t annotation_bytes(const pod_view& pod) {
+  const auto* metadata = member(pod.json(), "metadata");
+  const auto* annotations = metadata != nullptr ? member(*metadata, "annotations") : nullptr;
+  std::size_t bytes = 0;
+  if (annotations == nullptr || !annotations->is_object()) return 0;
+  for (const auto& [key, value] : annotations->items()) {
+    bytes += key.size() + (value.is_string() ? value.get_ref<const std::string&>().size() : 0);
+  }
+  return bytes;
+}
+
+std::size_t decimal_digits(std::int64_t n) {
+  std::size_t digits = 1;
+  for (; n >= 10; n /= 10) ++digits;
+  return digits;
+}
+
+json downward_api_volume(std::string_view name, std::string_view file, std::string_view key) {
+  json item = {
+      {"path", file},
+      {"fieldRef",
+       {{"apiVersion", "v1"}, {"fieldPath", "metadata.annotations['" + std::string(key) + "']"}}},
+      {"mode", 0444}};
+  return {{"name", name}, {"downwardAPI", {{"items", json::array({std::move(item)})}}}};
+}
+
+// The policy's hostfile, one line per node in node order: as the pod's own annotation mounted
+// through the downward API while it is small; past that, as a compact rule (one line per Job of
+// nodes) that an init container in the launcher's own image expands into an emptyDir as the pod
+// starts. Nothing when the pod already mounts a hostfile there (Kubeflow Trainer's ConfigMap).
+result<bool> render_hostfile(const policy& p, const topology& t, const variable_values& values,
+                             const pod_view& pod, wants& out, container_wants& target) {
+  if (!p.hostfile) return true;
+  const auto& h = *p.hostfile;
+  auto ok = applies(h.scope, t, values);
+  if (!ok || !*ok) return ok;
+  const auto slash = h.path.rfind('/');
+  const std::string dir = h.path.substr(0, slash);
+  const std::string file = h.path.substr(slash + 1);
+  const auto& container = (*pod.containers())[t.container];
+  if (const auto* mounts = member(container, "volumeMounts")) {
+    for (const auto& m : *mounts) {
+      const auto& at = string_or_empty(m, "mountPath");
+      const auto trimmed = at.size() > 1 && at.back() == '/' ? at.substr(0, at.size() - 1) : at;
+      if (trimmed != dir && trimmed != h.path) continue;
+      // Trainer's ConfigMap (or ours, on reinvocation) is the hostfile; another volume there is
+      // the user's to answer for, and said so.
+      if (name_or(m) != hostfile_volume) {
+        out.warnings.push_back("trainenv: kept user-set mount " + at + " of volume " +
+                               quote(name_or(m)) + " in container " +
+                               quote(string_or_empty(container, "name")) + "; no hostfile added");
+      }
+      return true;
+    }
+  }
+  auto runs = t.layout.host_runs();
+  if (!runs) return std::move(runs).take_error();
+  // The line around ${host}: rendered once, with a marker where the host goes.
+  constexpr std::string_view marker = "\x1f";
+  variable_values per_line = values;
+  per_line.set(variable::host, std::string(marker));
+  auto line = h.line.render(per_line);
+  if (!line) return std::move(line).take_error();
+  const auto at = line->find(marker);
+  const std::string head = line->substr(0, at);
+  const std::string tail = line->substr(at + marker.size());
+
+  std::size_t inline_bytes = 0;
+  for (const auto& run : *runs) {
+    const auto fixed = head.size() + run.prefix.size() + run.suffix.size() + tail.size() + 1;
+    for (std::int64_t i = 0; i < run.count && inline_bytes <= hostfile_inline_limit; ++i)
+      inline_bytes += fixed + decimal_digits(i);
+  }
+  std::string key;
+  std::string text;
+  if (inline_bytes <= hostfile_inline_limit) {
+    key = hostfile_annotation;
+    text.reserve(inline_bytes);
+    for (const auto& run : *runs) {
+      for (std::int64_t i = 0; i < run.count; ++i) {
+        text.append(head).append(run.prefix).append(std::to_string(i));
+        text.append(run.suffix).append(tail).push_back('\n');
+      }
+    }
+    out.volumes.push_back(downward_api_volume(hostfile_volume, file, key));
+  } else {
+    key = hostfile_rule_annotation;
+    for (const auto& run : *runs) {
+      text.append(std::to_string(run.count)).append("|").append(head).append(run.prefix);
+      text.append("|").append(run.suffix).append(tail).push_back('\n');
+    }
+    if (text.size() > hostfile_inline_limit) {
+      return error{"trainenv: the hostfile of " + std::to_string(t.num_nodes) + " nodes in " +
+                   std::to_string(runs->size()) + " Jobs does not fit the pod's annotations even " +
+                   "as a rule (" + std::to_string(text.size()) +
+                   " bytes); mount a ConfigMap with " + "the hostfile at " + dir +
+                   " (as Kubeflow Trainer's " + t.job +
+                   "-mpi-hostfile), and trainenv leaves it alone"};
+    }
+    const auto* image = string_member(container, "image");
+    if (image == nullptr || image->empty()) {
+      return error{"trainenv: the hostfile of " + std::to_string(t.num_nodes) +
+                   " nodes is expanded by an init container in the target container's image, " +
+                   "and that container names no image"};
+    }
+    out.volumes.push_back(downward_api_volume("mpi-hostfile-rule", "rule", key));
+    out.volumes.push_back({{"name", hostfile_volume}, {"emptyDir", json::object()}});
+    json init = {{"name", "trainenv-hostfile"},
+                 {"image", *image},
+                 {"command",
+                  {"/bin/sh", "-c", std::string(hostfile_expand_script()), "sh",
+                   "/etc/trainenv/hostfile-rule/rule", dir + "/" + file}},
+                 {"resources",
+                  {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}},
+                   {"limits", {{"cpu", "500m"}, {"memory", "64Mi"}}}}},
+                 {"volumeMounts",
+                  {{{"name", "mpi-hostfile-rule"},
+                    {"mountPath", "/etc/trainenv/hostfile-rule"},
+                    {"readOnly", true}},
+                   {{"name", hostfile_volume}, {"mountPath", dir}}}}};
+    // As the launcher runs: a restricted namespace admits the init container on the same terms.
+    if (const auto* security = member(container, "securityContext"))
+      init["securityContext"] = *security;
+    out.init_containers.push_back(std::move(init));
+  }
+  if (annotation_bytes(pod) + key.size() + text.size() > annotations_limit) {
+    return error{"trainenv: the pod's annotations would exceed the API server's " +
+                 std::to_string(annotations_limit / 1024) + " KiB with the hostfile's " +
+                 std::to_string(text.size()) + " bytes; mount a ConfigMap with the hostfile at " +
+                 dir + " and trainenv leaves it alone"};
+  }
+  out.annotations[key] = std::move(text);
+  target.mounts.push_back({{"name", hostfile_volume}, {"mountPath", dir}, {"readOnly", true}});
+  return true;
+}
+
 }  // namespace
+
+std::string_view hostfile_expand_script() {
+  // POSIX sh only (dash, busybox): the launcher's image is all there is.
+  return R"(set -eu
+out="$2"
+: > "$out.tmp"
+while IFS='|' read -r count head tail; do
+  i=0
+  while [ "$i" -lt "$count" ]; do
+    printf '%s%s%s\n' "$head" "$i" "$tail"
+    i=$((i + 1))
+  done
+done < "$1" >> "$out.tmp"
+mv "$out.tmp" "$out"
+)";
+}
 
 result<wants> render(const policy& p, const topology& t, const pod_view& pod) {
   const auto values = t.variables();
@@ -242,11 +402,21 @@ result<wants> render(const policy& p, const topology& t, const pod_view& pod) {
         render_args(p, t, values, (*pod.containers())[t.container], target, out.warnings)}) {
     if (!step) return std::move(step).take_error();
   }
+  for (const auto& mount : target.mounts) {
+    const auto& path = string_or_empty(mount, "mountPath");
+    if (path.empty() || path.front() != '/') {
+      return error{"trainenv: policy " + quote(p.name) + " mounts " + quote(name_or(mount)) +
+                   " at " + quote(path) + "; expected an absolute path (check the runtime's " +
+                   "sshAuthMountPath)"};
+    }
+  }
   add_extra_containers(p, t, pod, target, out.containers);
   out.containers.insert(out.containers.begin(), std::move(target));
   if (auto ok = render_json_items(p.volumes, &volume_item::volume, t, values, out.volumes); !ok)
     return std::move(ok).take_error();
   if (auto ok = render_annotations(p, t, values, out.annotations); !ok)
+    return std::move(ok).take_error();
+  if (auto ok = render_hostfile(p, t, values, pod, out, out.containers.front()); !ok)
     return std::move(ok).take_error();
   return out;
 }

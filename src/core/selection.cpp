@@ -4,66 +4,98 @@
 #include "trainenv/core/render.hpp"
 
 namespace trainenv::core {
+namespace {
 
-selection select_policy(const pod_view& pod, const policy_set& policies,
-                        std::string_view forced_policy, const framework_found* framework_found) {
-  // The names a denial suggests; bounded, as a cluster may load hundreds of policies.
-  const auto listing = [](const std::vector<std::string>& names) {
-    constexpr std::size_t shown = 16;
-    std::string out;
-    for (std::size_t i = 0; i < names.size() && i < shown; ++i)
-      out += (out.empty() ? "" : ", ") + names[i];
-    if (names.size() > shown) out += " and " + std::to_string(names.size() - shown) + " more";
-    return out.empty() ? std::string("none") : out;
-  };
-  const auto known_names = [&] {
-    std::vector<std::string> names;
-    for (const auto& p : policies.all()) names.push_back(p.name);
-    return listing(names);
-  };
-  const std::string forced(forced_policy);
-  const std::string* name = forced.empty() ? pod.annotation(keys::policy) : &forced;
-  if (name != nullptr) {
-    if (const auto* p = policies.by_name(*name)) return {p, {}};
-    const std::string source =
-        forced.empty() ? "annotation " + std::string(keys::policy) : "policy";
-    return {nullptr, "trainenv: " + source + " is " + quote(*name) +
-                         ", which is not a loaded policy; use one of: " + known_names()};
-  }
-  const policy* chosen = nullptr;
-  const auto* framework = pod.label(keys::framework);
-  std::string framework_source = "label " + std::string(keys::framework);
-  if (framework == nullptr && framework_found != nullptr) {
-    framework = &framework_found->value;
-    framework_source = framework_found->source;
-  }
-  if (framework != nullptr) {
-    chosen = policies.by_framework(*framework);
-    if (chosen == nullptr) {
-      std::vector<std::string> values;
-      for (const auto& p : policies.all())
-        values.insert(values.end(), p.frameworks.begin(), p.frameworks.end());
-      return {nullptr, "trainenv: " + framework_source + " is " + quote(*framework) +
-                           ", which no policy lists; use one of: " + listing(values) +
-                           ", or set annotation " + std::string(keys::policy)};
-    }
-  } else {
-    chosen = policies.default_policy();
-    if (chosen == nullptr) {
-      return {nullptr, "trainenv: the pod has no label " + std::string(keys::framework) +
-                           " and no policy is marked default; set the label or annotation " +
-                           std::string(keys::policy)};
-    }
-  }
-  // A policy that takes over this one for certain commands (torchtune's `tune run` over torch).
+// The names a denial suggests; bounded, as a cluster may load hundreds of policies.
+std::string listing(const std::vector<std::string>& names) {
+  constexpr std::size_t shown = 16;
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < shown; ++i)
+    out += (out.empty() ? "" : ", ") + names[i];
+  if (names.size() > shown) out += " and " + std::to_string(names.size() - shown) + " more";
+  return out.empty() ? std::string("none") : out;
+}
+
+std::string framework_values(const policy_set& policies) {
+  std::vector<std::string> values;
+  for (const auto& p : policies.all())
+    values.insert(values.end(), p.frameworks.begin(), p.frameworks.end());
+  return listing(values);
+}
+
+// The policy `chosen` is, or the one that takes it over for the pod's command.
+selection with_replacement(const pod_view& pod, const policy_set& policies, const policy* chosen) {
   for (const auto* replacement : policies.replacements_of(chosen->name)) {
     const auto target = pod.target_container(replacement->container);
     if (target &&
         args_site_after((*pod.containers())[*target], replacement->replaces->command_prefix)) {
-      return {replacement, {}};
+      return {replacement, {}, {}};
     }
   }
-  return {chosen, {}};
+  return {chosen, {}, {}};
+}
+
+}  // namespace
+
+selection select_policy(const pod_view& pod, const policy_set& policies,
+                        std::string_view forced_policy, const trainer_settings* trainer,
+                        const owner_kind* owner_kind) {
+  const std::string forced(forced_policy);
+  const std::string* name = forced.empty() ? pod.annotation(keys::policy) : &forced;
+  if (name != nullptr) {
+    if (const auto* p = policies.by_name(*name)) return {p, {}, {}};
+    std::vector<std::string> names;
+    for (const auto& p : policies.all()) names.push_back(p.name);
+    const std::string source =
+        forced.empty() ? "annotation " + std::string(keys::policy) : "policy";
+    return {nullptr,
+            "trainenv: " + source + " is " + quote(*name) +
+                ", which is not a loaded policy; use one of: " + listing(names),
+            {}};
+  }
+  // The pod's own label: a value no policy lists is the pod's to fix.
+  if (const auto* framework = pod.label(keys::framework)) {
+    if (const auto* p = policies.by_framework(*framework))
+      return with_replacement(pod, policies, p);
+    return {nullptr,
+            "trainenv: label " + std::string(keys::framework) + " is " + quote(*framework) +
+                ", which no policy lists; use one of: " + framework_values(policies) +
+                ", or set annotation " + std::string(keys::policy),
+            {}};
+  }
+  // A Trainer pod's runtime: its label, else what its mlPolicy names. A value no policy lists is
+  // a runtime whose own plugins wired the pod (Trainer's flux, a platform's own): not ours.
+  if (trainer != nullptr && trainer->found) {
+    const auto& value = trainer->framework ? trainer->framework : trainer->ml_policy;
+    const auto& source = trainer->framework ? trainer->framework_source : trainer->ml_policy_source;
+    if (value) {
+      if (const auto* p = policies.by_framework(*value)) return with_replacement(pod, policies, p);
+      return {nullptr,
+              {},
+              "trainenv: passed unchanged: " + source + " is " + quote(*value) +
+                  ", which no policy lists (its runtime's own plugins wire it); to have trainenv "
+                  "wire it, list the value in a policy's frameworks or set annotation " +
+                  std::string(keys::policy)};
+    }
+  }
+  if (owner_kind != nullptr && !owner_kind->default_policy.empty()) {
+    if (const auto* p = policies.by_name(owner_kind->default_policy))
+      return with_replacement(pod, policies, p);
+    return {nullptr,
+            "trainenv: owner kind " + quote(owner_kind->name) + " names default policy " +
+                quote(owner_kind->default_policy) + ", which is not loaded; set annotation " +
+                std::string(keys::policy),
+            {}};
+  }
+  const auto* chosen = policies.default_policy();
+  if (chosen == nullptr) {
+    return {nullptr,
+            "trainenv: the pod has no label " + std::string(keys::framework) +
+                " and no policy is marked default; set the label or annotation " +
+                std::string(keys::policy),
+            {}};
+  }
+  return with_replacement(pod, policies, chosen);
 }
 
 }  // namespace trainenv::core

@@ -243,6 +243,11 @@ result<std::string> expression::render(const variable_values& values) const {
   return std::to_string(*n);
 }
 
+bool expression::is_variable(variable v) const {
+  if (text_variable_) return *text_variable_ == v;
+  return program_.size() == 1 && program_[0].kind == op_kind::load && program_[0].var == v;
+}
+
 result<condition> condition::compile(std::string_view text) {
   static constexpr std::array<std::string_view, 6> ops = {"==", "!=", "<=", ">=", "<", ">"};
   for (auto op : ops) {
@@ -330,6 +335,35 @@ result<std::string> template_string::render(const variable_values& values) const
     out += seg.literal;
     if (!seg.value) continue;
     auto rendered = seg.value->render(values);
+    if (!rendered) return std::move(rendered).take_error();
+    out += *rendered;
+  }
+  return out;
+}
+
+bool template_string::uses_once(variable v) const {
+  std::size_t alone = 0;
+  for (const auto& s : segments_) {
+    if (!s.value || !s.value->uses(v)) continue;
+    if (!s.value->is_variable(v)) return false;
+    ++alone;
+  }
+  return alone == 1;
+}
+
+bool template_string::ends_with_variable(variable v) const {
+  if (segments_.empty() || !segments_.back().value || !segments_.back().value->is_variable(v))
+    return false;
+  return std::none_of(segments_.begin(), segments_.end() - 1,
+                      [v](const segment& s) { return s.value && s.value->uses(v); });
+}
+
+result<std::string> template_string::render_before_last(const variable_values& values) const {
+  std::string out;
+  for (std::size_t i = 0; i < segments_.size(); ++i) {
+    out += segments_[i].literal;
+    if (i + 1 == segments_.size() || !segments_[i].value) continue;
+    auto rendered = segments_[i].value->render(values);
     if (!rendered) return std::move(rendered).take_error();
     out += *rendered;
   }

@@ -54,15 +54,19 @@ result<std::string> resolve_job(const pod_view& pod) {
       {pod.label(keys::jobset_name), ""},
       {pod.label(keys::trainjob_name), ""},
       volcano,
+      {pod.label(keys::job_name), ""},
       {pod.subdomain(), ""},
   });
   if (found.value == nullptr) {
     return error{"trainenv: cannot tell the job name: set label " + std::string(keys::jobset_name) +
                  " (or label " + std::string(keys::trainjob_name) + ", label " +
-                 std::string(keys::volcano_job) + ", or spec.subdomain)"};
+                 std::string(keys::volcano_job) + ", label " + std::string(keys::job_name) +
+                 ", or spec.subdomain)"};
   }
   return *found.value;
 }
+
+using role_counts = std::vector<std::pair<std::string, std::int64_t>>;
 
 }  // namespace
 
@@ -73,22 +77,6 @@ std::string pod_role(const pod_view& pod) {
       label_or_annotation(pod, keys::volcano_task),
   });
   return found.value != nullptr ? *found.value : std::string("node");
-}
-
-std::int64_t owner_nodes(const owner_counts& owners, const policy& p, std::string_view role) {
-  std::int64_t nodes = 0;
-  if (owners.every_role) {
-    for (const auto& training : p.training_roles) {
-      if (const auto* r = owners.find(training)) nodes += r->pods;
-    }
-  }
-  if (nodes > 0) return nodes;
-  const auto* own = owners.find(role);  // a plain Job knows only the pod's own role
-  return own != nullptr ? own->pods : 0;
-}
-
-bool has_explicit_counts(const pod_view& pod) {
-  return pod.annotation(keys::num_nodes) != nullptr || pod.annotation(keys::replicas) != nullptr;
 }
 
 namespace {
@@ -120,32 +108,34 @@ result<std::optional<std::int64_t>> read_index(const pod_view& pod) {
   return std::optional<std::int64_t>();
 }
 
-result<std::int64_t> read_int_annotation(const pod_view& pod, std::string_view key,
-                                         std::int64_t fallback, std::int64_t min,
-                                         std::int64_t max) {
-  const auto* text = pod.annotation(key);
-  if (text == nullptr) return fallback;
+// A whole number from `min` to `max` in a label or annotation; nullopt when absent.
+result<std::optional<std::int64_t>> read_number(const std::string* text, const std::string& what,
+                                                std::int64_t min, std::int64_t max) {
+  if (text == nullptr) return std::optional<std::int64_t>();
   const auto n = parse_decimal(trim(*text), max);
   if (!n || *n < min) {
-    return error{"trainenv: annotation " + std::string(key) + " is " + quote(*text) +
-                 "; expected a whole number from " + std::to_string(min) + " to " +
-                 std::to_string(max)};
+    return error{"trainenv: " + what + " is " + quote(*text) + "; expected a whole number from " +
+                 std::to_string(min) + " to " + std::to_string(max)};
   }
-  return *n;
+  return std::optional<std::int64_t>(*n);
 }
 
-std::int64_t replicas_of(const std::vector<std::pair<std::string, std::int64_t>>& replicas,
-                         std::string_view role, std::int64_t absent) {
-  for (const auto& [name, count] : replicas) {
-    if (name == role) return count;
-  }
-  return absent;
+result<std::optional<std::int64_t>> read_int_annotation(const pod_view& pod, std::string_view key,
+                                                        std::int64_t min, std::int64_t max) {
+  return read_number(pod.annotation(key), annotation_name(key), min, max);
+}
+
+std::string replicas_text(const job_layout& layout) {
+  std::string out;
+  for (const auto& r : layout.roles)
+    out += (out.empty() ? "" : ",") + r.name + "=" + std::to_string(r.pods);
+  return out;
 }
 
 }  // namespace
 
-result<std::vector<std::pair<std::string, std::int64_t>>> parse_replicas(std::string_view text) {
-  std::vector<std::pair<std::string, std::int64_t>> out;
+result<role_counts> parse_replicas(std::string_view text) {
+  role_counts out;
   const auto bad = [&](std::string_view why) {
     return error{"trainenv: annotation " + std::string(keys::replicas) + " is " + quote(text) +
                  "; " + std::string(why) + " (expected role=count pairs, e.g. master=1,worker=3)"};
@@ -172,18 +162,28 @@ result<std::vector<std::pair<std::string, std::int64_t>>> parse_replicas(std::st
 
 namespace {
 
-// Processes per node, the processes-per-node count and the GPUs: annotation, else the policy's
-// default, resolved against the target container's resources.
+// Processes per node, the processes-per-node count and the GPUs: the annotation, else what the
+// TrainJob or its runtime sets (so that Trainer's own PET_NPROC_PER_NODE agrees), else the
+// policy's default, resolved against the target container's resources.
 result<bool> resolve_processes(const pod_view& pod, const policy& p, const json& target,
-                               topology& t) {
+                               const trainer_settings* trainer, topology& t) {
   nproc_setting nproc = p.default_nproc;
-  if (const auto* text = pod.annotation(keys::nproc_per_node)) {
+  const std::string* text = pod.annotation(keys::nproc_per_node);
+  std::string source = annotation_name(keys::nproc_per_node);
+  if (text == nullptr && trainer != nullptr && trainer->num_proc_per_node) {
+    text = &*trainer->num_proc_per_node;
+    source = trainer->nproc_source;
+    t.nproc_one_means_gpus = trainer->nproc_one_means_gpus;
+  }
+  if (text != nullptr) {
     const auto parsed = nproc_setting::parse(trim(*text));
     if (!parsed) {
-      return error{"trainenv: annotation " + std::string(keys::nproc_per_node) + " is " +
-                   quote(*text) + "; expected a whole number >= 1, auto, cpu or gpu"};
+      return error{"trainenv: " + source + " is " + quote(*text) +
+                   "; expected a whole number >= 1, auto, cpu or gpu"};
     }
     nproc = *parsed;
+    if (text != pod.annotation(keys::nproc_per_node))
+      t.sources.push_back({"nprocPerNode", *text, source});
   }
   if (nproc.kind == nproc_setting::mode::count) t.nproc_count = nproc.count;
   if (auto gpus = gpu_count(target)) {
@@ -197,40 +197,13 @@ result<bool> resolve_processes(const pod_view& pod, const policy& p, const json&
   return true;
 }
 
-// Replicas per role: the annotation, else the policy's default (e.g. Volcano's
-// master=1,worker=<nodes-1>), else the pod's own role with the number of nodes.
-result<bool> resolve_replicas(const pod_view& pod, const policy& p, topology& t) {
-  if (const auto* given = pod.annotation(keys::replicas)) {
-    auto parsed = parse_replicas(*given);
-    if (!parsed) return std::move(parsed).take_error();
-    t.replicas = std::move(*parsed);
-  } else if (!p.default_replicas.empty()) {
-    // The policy's own default, e.g. Volcano's master=1,worker=<nodes-1>.
-    variable_values nodes;
-    nodes.set(variable::num_nodes, t.num_nodes);
-    for (const auto& [role, count] : p.default_replicas) {
-      auto n = count.evaluate(nodes);
-      if (!n || *n < 0 || *n > max_count) {
-        return error{"trainenv: policy " + quote(p.name) + " gives role " + quote(role) + " " +
-                     (n ? quote(std::to_string(*n)) : n.message()) + " replicas for " +
-                     std::to_string(t.num_nodes) + " nodes; set annotation " +
-                     std::string(keys::replicas)};
-      }
-      t.replicas.emplace_back(role, *n);
-    }
-  } else {
-    t.replicas = {{t.role, t.num_nodes}};
-  }
-  return true;
-}
-
-// The GPUs of one worker as the training role's pod template in the owner asks for them: what a
-// launcher's MPI slots count. nullopt when no template says.
-std::optional<std::int64_t> template_gpus(const owner_counts& owners, const policy& p) {
-  for (const auto& role : p.training_roles) {
-    const auto* r = owners.find(role);
-    if (r == nullptr || r->pod_template == nullptr) continue;
-    const auto* spec = member(*r->pod_template, "spec");
+// The GPUs of one pod of the layout's first node role, as its pod template in the owner asks
+// for them: what a launcher's MPI slots count. nullopt when no template says.
+std::optional<std::int64_t> worker_template_gpus(const job_layout& layout, const policy& p) {
+  for (const auto r : layout.nodes) {
+    const auto* tmpl = layout.roles[r].pod_template;
+    if (tmpl == nullptr || layout.roles[r].name == launcher_role) continue;
+    const auto* spec = member(*tmpl, "spec");
     const auto* containers = spec != nullptr ? member(*spec, "containers") : nullptr;
     if (containers == nullptr || !containers->is_array() || containers->empty()) continue;
     const json* chosen = &(*containers)[0];
@@ -244,82 +217,193 @@ std::optional<std::int64_t> template_gpus(const owner_counts& owners, const poli
   return std::nullopt;
 }
 
-std::string replicas_text(const std::vector<std::pair<std::string, std::int64_t>>& replicas) {
-  std::string out;
-  for (const auto& [role, count] : replicas)
-    out += (out.empty() ? "" : ",") + role + "=" + std::to_string(count);
-  return out;
+// The layout the pod's owner gives: every role's pods and Jobs, named by the owner's kind.
+job_layout layout_from_owner(const owner_counts& owners) {
+  job_layout layout;
+  layout.source = owners.owner;
+  for (const auto& r : owners.roles) {
+    layout_role role;
+    role.name = r.role;
+    role.pods = r.pods;
+    role.jobs = std::max<std::int64_t>(r.jobs, 1);
+    role.step = r.step;
+    role.pod_template = r.pod_template;
+    layout.roles.push_back(std::move(role));
+  }
+  set_naming(layout, *owners.kind, owners.object, owners.name, nullptr);
+  return layout;
 }
 
-// Replicas of every role the owner knows, and the number of nodes as the pods of the policy's
-// training roles added up (an MPI launcher counts its workers, not itself).
-result<bool> apply_owner_counts(const owner_counts& owners, const policy& p, topology& t) {
-  const auto* own = owners.find(t.role);
-  if (own == nullptr) {
-    std::string roles;
-    for (const auto& r : owners.roles) roles += (roles.empty() ? "" : ", ") + r.role;
-    return error{"trainenv: " + owners.owner + " has no role " + quote(t.role) + " (it has " +
-                 (roles.empty() ? std::string("none") : roles) + "); set label " +
-                 std::string(keys::role) + " or annotation " + std::string(keys::replicas)};
+// The roles the pod's annotations give, else (a pod with no owner to ask) the policy's defaults,
+// else the pod's own role with the number of nodes.
+result<bool> roles_from_pod(const pod_view& pod, const policy& p, const std::string& role,
+                            std::int64_t num_nodes, bool has_owner, job_layout& layout) {
+  const auto add = [&](std::string name, std::int64_t pods) {
+    layout_role r;
+    r.name = std::move(name);
+    r.pods = pods;
+    r.jobs_known = !has_owner;  // only the owner knows how many Jobs another role runs
+    layout.roles.push_back(std::move(r));
+  };
+  if (const auto* given = pod.annotation(keys::replicas)) {
+    auto parsed = parse_replicas(*given);
+    if (!parsed) return std::move(parsed).take_error();
+    for (auto& [name, count] : *parsed) add(std::move(name), count);
+    layout.source = annotation_name(keys::replicas);
+    return true;
   }
-  for (const auto& r : owners.roles) t.replicas.emplace_back(r.role, r.pods);
-  const auto nodes = owner_nodes(owners, p, t.role);
-  if (nodes < 1 || nodes > max_count) {
-    return error{"trainenv: " + owners.owner + " gives " + std::to_string(nodes) +
-                 " pods to the training roles; set annotation " + std::string(keys::num_nodes)};
+  if (!has_owner && !p.default_replicas.empty()) {
+    variable_values nodes;
+    nodes.set(variable::num_nodes, num_nodes);
+    for (const auto& [name, count] : p.default_replicas) {
+      auto n = count.evaluate(nodes);
+      if (!n || *n < 0 || *n > max_count) {
+        return error{"trainenv: policy " + quote(p.name) + " gives role " + quote(name) + " " +
+                     (n ? quote(std::to_string(*n)) : n.message()) + " replicas for " +
+                     std::to_string(num_nodes) + " nodes; set annotation " +
+                     std::string(keys::replicas)};
+      }
+      add(name, *n);
+    }
+    layout.source = "policy " + quote(p.name) + " default";
+    return true;
   }
-  t.num_nodes = nodes;
-  t.sources.push_back({"numNodes", std::to_string(nodes), owners.owner});
-  t.sources.push_back({"replicas", replicas_text(t.replicas), owners.owner});
-  if (!t.training_role) {
-    if (const auto gpus = template_gpus(owners, p)) {
-      t.worker_gpus = *gpus;
-      t.sources.push_back({"workerGpus", std::to_string(*gpus), owners.owner + " pod template"});
+  add(role, num_nodes);
+  layout.source = pod.annotation(keys::num_nodes) != nullptr
+                      ? annotation_name(keys::num_nodes)
+                      : "policy " + quote(p.name) + " default";
+  return true;
+}
+
+// The Jobs of the pod's own role, from the label JobSet puts on its pods, when the owner that
+// knows them is not read.
+result<bool> own_jobs_from_labels(const pod_view& pod, std::size_t own, job_layout& layout) {
+  auto jobs = read_number(pod.label(keys::replicated_job_replicas),
+                          label_name(keys::replicated_job_replicas), 1, max_count);
+  if (!jobs) return std::move(jobs).take_error();
+  auto& role = layout.roles[own];
+  role.jobs_known = true;
+  if (!*jobs) return true;
+  role.jobs = **jobs;
+  if (role.pods % role.jobs != 0) {
+    return error{"trainenv: role " + quote(role.name) + " has " + std::to_string(role.pods) +
+                 " pods (" + layout.source + "), which " +
+                 label_name(keys::replicated_job_replicas) + " = " + std::to_string(role.jobs) +
+                 " Jobs cannot share evenly; set annotation " + std::string(keys::replicas) +
+                 " to the role's pods in all"};
+  }
+  return true;
+}
+
+// trainenv.io/replicas over the owner's roles: each role it names has that many pods; a role the
+// owner lacks is added.
+result<bool> apply_replicas_annotation(const pod_view& pod, job_layout& layout) {
+  const auto* given = pod.annotation(keys::replicas);
+  if (given == nullptr) return true;
+  auto parsed = parse_replicas(*given);
+  if (!parsed) return std::move(parsed).take_error();
+  for (auto& [name, count] : *parsed) {
+    if (auto* r = layout.find(name)) {
+      if (count % r->jobs != 0) {
+        return error{"trainenv: annotation " + std::string(keys::replicas) + " gives role " +
+                     quote(name) + " " + std::to_string(count) + " pods, but " + layout.source +
+                     " runs it in " + std::to_string(r->jobs) + " Jobs; give a multiple of " +
+                     std::to_string(r->jobs)};
+      }
+      r->pods = count;
+    } else {
+      layout_role added;
+      added.name = std::move(name);
+      added.pods = count;
+      layout.roles.push_back(std::move(added));
     }
   }
   return true;
 }
 
-// A JobSet replicatedJob with several Jobs: the pod's index in its role is its completion index
-// plus its Job's index times the pods of one Job.
-result<bool> add_job_index(const pod_view& pod, const owner_counts& owners, topology& t) {
-  const auto* own = owners.find(t.role);
-  if (own == nullptr || !own->several_jobs || !t.index) return true;
-  const auto* text = pod.label(keys::job_index);
-  const auto job = text != nullptr ? parse_decimal(trim(*text), max_count) : std::nullopt;
-  if (!job) {
-    return error{"trainenv: role " + quote(t.role) + " of " + owners.owner + " runs " +
-                 std::to_string(own->pods / std::max<std::int64_t>(own->pods_per_job, 1)) +
-                 " Jobs, and label " + std::string(keys::job_index) + " is " +
-                 (text != nullptr ? quote(*text) : std::string("missing")) +
-                 "; expected a whole number >= 0"};
+// trainenv.io/num-nodes over the owner's layout: a job with one role of nodes (besides a
+// launcher run as one) runs that many; with several, the annotation names the number of nodes
+// alone (and the owner's disagreement is warned about).
+result<bool> apply_num_nodes(std::int64_t nodes, job_layout& layout) {
+  layout_role* only = nullptr;
+  for (const auto r : layout.nodes) {
+    if (layout.roles[r].name == launcher_role && layout.launcher_is_node) continue;
+    if (only != nullptr) return true;
+    only = &layout.roles[r];
   }
-  t.index = *job * own->pods_per_job + *t.index;
+  if (only == nullptr) return true;
+  const auto pods = nodes - (layout.launcher_is_node ? 1 : 0);
+  if (pods < 1 || pods % only->jobs != 0) {
+    return error{"trainenv: annotation " + std::string(keys::num_nodes) + " is " +
+                 std::to_string(nodes) + ", but role " + quote(only->name) + " of " +
+                 layout.source + " runs in " + std::to_string(only->jobs) + " Jobs" +
+                 (layout.launcher_is_node ? " beside a launcher that is a node" : "") +
+                 "; give a number they can share evenly"};
+  }
+  only->pods = pods;
   return true;
 }
 
-// The counts from the pod alone: its annotations, else the policy's defaults (a bare pod).
-result<bool> apply_pod_counts(const pod_view& pod, const policy& p, topology& t) {
-  auto nodes = read_int_annotation(pod, keys::num_nodes, p.default_num_nodes, 1, max_count);
-  if (!nodes) return std::move(nodes).take_error();
-  t.num_nodes = *nodes;
-  t.sources.push_back({"numNodes", std::to_string(t.num_nodes),
-                       pod.annotation(keys::num_nodes) != nullptr
-                           ? annotation_name(keys::num_nodes)
-                           : "policy " + quote(p.name) + " default"});
-  if (auto replicas = resolve_replicas(pod, p, t); !replicas)
-    return std::move(replicas).take_error();
-  t.sources.push_back({"replicas", replicas_text(t.replicas),
-                       pod.annotation(keys::replicas) != nullptr ? annotation_name(keys::replicas)
-                       : p.default_replicas.empty() ? "the pod's role with numNodes replicas"
-                                                    : "policy " + quote(p.name) + " default"});
+// The pod's place in its role: its completion index within its Job, plus the Jobs before its own
+// (JobSet's job-index label) times the pods of one Job.
+result<bool> resolve_index(const pod_view& pod, topology& t) {
+  auto index = read_index(pod);
+  if (!index) return std::move(index).take_error();
+  const auto& role = t.layout.roles[t.role_at];
+  const auto* job_text = pod.label(keys::job_index);
+  auto job = read_number(job_text, label_name(keys::job_index), 0, max_count);
+  if (!job) return std::move(job).take_error();
+  if (role.jobs > 1 && !*job) {
+    return error{"trainenv: role " + quote(role.name) + " of " + t.layout.source + " runs " +
+                 std::to_string(role.jobs) + " Jobs, and label " + std::string(keys::job_index) +
+                 " is missing; expected a whole number >= 0"};
+  }
+  t.job_index = job->value_or(0);
+  if (t.job_index > 0 && t.job_index >= role.jobs) {
+    return error{"trainenv: label " + std::string(keys::job_index) + " is " +
+                 std::to_string(t.job_index) + ", but role " + quote(role.name) + " runs " +
+                 std::to_string(role.jobs) + " Job(s) (" + t.layout.source + ")"};
+  }
+  if (*index) t.index = t.job_index * role.pods_per_job() + **index;
+  if (!t.index && role.pods == 1) t.index = 0;
+  if (!t.index) {
+    t.index_unknown_reason =
+        "trainenv: cannot tell this pod's index in role " + quote(t.role) +
+        (role.pods > 1 ? " (" + std::to_string(role.pods) + " pods)" : std::string()) +
+        ": set annotation " + std::string(keys::completion_index) + " or label " +
+        std::string(keys::volcano_index);
+  }
   return true;
+}
+
+// Which variables a pod whose owners were not read cannot trust from its annotations and labels
+// alone (docs/contract.md §2: an annotation fixes only what it names).
+std::uint32_t open_without_owner(const pod_view& pod, const policy& p, const topology& t) {
+  constexpr std::uint32_t roles_open =
+      variable_bit(variable::num_nodes) | variable_bit(variable::world_size) |
+      variable_bit(variable::rank) | variable_bit(variable::node_rank) |
+      variable_bit(variable::master_addr) | variable_bit(variable::host) |
+      variable_bit(variable::slots) | replicas_bit;
+  const bool replicas_given = pod.annotation(keys::replicas) != nullptr;
+  const bool nodes_given = pod.annotation(keys::num_nodes) != nullptr;
+  const auto& own = t.layout.roles[t.role_at];
+  // Only the replicas annotation names every role; the number of nodes alone names the pod's
+  // own role, for a policy whose layout is that one role.
+  if (!replicas_given && !(nodes_given && own.node && p.default_replicas.empty()))
+    return roles_open;
+  std::uint32_t open = 0;
+  if (!t.layout.unnamed.empty()) {
+    open |= variable_bit(variable::master_addr) | variable_bit(variable::host);
+  }
+  if (!t.layout.host_runs()) open |= variable_bit(variable::host);
+  if (!own.node && !t.nproc_count) open |= variable_bit(variable::slots);  // the workers' GPUs
+  return open;
 }
 
 }  // namespace
 
 result<topology> resolve_topology(const pod_view& pod, const policy& p, std::size_t target_index,
-                                  const owner_counts* owners) {
+                                  const topology_sources& src) {
   topology t;
   t.container = target_index;
   const auto& target = (*pod.containers())[t.container];
@@ -329,72 +413,117 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   t.job = std::move(*job);
   if (const auto* ns = pod.namespace_name()) t.namespace_name = *ns;
   t.role = pod_role(pod);
-  t.training_role = p.is_training_role(t.role);
 
-  auto port = read_int_annotation(pod, keys::master_port, p.default_master_port, 1, 65535);
+  auto port = read_int_annotation(pod, keys::master_port, 1, 65535);
   if (!port) return std::move(port).take_error();
-  t.master_port = *port;
-
-  if (auto nproc = resolve_processes(pod, p, target, t); !nproc)
+  t.master_port = port->value_or(p.default_master_port);
+  if (auto nproc = resolve_processes(pod, p, target, src.trainer, t); !nproc)
     return std::move(nproc).take_error();
+  t.ssh_auth_mount_path = src.trainer != nullptr && src.trainer->ssh_auth_mount_path
+                              ? *src.trainer->ssh_auth_mount_path
+                              : p.default_ssh_auth_mount_path;
 
-  const bool replicas_given = pod.annotation(keys::replicas) != nullptr;
-  const bool from_owners = owners != nullptr && !has_explicit_counts(pod);
-  if (from_owners) {
-    if (auto ok = apply_owner_counts(*owners, p, t); !ok) return std::move(ok).take_error();
-  } else if (auto ok = apply_pod_counts(pod, p, t); !ok) {
-    return std::move(ok).take_error();
-  }
-  constexpr std::int64_t unknown = -1;
-  const std::int64_t role_replicas = replicas_of(t.replicas, t.role, unknown);
-  if (role_replicas == unknown && t.training_role) {
-    return error{"trainenv: annotation " + std::string(keys::replicas) +
-                 " does not list this pod's role " + quote(t.role) + "; add " + t.role +
-                 "=<count>"};
-  }
+  auto nodes_annotation = read_int_annotation(pod, keys::num_nodes, 1, max_count);
+  if (!nodes_annotation) return std::move(nodes_annotation).take_error();
 
-  auto index = read_index(pod);
-  if (!index) return std::move(index).take_error();
-  t.index = *index;
-  if (from_owners) {
-    if (auto ok = add_job_index(pod, *owners, t); !ok) return std::move(ok).take_error();
+  // The layout: the owner's when it was read, else what the pod's annotations and labels say.
+  auto& layout = t.layout;
+  if (src.owners != nullptr) {
+    layout = layout_from_owner(*src.owners);
+    if (auto ok = apply_replicas_annotation(pod, layout); !ok) return std::move(ok).take_error();
+  } else {
+    const auto nodes = nodes_annotation->value_or(p.default_num_nodes);
+    if (auto ok = roles_from_pod(pod, p, t.role, nodes, src.has_owner, layout); !ok)
+      return std::move(ok).take_error();
+    const std::string* job_name = nullptr;
+    if (const auto* kind =
+            src.kinds != nullptr ? kind_by_labels(pod, *src.kinds, &job_name) : nullptr) {
+      set_naming(layout, *kind, nullptr, *job_name, pod.subdomain());
+    } else {
+      layout.unnamed = "trainenv: cannot name the job's pods: the pod has no owner and none of " +
+                       std::string("the labels ") + std::string(keys::jobset_name) + ", " +
+                       std::string(keys::volcano_job) + " or " + std::string(keys::job_name);
+    }
   }
-  if (!t.index && role_replicas == 1) t.index = 0;
-  if (!t.index) {
-    t.index_unknown_reason =
-        "trainenv: cannot tell this pod's index in role " + quote(t.role) +
-        (role_replicas > 1 ? " (" + std::to_string(role_replicas) + " replicas)" : std::string()) +
-        ": set annotation " + std::string(keys::completion_index) + " or label " +
-        std::string(keys::volcano_index);
+  layout.launcher_is_node = src.trainer != nullptr && src.trainer->run_launcher_as_node;
+  const auto at = layout.index_of(t.role);
+  if (!at) {
+    if (src.owners != nullptr) {
+      std::string roles;
+      for (const auto& r : layout.roles) roles += (roles.empty() ? "" : ", ") + r.name;
+      return error{"trainenv: " + src.owners->owner + " has no role " + quote(t.role) +
+                   " (it has " + (roles.empty() ? std::string("none") : roles) + "); set label " +
+                   std::string(keys::role) + " or annotation " + std::string(keys::replicas)};
+    }
+    if (p.is_training_role(t.role) && pod.annotation(keys::replicas) != nullptr) {
+      return error{"trainenv: annotation " + std::string(keys::replicas) +
+                   " does not list this pod's role " + quote(t.role) + "; add " + t.role +
+                   "=<count>"};
+    }
   }
+  const bool role_listed = at.has_value();
+  if (!role_listed) {
+    // A role the annotation leaves out does not train and counts no pods.
+    layout_role unlisted;
+    unlisted.name = t.role;
+    unlisted.listed = false;
+    layout.roles.push_back(std::move(unlisted));
+  }
+  settle_roles(layout, p, src.owners != nullptr);
+  t.role_at = *layout.index_of(t.role);
+  if (src.owners == nullptr) {
+    if (auto ok = own_jobs_from_labels(pod, t.role_at, layout); !ok)
+      return std::move(ok).take_error();
+  } else if (*nodes_annotation) {
+    if (auto ok = apply_num_nodes(**nodes_annotation, layout); !ok)
+      return std::move(ok).take_error();
+  }
+  const auto& own = layout.roles[t.role_at];
+  t.training_role = own.training;
+
+  if (auto ok = resolve_index(pod, t); !ok) return std::move(ok).take_error();
   // A policy that uses no count never learns the job's size (no owner is read for it), so an
-  // index past the default replicas says nothing about the pod.
-  if (t.index && role_replicas != unknown && *t.index >= role_replicas && uses_counts(p)) {
-    const std::string source = from_owners ? owners->owner
-                               : replicas_given
-                                   ? "annotation " + std::string(keys::replicas)
-                                   : "annotation " + std::string(keys::num_nodes) + " (default " +
-                                         std::to_string(p.default_num_nodes) + ")";
+  // index past the pods its role is given says nothing about the pod.
+  // Nor does the default count of a pod whose owners, not read, know its real count.
+  const bool counts_known = src.owners != nullptr || !src.has_owner ||
+                            pod.annotation(keys::replicas) != nullptr || *nodes_annotation;
+  if (t.index && role_listed && counts_known && *t.index >= own.pods && uses_counts(p)) {
+    const bool by_owner = src.owners != nullptr;
     return error{"trainenv: index " + std::to_string(*t.index) + " of role " + quote(t.role) +
-                 " is out of range: " + source + " gives it " + std::to_string(role_replicas) +
-                 " replica(s); set " +
-                 (replicas_given ? std::string(keys::replicas) : std::string(keys::num_nodes)) +
+                 " is out of range: " + layout.source + " gives it " + std::to_string(own.pods) +
+                 " pod(s); set " +
+                 (by_owner || pod.annotation(keys::replicas) != nullptr
+                      ? std::string(keys::replicas)
+                      : std::string(keys::num_nodes)) +
                  " to the real count"};
   }
 
-  if (t.training_role) {
-    std::int64_t world = 0;
-    std::int64_t before = 0;
-    bool past_own_role = false;
-    for (const auto& role : p.training_roles) {
-      const auto n = replicas_of(t.replicas, role, 0);
-      world += n;
-      if (role == t.role) past_own_role = true;
-      if (!past_own_role) before += n;
-    }
-    t.world_size = world;
-    if (t.index) t.rank = before + *t.index;
+  t.num_nodes = nodes_annotation->value_or(layout.node_count());
+  if (src.owners != nullptr && !*nodes_annotation && (t.num_nodes < 1 || t.num_nodes > max_count)) {
+    return error{"trainenv: " + src.owners->owner + " gives " + std::to_string(t.num_nodes) +
+                 " pods to the job's nodes; set annotation " + std::string(keys::num_nodes)};
   }
+  if (t.training_role) t.world_size = layout.training_pods();
+  if (t.index) {
+    t.node_rank = layout.node_rank(t.role_at, *t.index);
+    const auto* hostname = non_empty(pod.hostname());
+    const auto* subdomain = non_empty(pod.subdomain());
+    if (hostname != nullptr && subdomain != nullptr) {
+      layout.self = std::pair(t.role_at, *t.index);
+      layout.self_name = *hostname + "." + *subdomain;
+    }
+  }
+  if (!own.node && src.owners != nullptr) {
+    if (const auto gpus = worker_template_gpus(layout, p)) {
+      t.worker_gpus = *gpus;
+      t.sources.push_back(
+          {"workerGpus", std::to_string(*gpus), src.owners->owner + " pod template"});
+    }
+  }
+  t.sources.push_back({"numNodes", std::to_string(t.num_nodes),
+                       *nodes_annotation ? annotation_name(keys::num_nodes) : layout.source});
+  t.sources.push_back({"replicas", replicas_text(layout), layout.source});
+  if (src.owners == nullptr && src.has_owner) t.owner_open = open_without_owner(pod, p, t);
   return t;
 }
 
@@ -409,30 +538,52 @@ variable_values topology::variables() const {
       v.set_unavailable(var, reason);
     }
   };
+  const auto set_text = [&v](variable var, const result<std::string>& text) {
+    if (text) {
+      v.set(var, *text);
+    } else {
+      v.set_unavailable(var, text.message());
+    }
+  };
   v.set(variable::job, job);
   v.set(variable::namespace_name, namespace_name);
   v.set(variable::role, role);
   set_number(variable::index, index, index_unknown_reason);
+  v.set(variable::job_index, job_index);
   v.set(variable::num_nodes, num_nodes);
   v.set(variable::nproc_per_node, nproc_per_node.text());
   v.set(variable::master_port, master_port);
   // Policies are validated so that only items scoped to training roles use these two.
   const std::string not_training = "trainenv: role " + quote(role) + " is not a training role";
   set_number(variable::world_size, world_size, not_training);
-  set_number(variable::rank, rank, training_role ? index_unknown_reason : not_training);
+  set_number(variable::rank, training_role ? node_rank : std::nullopt,
+             training_role ? index_unknown_reason : not_training);
+  set_number(variable::node_rank, node_rank,
+             layout.roles[role_at].node ? index_unknown_reason
+                                        : "trainenv: role " + quote(role) +
+                                              " is not a node of the job: it has no node rank");
+  set_text(variable::master_addr, layout.master());
+  v.set(variable::ssh_auth_mount_path, ssh_auth_mount_path);
   set_number(variable::gpus_per_node, gpus_per_node, gpus_unknown_reason);
   const auto gpus_or_one =
       gpus_per_node ? std::optional(std::max<std::int64_t>(*gpus_per_node, 1)) : std::nullopt;
-  // MPI slots: the processes-per-node setting when a number, else the GPUs, else 1.
+  // MPI slots: the processes-per-node setting when a number (Trainer's 1 standing for the GPUs
+  // when a node has more), else the GPUs of a worker, else 1.
   const auto worker = worker_gpus ? worker_gpus : gpus_per_node;
   const auto worker_or_one =
       worker ? std::optional(std::max<std::int64_t>(*worker, 1)) : std::nullopt;
-  set_number(variable::slots, nproc_count ? nproc_count : worker_or_one, gpus_unknown_reason);
+  auto slots = nproc_count ? nproc_count : worker_or_one;
+  if (nproc_one_means_gpus && worker && *worker > 1) slots = *worker;
+  set_number(variable::slots, slots, gpus_unknown_reason);
   // Processes per node as a number: the resolved count, or for auto/gpu the GPUs (at least 1).
   set_number(variable::processes_per_node,
              nproc_per_node.count ? nproc_per_node.count : gpus_or_one, gpus_unknown_reason);
+  v.set_unavailable(variable::host, "trainenv: ${host} exists only inside a hostfile's line");
   v.set_unavailable(variable::line, "trainenv: ${i} exists only inside an annotation's lines");
-  v.set_replicas(replicas);
+  std::vector<std::pair<std::string, std::int64_t>> replicas;
+  replicas.reserve(layout.roles.size());
+  for (const auto& r : layout.roles) replicas.emplace_back(r.name, r.pods);
+  v.set_replicas(std::move(replicas));
   return v;
 }
 

@@ -52,7 +52,7 @@ json read_parts(json pod) {
   auto& metadata = pod["metadata"];
   for (const auto* key : {"managedFields", "uid", "resourceVersion"}) metadata.erase(key);
   json spec = json::object();
-  for (const auto* key : {"containers", "initContainers", "volumes", "subdomain"}) {
+  for (const auto* key : {"containers", "initContainers", "volumes", "hostname", "subdomain"}) {
     if (pod["spec"].contains(key)) spec[key] = pod["spec"][key];
   }
   pod["spec"] = spec;

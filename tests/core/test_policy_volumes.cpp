@@ -261,6 +261,11 @@ TEST_CASE("a volume mount's mountPath must be absolute", "[policy][volume-mounts
     CHECK_THAT(message, StartsWith(at("spec.volumeMounts[0].mountPath")));
     CHECK_THAT(message, Contains("absolute"));
   }
+  // The runtime's sshAuthMountPath is one: the MPI policies mount their SSH keys there.
+  json doc = minimal_doc();
+  doc["spec"]["volumeMounts"] =
+      json::array({{{"name", "v"}, {"mountPath", "${sshAuthMountPath}"}}});
+  CHECK(parse_policy(doc, source).ok());
 }
 
 TEST_CASE("a volume mount's readOnly must be a boolean", "[policy][volume-mounts]") {

@@ -31,16 +31,16 @@ json pod(json labels, json annotations = json::object(), json resources = json::
 }
 
 topology resolve_ok(const json& p, const policy& pol = torch_like()) {
-  auto t =
-      resolve_topology(pod_view(p), pol, pod_view(p).target_container(pol.container).value_or(0));
+  auto t = resolve_topology(pod_view(p), pol,
+                            pod_view(p).target_container(pol.container).value_or(0), {});
   INFO((t.ok() ? std::string() : t.message()));
   REQUIRE(t.ok());
   return std::move(t).value();
 }
 
 std::string resolve_error(const json& p, const policy& pol = torch_like()) {
-  auto t =
-      resolve_topology(pod_view(p), pol, pod_view(p).target_container(pol.container).value_or(0));
+  auto t = resolve_topology(pod_view(p), pol,
+                            pod_view(p).target_container(pol.container).value_or(0), {});
   REQUIRE_FALSE(t.ok());
   return t.message();
 }
@@ -122,7 +122,7 @@ TEST_CASE("index that is not a number is a violation naming key and value", "[to
 TEST_CASE("missing index with one replica is index 0", "[topology]") {
   const auto t = resolve_ok(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}));
   CHECK(t.index == 0);
-  CHECK(t.rank == 0);
+  CHECK(t.node_rank == 0);
   CHECK(t.world_size == 1);
 }
 
@@ -130,11 +130,11 @@ TEST_CASE("missing index with several replicas leaves rank unknown with the reas
   const auto t =
       resolve_ok(pod({{"jobset.sigs.k8s.io/jobset-name", "j"}}, {{"trainenv.io/num-nodes", "4"}}));
   CHECK_FALSE(t.index.has_value());
-  CHECK_FALSE(t.rank.has_value());
+  CHECK_FALSE(t.node_rank.has_value());
   const auto values = t.variables();
   CHECK_FALSE(values.number(variable::rank).has_value());
   CHECK_THAT(values.unavailable_reason(variable::rank),
-             Catch::Contains("index") && Catch::Contains("4 replicas") &&
+             Catch::Contains("index") && Catch::Contains("4 pods") &&
                  Catch::Contains("batch.kubernetes.io/job-completion-index"));
 }
 
@@ -237,12 +237,12 @@ TEST_CASE("rank and world count only training roles, in master, worker, node ord
   auto t = resolve_ok(worker);
   CHECK(t.training_role);
   CHECK(t.world_size == 4);
-  CHECK(t.rank == 3);
+  CHECK(t.node_rank == 3);
 
   auto master = pod({{"jobset.sigs.k8s.io/jobset-name", "j"}, {"volcano.sh/task-spec", "master"}},
                     annotations);
   t = resolve_ok(master);
-  CHECK(t.rank == 0);
+  CHECK(t.node_rank == 0);
   CHECK(t.world_size == 4);
 
   auto extra = pod({{"jobset.sigs.k8s.io/jobset-name", "j"},
@@ -251,7 +251,7 @@ TEST_CASE("rank and world count only training roles, in master, worker, node ord
                    annotations);
   t = resolve_ok(extra);
   CHECK_FALSE(t.training_role);
-  CHECK_FALSE(t.rank.has_value());
+  CHECK_FALSE(t.node_rank.has_value());
   CHECK_FALSE(t.world_size.has_value());
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "../test_support.hpp"
+#include "owner_files.hpp"
 #include "shipped_policies.hpp"
 #include "trainenv/core/engine.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
@@ -61,6 +62,7 @@ json torch_node(int index, int nodes) {
       std::to_string(index);
   pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = std::to_string(index);
   pod["metadata"]["annotations"]["trainenv.io/num-nodes"] = std::to_string(nodes);
+  pod["spec"]["hostname"] = "llama-ft-node-0-" + std::to_string(index);  // as the Job controller
   return pod;
 }
 
@@ -75,7 +77,7 @@ TEST_CASE("torch: node 3 of a 4-node JobSet gets the torchrun variables", "[engi
   const auto env = env_of(mutated);
   CHECK(value_of(env, "PET_NNODES") == "4");
   CHECK(value_of(env, "PET_NPROC_PER_NODE") == "auto");  // the container asks for GPUs
-  CHECK(env.at("PET_NODE_RANK")["valueFrom"]["fieldRef"]["fieldPath"] == completion_index_path);
+  CHECK(value_of(env, "PET_NODE_RANK") == "3");  // a literal: the node rank (contract §2.2)
   CHECK(value_of(env, "PET_MASTER_ADDR") == "llama-ft-node-0-0.llama-ft");
   CHECK(value_of(env, "PET_MASTER_PORT") == "29500");
   CHECK(value_of(env, "MASTER_ADDR") == "llama-ft-node-0-0.llama-ft");
@@ -225,12 +227,13 @@ TEST_CASE("platform: MASTER_ADDR, MASTER_PORT, WORLD_SIZE = nodes, RANK from the
   CHECK(value_of(env, "MASTER_ADDR") == "resnet-node-0-0.resnet");
   CHECK(value_of(env, "MASTER_PORT") == "29500");
   CHECK(value_of(env, "WORLD_SIZE") == "3");
-  CHECK(env.at("RANK")["valueFrom"]["fieldRef"]["fieldPath"] == completion_index_path);
+  CHECK(value_of(env, "RANK") == "2");
 }
 
 TEST_CASE("roles that do not train get no WORLD_SIZE or RANK", "[engine][roles]") {
   json pod = torch_node(0, 1);
   pod["metadata"]["annotations"]["trainenv.io/role"] = "evaluator";
+  pod["metadata"]["annotations"]["trainenv.io/replicas"] = "node=1,evaluator=1";
   const auto env = env_of(apply_checked(pod, core::mutate_pod(pod, test::shipped_policies())));
   CHECK(value_of(env, "WORLD_SIZE") == "<absent>");
   CHECK(value_of(env, "RANK") == "<absent>");
@@ -302,6 +305,7 @@ TEST_CASE("contract violations deny with status 400 and a message naming key, va
        [](json& p) {
          p["metadata"]["labels"].erase("jobset.sigs.k8s.io/jobset-name");
          p["metadata"]["labels"].erase("trainer.kubeflow.org/trainjob-name");
+         p["metadata"]["labels"].erase("batch.kubernetes.io/job-name");
          p["spec"].erase("subdomain");
        },
        {"job name", "jobset.sigs.k8s.io/jobset-name"}},
@@ -383,6 +387,7 @@ TEST_CASE("a review decoded from text gets the same decision as its whole pod",
       pods.emplace_back(entry.path().filename().string(),
                         example(entry.path().filename().string()));
   REQUIRE(pods.size() >= 14);
+  const auto owners = test::owner_file_at("tests/fixtures/owners/ds-job-jobset.yaml");
   for (const auto& [name, pod] : pods) {
     INFO("pod " << name);
     const json review = {{"apiVersion", "admission.k8s.io/v1"},
@@ -395,8 +400,10 @@ TEST_CASE("a review decoded from text gets the same decision as its whole pod",
                            {"object", pod}}}};
     const auto request = core::decode_review(review.dump());
     REQUIRE(request.ok());
-    const auto from_text = core::mutate(*request, test::shipped_policies());
-    const auto whole = core::mutate_pod(pod, test::shipped_policies());
+    // The launcher's layout is its JobSet's: read from the file, as from the API.
+    const auto decide = [&](const json& p) { return test::decide_with(p, owners); };
+    const auto from_text = decide(request->object);
+    const auto whole = decide(pod);
     CHECK(from_text.allowed == whole.allowed);
     CHECK(from_text.policy == whole.policy);
     CHECK(from_text.patch() == whole.patch());

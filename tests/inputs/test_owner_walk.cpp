@@ -94,12 +94,13 @@ TEST_CASE(
   REQUIRE(r.kind == core::recognition::verdict::through_job);
   CHECK(fetches == 1);  // the Job
 
-  auto framework = walk([&] { return core::framework_from_runtime(pod, *r.job, values, set); },
-                        file, values, fetches);
-  const auto& f = std::get<core::result<core::runtime_framework>>(framework);
+  auto framework =
+      walk([&] { return core::trainer_runtime(pod, *r.job, values, set); }, file, values, fetches);
+  const auto& f = std::get<core::result<core::trainer_settings>>(framework);
   REQUIRE(f);
+  CHECK(f->found);
   CHECK(f->framework == "torch");
-  CHECK(f->source ==
+  CHECK(f->framework_source ==
         "label trainer.kubeflow.org/framework of ClusterTrainingRuntime torch-distributed");
   CHECK(fetches == 4);  // + JobSet, TrainJob, runtime
 
@@ -156,4 +157,5 @@ TEST_CASE("an unreadable Job lets a JobSet pod pass, and an unreadable JobSet re
   const auto& c = std::get<core::result<std::optional<core::owner_counts>>>(counts);
   REQUIRE_FALSE(c);
   CHECK(c.message() == "JobSet team-a/bert: timed out");
+  CHECK(c.code() == 503);
 }

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "../test_support.hpp"
+#include "owner_files.hpp"
 #include "shipped_policies.hpp"
 #include "trainenv/core/engine.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
@@ -70,13 +71,18 @@ struct outcome {
   [[nodiscard]] const json& container() const { return pod["spec"]["containers"][0]; }
 };
 
-outcome run(const json& pod) {
+// The decision with no API access, or with the owners of `owners`.
+outcome run(const json& pod, const inputs::owner_file* owners = nullptr) {
+  const auto decide = [&](const json& p) {
+    return owners != nullptr ? test::decide_with(p, *owners)
+                             : core::mutate_pod(p, test::shipped_policies());
+  };
   outcome out;
-  out.decision = core::mutate_pod(pod, test::shipped_policies());
+  out.decision = decide(pod);
   INFO(out.decision.message);
   REQUIRE(out.decision.allowed);
   out.pod = pod.patch(out.decision.patch());
-  const auto again = core::mutate_pod(out.pod, test::shipped_policies());
+  const auto again = decide(out.pod);
   CHECK(again.patch().empty());
   CHECK(again.warnings == out.decision.warnings);
   for (const auto& e : out.container().value("env", json::array())) out.env[e["name"]] = e;
@@ -85,12 +91,6 @@ outcome run(const json& pod) {
 
 outcome run(const pod_spec& s) {
   return run(make_pod(s));
-}
-
-const std::string index_field = "metadata.annotations['batch.kubernetes.io/job-completion-index']";
-
-std::string field_path(const outcome& o, const std::string& name) {
-  return o.env.at(name)["valueFrom"]["fieldRef"]["fieldPath"];
 }
 
 const json* find_named(const json& list, const std::string& key, const std::string& value) {
@@ -152,7 +152,7 @@ TEST_CASE("torch: Kubeflow 'multi-node multi-GPU training with complete info'",
   CHECK(o.decision.policy == "torch");
   CHECK(o.value("PET_NNODES") == "4");
   CHECK(o.value("PET_NPROC_PER_NODE") == "auto");
-  CHECK(field_path(o, "PET_NODE_RANK") == index_field);
+  CHECK(o.value("PET_NODE_RANK") == "2");  // the node rank, a literal (docs/contract.md §2.2)
   CHECK(o.value("PET_MASTER_ADDR") == "trainJob-node-0-0.trainJob");
   CHECK(o.value("PET_MASTER_PORT") == "29500");
   CHECK(o.value("MASTER_ADDR") == "trainJob-node-0-0.trainJob");
@@ -188,7 +188,7 @@ TEST_CASE("torchtune: a torch pod running `tune run` gets the torchtune policy",
   CHECK(o.decision.policy == "torchtune");
   CHECK(o.value("PET_NNODES") == "2");
   CHECK(o.value("PET_NPROC_PER_NODE") == "8");
-  CHECK(field_path(o, "PET_NODE_RANK") == index_field);
+  CHECK(o.value("PET_NODE_RANK") == "1");
   CHECK_FALSE(o.has("PET_MASTER_ADDR"));
   CHECK_FALSE(o.has("MASTER_ADDR"));
   CHECK_FALSE(o.has("WORLD_SIZE"));
@@ -356,8 +356,10 @@ void check_ssh_volume(const outcome& o, const std::string& job) {
 TEST_CASE("mpi: the launcher gets the Open MPI and PRRTE variables, hostfile and SSH keys",
           "[shipped][mpi]") {
   // Kubeflow TestMPI "trainJob numNodes is respected rather than mlPolicy one": 2 nodes, slots=1.
+  // The launcher reads its JobSet for the workers' layout and GPUs (none: one slot each).
   const json pod = test::fixture("review-mpi-launcher.json")["request"]["object"];
-  const auto o = run(pod);
+  const auto owners = test::owner_file_at("tests/fixtures/owners/ds-job-jobset.yaml");
+  const auto o = run(pod, &owners);
   CHECK(o.decision.policy == "mpi");
   CHECK(o.value("OMPI_MCA_orte_default_hostfile") == "/etc/mpi/hostfile");
   CHECK(o.value("OMPI_MCA_orte_keep_fqdn_hostnames") == "true");
@@ -467,7 +469,9 @@ TEST_CASE(
   const auto o = run(pod);
   REQUIRE(o.decision.warnings.size() == 1);
   CHECK(o.decision.warnings[0] ==
-        "trainenv: kept user-set mount /etc/mpi of volume my-hosts in container \"node\"");
+        "trainenv: kept user-set mount /etc/mpi of volume \"my-hosts\" in container \"node\"; no "
+        "hostfile added");
+  CHECK_FALSE(o.pod["metadata"]["annotations"].contains("trainenv.io/hostfile"));
   CHECK(find_named(o.pod["spec"]["volumes"], "name", "mpi-hostfile") == nullptr);
   CHECK(find_named(o.pod["spec"]["volumes"], "name", "mpi-ssh-auth") != nullptr);
 }
@@ -524,7 +528,7 @@ TEST_CASE("jax: Kubeflow TestJax cases", "[shipped][jax]") {
     s.resources = r.resources;
     const auto o = run(s);
     CHECK(o.value("JAX_NUM_PROCESSES") == std::to_string(r.nodes));
-    CHECK(field_path(o, "JAX_PROCESS_ID") == index_field);
+    CHECK(o.value("JAX_PROCESS_ID") == "0");
     CHECK(o.value("JAX_COORDINATOR_ADDRESS") == "multi-node-job-node-0-0.multi-node-job:29500");
     CHECK(o.container()["ports"][0]["containerPort"] == 29500);
     CHECK(o.env.size() == 3);
@@ -552,7 +556,7 @@ TEST_CASE("xgboost: Kubeflow TestXGBoostEnforceMLPolicy cases", "[shipped][xgboo
     const auto o = run(s);
     CHECK(o.value("DMLC_TRACKER_URI") == "trainJob-node-0-0.trainJob");
     CHECK(o.value("DMLC_TRACKER_PORT") == "29500");
-    CHECK(field_path(o, "DMLC_TASK_ID") == index_field);
+    CHECK(o.value("DMLC_TASK_ID") == "0");
     CHECK(o.value("DMLC_NUM_WORKER") == r.workers);
     CHECK(o.container()["ports"][0]["containerPort"] == 29500);
   }

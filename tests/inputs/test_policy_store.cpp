@@ -104,7 +104,7 @@ TEST_CASE("the shipped policies load with torch as the default", "[policy_store]
   CHECK(set.by_framework("platform")->name == "platform");
   // Every file but owners.yaml is one policy; owners.yaml holds the owner kinds.
   CHECK(set.all().size() + 1 == load.files.size());
-  CHECK(set.owner_kinds().all().size() == 8);
+  CHECK(set.owner_kinds().all().size() == 12);  // six read, six wired by their operators
   CHECK(set.owner_kinds().find("jobset.x-k8s.io/v1alpha2", "JobSet") != nullptr);
   CHECK(set.owner_kinds().find("batch.volcano.sh/v1alpha1", "Job") != nullptr);
   CHECK(set.owner_kinds().find("kubeflow.org/v1", "MPIJob") != nullptr);

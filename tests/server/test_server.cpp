@@ -48,6 +48,7 @@ json torch_pod(int index) {
   json pod = test::fixture("review-torch-jobset-node3.json")["request"]["object"];
   pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] =
       std::to_string(index);
+  pod["spec"]["hostname"] = "llama-ft-node-0-" + std::to_string(index);  // as the Job controller
   return pod;
 }
 
@@ -437,7 +438,7 @@ spec:
     - name: PADDLE_NNODES
       value: "${numNodes}"
     - name: PADDLE_MASTER
-      value: "${job}-node-0-0.${job}:${masterPort}"
+      value: "${masterAddr}:${masterPort}"
     - name: PADDLE_TRAINER_ID
       value: "${index}"
 )";
@@ -451,7 +452,8 @@ TEST_CASE("a new policy in a swapped ConfigMap directory applies within 2 s, req
     return test::read_file(std::string(TRAINENV_POLICIES_DIR) + "/" + name);
   };
   std::map<std::string, std::string> files = {{"torch.yaml", shipped("torch.yaml")},
-                                              {"platform.yaml", shipped("platform.yaml")}};
+                                              {"platform.yaml", shipped("platform.yaml")},
+                                              {"owners.yaml", shipped("owners.yaml")}};
   dir.publish(files);
   running_server server(test_limits(), dir.path());
 

@@ -15,12 +15,13 @@ namespace trainenv::core {
 // What a patch adds, by kind, in the order the patch adds it. Names repeated across containers
 // (a sidecar gets the same env) are listed once.
 struct injection_summary {
-  std::vector<std::string> env;          // variable names
-  std::vector<std::int64_t> ports;       // containerPort
-  std::vector<std::string> mounts;       // mountPath
-  std::vector<std::string> args;         // as inserted
-  std::vector<std::string> volumes;      // volume names
-  std::vector<std::string> annotations;  // keys
+  std::vector<std::string> env;              // variable names
+  std::vector<std::int64_t> ports;           // containerPort
+  std::vector<std::string> mounts;           // mountPath
+  std::vector<std::string> args;             // as inserted
+  std::vector<std::string> volumes;          // volume names
+  std::vector<std::string> annotations;      // keys
+  std::vector<std::string> init_containers;  // names
 
   [[nodiscard]] bool empty() const;
   // "PET_NNODES,WORLD_SIZE,port 29500,mount /etc/mpi,volume mpi-ssh-auth,arg --x,annotation k",
@@ -48,8 +49,14 @@ struct decision {
   // Allowed unchanged because the pod's Job could not be read to tell whether it is a training
   // pod (recognising fails open): the server counts these.
   bool unrecognised = false;
+  // Passed unchanged because the runtime of the pod's TrainJob names a framework no policy lists
+  // (Trainer's own plugins wired it): counted, like `unrecognised`.
+  bool unknown_framework = false;
   // Denied: the violation ("trainenv: ..."). Allowed: why nothing applied, if so.
   std::string message;
+  // Denied: status.code (docs/contract.md §6): 400 a contract violation; 404, 500 or 503 an owner
+  // that could not be read (gone, our access refused, or unreachable for now).
+  int code = 400;
 
   [[nodiscard]] bool mutated() const { return patch_ops != 0; }
   // The patch as a value ([] when none): for the preview and for tests, not the request path.

@@ -16,6 +16,9 @@ inline constexpr std::string_view jobset_name = "jobset.sigs.k8s.io/jobset-name"
 inline constexpr std::string_view jobset_uid = "jobset.sigs.k8s.io/jobset-uid";
 inline constexpr std::string_view job_index = "jobset.sigs.k8s.io/job-index";
 inline constexpr std::string_view replicated_job = "jobset.sigs.k8s.io/replicatedjob-name";
+inline constexpr std::string_view replicated_job_replicas =
+    "jobset.sigs.k8s.io/replicatedjob-replicas";
+inline constexpr std::string_view job_name = "batch.kubernetes.io/job-name";
 inline constexpr std::string_view completion_index = "batch.kubernetes.io/job-completion-index";
 inline constexpr std::string_view volcano_job = "volcano.sh/job-name";
 inline constexpr std::string_view volcano_task = "volcano.sh/task-spec";
@@ -29,5 +32,9 @@ inline constexpr std::string_view replicas = "trainenv.io/replicas";
 inline constexpr std::string_view master_port = "trainenv.io/master-port";
 inline constexpr std::string_view injected = "trainenv.io/injected";
 }  // namespace keys
+
+// The role an MPI job launches from: never a training role; a node, last, only when the runtime
+// says runLauncherAsNode (docs/contract.md §2.2); where a policy's hostfile goes by default.
+inline constexpr std::string_view launcher_role = "launcher";
 
 }  // namespace trainenv::core

@@ -40,18 +40,53 @@ struct recognition {
 };
 [[nodiscard]] owner_step<recognition> recognise(const pod_view& pod, const owner_values& owners);
 
-// The framework named by the runtime of the pod's TrainJob (Pod -> Job -> JobSet -> TrainJob ->
-// spec.runtimeRef -> (Cluster)TrainingRuntime's framework label), for a pod recognised through
-// its Job. No framework (and no error) when the chain ends early: a JobSet that no TrainJob owns.
-struct runtime_framework {
-  std::optional<std::string> framework;
-  std::string source;  // "label trainer.kubeflow.org/framework of ClusterTrainingRuntime x"
+// What a pod's TrainJob and its runtime say (docs/contract.md §1, §2.1), for a pod recognised
+// through its Job: Pod -> Job -> JobSet -> TrainJob -> spec.runtimeRef -> (Cluster)TrainingRuntime.
+// `found` is false (and nothing an error) when the chain ends early: a JobSet no TrainJob owns.
+struct trainer_settings {
+  bool found = false;
+  std::optional<std::string> framework;  // the runtime's framework label
+  std::string framework_source;          // "label trainer.kubeflow.org/framework of ..."
+  // The framework value the runtime's spec.mlPolicy names, for a runtime with no label: "torch",
+  // "jax", "xgboost", "flux", or for mpi its implementation's ("mpi", "intel-mpi", "mpich").
+  std::optional<std::string> ml_policy;
+  std::string ml_policy_source;  // "spec.mlPolicy.mpi of ClusterTrainingRuntime x"
+  // Processes per node: the TrainJob's spec.trainer.numProcPerNode, else the runtime's
+  // mlPolicy (mpi or torch). A number, or for torch "auto", "cpu" or "gpu".
+  std::optional<std::string> num_proc_per_node;
+  std::string nproc_source;
+  // Trainer's MPI rule: the runtime's numProcPerNode of 1, unset by the TrainJob, means "the
+  // GPUs per node" when a node has more.
+  bool nproc_one_means_gpus = false;
+  bool run_launcher_as_node = false;               // mlPolicy.mpi.runLauncherAsNode
+  std::optional<std::string> ssh_auth_mount_path;  // mlPolicy.mpi.sshAuthMountPath
+  std::string runtime;                             // "ClusterTrainingRuntime torch-distributed"
 };
-[[nodiscard]] owner_step<result<runtime_framework>> framework_from_runtime(
-    const pod_view& pod, const nlohmann::json& job, const owner_values& owners,
-    const owner_kind_set& kinds);
+[[nodiscard]] owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod,
+                                                                   const nlohmann::json& job,
+                                                                   const owner_values& owners,
+                                                                   const owner_kind_set& kinds);
 
-// The pod counts its owners give. nullopt: a bare pod, with no controlling owner to ask.
+// The kind of the pod's controlling owner when its own operator wires its pods (Kubeflow's v1
+// PyTorchJob, MPIJob, ...): such a pod passes unchanged, and no object is read.
+[[nodiscard]] const owner_kind* wired_owner(const pod_view& pod, const owner_kind_set& kinds);
+
+// The kind of job the pod's labels say it belongs to, when its owners are not read: the first
+// kind whose naming.podLabel the pod carries, a kind that lays out every role (a JobSet) before
+// one that is a single role (a Job), as a JobSet's pods carry both their JobSet's and their
+// Job's labels. `job` receives that label's value (the job's name).
+[[nodiscard]] const owner_kind* kind_by_labels(const pod_view& pod, const owner_kind_set& kinds,
+                                               const std::string** job);
+
+// The kind whose default policy the pod takes (docs/contract.md §1): its controlling owner's, else
+// the one its labels name.
+[[nodiscard]] const owner_kind* pod_owner_kind(const pod_view& pod, const owner_kind_set& kinds);
+
+// Whether the pod has a controlling owner at all (a bare pod has none to ask).
+[[nodiscard]] bool has_controller(const pod_view& pod);
+
+// The pod counts its owners give, and the object that gave them. nullopt: a bare pod, with no
+// controlling owner to ask. An error carries the status code of the failure (failure_code).
 [[nodiscard]] owner_step<result<std::optional<owner_counts>>> counts_from_owners(
     const pod_view& pod, std::string_view role, const owner_values& owners,
     const owner_kind_set& kinds);

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainenv/core/result.hpp"
+#include "trainenv/core/template.hpp"
 
 namespace trainenv::core {
 
@@ -54,9 +55,24 @@ struct role_layout {
   shape kind = shape::own;
   member_path entries;          // list, map: where the entries sit
   std::string name_member;      // list: the entry's member that names the role
-  std::string replicas_member;  // the entry's multiplier (absent in an entry: 1); empty: none
+  std::string replicas_member;  // the entry's multiplier; empty: none (1)
+  // An entry without `replicas_member`: JobSet's CRD defaults it to 1, Volcano omits a zero.
+  std::int64_t replicas_default = 1;
   member_path job_spec;      // pods per replica = a batch/v1 JobSpec's pods, at this path; empty: 1
   member_path pod_template;  // where the role's pod template sits (a PodTemplateSpec)
+};
+
+// How a controller names the pods of a job of its kind (docs/contract.md §2.2): each pod's
+// hostname and the subdomain of the headless Service they share.
+struct pod_naming {
+  // Over ${job} (the owner's name), ${role}, ${jobIndex} and ${index} (the completion index within
+  // its Job); ${index} appears once, last, so that a run of a Job's pods is a prefix and a number.
+  template_string hostname;
+  member_path subdomain;  // where the owner object sets it; empty: only the default
+  std::optional<template_string> subdomain_default;  // over ${job}; none: no DNS names unless set
+  // The pod label that names a job of this kind, for a pod whose owner is not read (its
+  // controller's labels: jobset.sigs.k8s.io/jobset-name, volcano.sh/job-name, ...).
+  std::string job_label;
 };
 
 struct owner_kind {
@@ -68,8 +84,13 @@ struct owner_kind {
   std::string resource;  // plural, for the API path: "jobsets"
   bool cluster_scoped = false;
   std::optional<role_layout> roles;  // none: this kind gives no counts (a TrainJob)
-  member_path runtime_ref;           // a TrainJob: where its runtimeRef sits
-  bool gives_framework = false;      // a (Cluster)TrainingRuntime: its labels name the framework
+  std::optional<pod_naming> naming;  // none: this kind's pods have no DNS names trainenv knows
+  std::string default_policy;        // for its pods when nothing else names one (Volcano)
+  // Set: pods this kind controls are wired by its own operator (Kubeflow's v1 PyTorchJob,
+  // MPIJob, ...) and pass unchanged with this said as a warning; the object is never read.
+  std::string wired_by;
+  member_path runtime_ref;       // a TrainJob: where its runtimeRef sits
+  bool gives_framework = false;  // a (Cluster)TrainingRuntime: its labels name the framework
 
   // "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets/bert" (core group: "/api/v1/...").
   [[nodiscard]] std::string api_path(const owner_ref& ref) const;
@@ -109,6 +130,10 @@ enum class lookup_failure : std::uint8_t {
   no_access,     // no API access configured
 };
 [[nodiscard]] std::string_view failure_name(lookup_failure f);  // "not found", "forbidden", ...
+
+// The status code of a denial because an owner could not be read (docs/contract.md §6): 404 it
+// is gone or was replaced, 500 trainenv's own access was refused, 503 a retry may succeed.
+[[nodiscard]] int failure_code(lookup_failure f);
 
 // The owner objects fetched for one pod so far, or why one could not be.
 struct owner_fetch {
@@ -157,19 +182,24 @@ struct role_pods {
   std::string role;
   std::int64_t pods = 0;
   std::int64_t pods_per_job = 1;  // the pods of one Job (JobSet: a replicatedJob has replicas Jobs)
-  // The role runs several Jobs (a JobSet replicatedJob with replicas > 1): a pod's completion
-  // index counts within its Job, and its index in the role adds job-index x pods_per_job.
-  bool several_jobs = false;
+  // The Jobs it runs (a JobSet replicatedJob's replicas): a pod's completion index counts within
+  // its Job, and its index in the role adds job-index x pods_per_job.
+  std::int64_t jobs = 1;
+  // Kubeflow Trainer's trainjob-ancestor-step label on the role's templates, if any.
+  std::string step;
   std::string source;                            // "JobSet team-a/bert spec.replicatedJobs[node]"
   const nlohmann::json* pod_template = nullptr;  // into the owner object, which must outlive this
 };
 
-// The pod counts a pod's owners give. `every_role` is false for a plain Job, which knows only the
-// pod's own role.
+// The pod counts a pod's owners give, and the object that gave them (whose kind names its pods).
+// `every_role` is false for a plain Job, which knows only the pod's own role.
 struct owner_counts {
   std::vector<role_pods> roles;
   bool every_role = true;
   std::string owner;  // "JobSet team-a/bert": the object that gave them
+  const owner_kind* kind = nullptr;
+  const nlohmann::json* object = nullptr;  // inside the owner_values, which must outlive this
+  std::string name;                        // its metadata.name
 
   [[nodiscard]] const role_pods* find(std::string_view role) const;
 };

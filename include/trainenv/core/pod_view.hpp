@@ -20,7 +20,7 @@ namespace trainenv::core {
 inline constexpr json_keep pod_metadata_read[] = {
     {"name"}, {"generateName"}, {"namespace"}, {"labels"}, {"annotations"}, {"ownerReferences"}};
 inline constexpr json_keep pod_spec_read[] = {
-    {"containers"}, {"initContainers"}, {"volumes"}, {"subdomain"}};
+    {"containers"}, {"initContainers"}, {"volumes"}, {"hostname"}, {"subdomain"}};
 inline constexpr json_keep pod_fields_read[] = {
     {"apiVersion"}, {"kind"}, {"metadata", pod_metadata_read}, {"spec", pod_spec_read}};
 
@@ -39,6 +39,7 @@ class pod_view {
   [[nodiscard]] const std::string* name() const;
   [[nodiscard]] const std::string* generate_name() const;
   [[nodiscard]] const std::string* namespace_name() const;
+  [[nodiscard]] const std::string* hostname() const;
   [[nodiscard]] const std::string* subdomain() const;
 
   // spec.containers when it is an array, else nullptr.

@@ -89,6 +89,16 @@ struct annotation_item {
   item_scope scope;
 };
 
+// The hostfile an MPI launcher reads (docs/contract.md §3): one line per node of the job, in
+// node order, written where `path` says. trainenv delivers it itself (the pod's annotation
+// through the downward API, or for a large job a compact rule the pod expands as it starts),
+// unless the pod already mounts a hostfile there (Kubeflow Trainer's ConfigMap).
+struct hostfile_item {
+  std::string path = "/etc/mpi/hostfile";  // absolute; its directory is what gets mounted
+  template_string line;                    // uses ${host} once: "${host} slots=${slots}"
+  item_scope scope;                        // roles: [launcher] unless the policy says
+};
+
 // Another container that receives the env and volume mounts too, when the pod has it.
 struct extra_container {
   std::string name;
@@ -117,6 +127,7 @@ struct policy {
   std::int64_t default_num_nodes = 1;
   nproc_setting default_nproc;
   std::vector<std::pair<std::string, template_string>> default_replicas;  // role -> count
+  std::string default_ssh_auth_mount_path = "/root/.ssh";  // ${sshAuthMountPath} without a runtime
   std::vector<env_item> env;
   std::vector<port_item> ports;
   std::vector<std::string> args_after;  // insert args right after these command tokens
@@ -124,11 +135,15 @@ struct policy {
   std::vector<volume_item> volumes;
   std::vector<mount_item> volume_mounts;
   std::vector<annotation_item> annotations;
+  std::optional<hostfile_item> hostfile;
   // The variables any of its templates or conditions use (a used() mask, set by parse_policy):
   // a policy that uses no count does not make the engine read a pod's owners.
   std::uint32_t variables_used = 0;
 
   [[nodiscard]] bool is_training_role(std::string_view role) const;
+  // The variables used by the items that can apply to a pod of `role` (`training`: whether the
+  // role trains): what a pod whose owners are not read must be able to tell.
+  [[nodiscard]] std::uint32_t variables_used_for(std::string_view role, bool training) const;
 };
 
 // The used() mask of every template and condition in `p` (parse_policy stores it in

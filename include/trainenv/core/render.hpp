@@ -42,7 +42,8 @@ struct container_wants {
 struct wants {
   bool applies = true;  // false when the policy's `when` is false for this pod
   std::vector<container_wants> containers;
-  std::vector<nlohmann::json> volumes;  // v1.Volume
+  std::vector<nlohmann::json> init_containers;  // v1.Container, added when none has the name
+  std::vector<nlohmann::json> volumes;          // v1.Volume
   nlohmann::json annotations = nlohmann::json::object();
   std::vector<std::string>
       warnings;  // things the policy could not do, e.g. a missing command prefix
@@ -54,6 +55,18 @@ struct wants {
 // token); nullopt otherwise.
 [[nodiscard]] std::optional<args_site> args_site_after(const nlohmann::json& container,
                                                        const std::vector<std::string>& prefix);
+
+// The hostfile's delivery (docs/contract.md §3): a text of at most this many bytes goes into the
+// pod's trainenv.io/hostfile annotation; a longer one as a compact rule of at most as many bytes
+// (trainenv.io/hostfile-rule) that an init container expands. The API server refuses a pod whose
+// annotations add up to more than annotations_limit.
+inline constexpr std::size_t hostfile_inline_limit = 64 * 1024;
+inline constexpr std::size_t annotations_limit = 256 * 1024;
+inline constexpr std::string_view hostfile_annotation = "trainenv.io/hostfile";
+inline constexpr std::string_view hostfile_rule_annotation = "trainenv.io/hostfile-rule";
+// The POSIX shell script the init container runs: $1 is the rule file, $2 the hostfile. Each
+// rule line "count|head|tail" stands for `count` lines head<i>tail, i from 0.
+[[nodiscard]] std::string_view hostfile_expand_script();
 
 // The container's command line: its command's tokens followed by its args' (non-strings as "").
 [[nodiscard]] std::vector<std::string_view> command_line(const nlohmann::json& container);

@@ -11,6 +11,9 @@ namespace trainenv::core {
 
 struct error {
   std::string message;
+  // The status code of a denial made of it (docs/contract.md §6): 400 the pod breaks the
+  // contract; an owner that could not be read says whose fault it is (404, 500, 503).
+  int code = 400;
 };
 
 // `s` in double quotes for a message, cut at `max` characters.
@@ -38,6 +41,7 @@ class [[nodiscard]] result {
   const T& operator*() const& { return value(); }
 
   [[nodiscard]] const std::string& message() const { return std::get<1>(v_).message; }
+  [[nodiscard]] int code() const { return std::get<1>(v_).code; }
   [[nodiscard]] error take_error() && { return std::get<1>(std::move(v_)); }
 
  private:

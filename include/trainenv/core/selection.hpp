@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "trainenv/core/owner_walk.hpp"
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/policy.hpp"
 
@@ -13,20 +14,20 @@ namespace trainenv::core {
 
 struct selection {
   const policy* chosen = nullptr;
-  std::string violation;  // "trainenv: ..." when `chosen` is null
+  std::string violation;  // "trainenv: ..." when `chosen` is null and `pass` is empty
+  // Set when the pod passes unchanged instead (docs/contract.md §1): the runtime of its TrainJob
+  // names a framework no policy lists, so Trainer's own plugins wired it. Says so in words.
+  std::string pass;
 };
 
-// A framework value read somewhere other than the pod's own label: the runtime of the pod's
-// TrainJob, for a pod recognised through its Job (docs/contract.md §1).
-struct framework_found {
-  std::string value;
-  std::string source;  // "label trainer.kubeflow.org/framework of ClusterTrainingRuntime x"
-};
-
-// `forced_policy`, when not empty, replaces the pod's annotation (preview's ?policy=).
-// `framework`, when given, is used where the pod has no framework label.
+// Which policy applies, first match wins: `forced_policy` (preview's ?policy=) or the pod's
+// annotation; the pod's framework label; for a Trainer pod (`trainer`), its runtime's framework
+// label, else the framework its mlPolicy names; the default policy of the pod's owner kind
+// (`owner_kind`: a Volcano Job's); the policy marked default. Then a policy that takes over for
+// certain commands (torchtune's `tune run` over torch).
 [[nodiscard]] selection select_policy(const pod_view& pod, const policy_set& policies,
                                       std::string_view forced_policy = {},
-                                      const framework_found* framework = nullptr);
+                                      const trainer_settings* trainer = nullptr,
+                                      const owner_kind* owner_kind = nullptr);
 
 }  // namespace trainenv::core

@@ -28,6 +28,8 @@ class expression {
   [[nodiscard]] bool uses(variable v) const { return (used_ & variable_bit(v)) != 0; }
   [[nodiscard]] std::uint32_t used() const { return used_; }
   [[nodiscard]] bool is_integer() const { return !text_variable_; }
+  // Whether the expression is `v` alone ("${index}").
+  [[nodiscard]] bool is_variable(variable v) const;
   [[nodiscard]] result<std::int64_t> evaluate(const variable_values& values) const;
   [[nodiscard]] result<std::string> render(const variable_values& values) const;
 
@@ -85,6 +87,12 @@ class template_string {
   // count or a port must be.
   [[nodiscard]] bool is_integer() const;
   [[nodiscard]] result<std::string> render(const variable_values& values) const;
+  // Whether the template uses `${v}` exactly once, alone in its ${...}.
+  [[nodiscard]] bool uses_once(variable v) const;
+  // Whether the template ends with `${v}` and uses `v` nowhere else ("${job}-${index}").
+  [[nodiscard]] bool ends_with_variable(variable v) const;
+  // For such a template: the text before that last ${v} (which `values` need not hold).
+  [[nodiscard]] result<std::string> render_before_last(const variable_values& values) const;
   // The value of an is_integer() template as a number (a count, a port).
   [[nodiscard]] result<std::int64_t> evaluate(const variable_values& values) const;
   [[nodiscard]] const std::string& source() const { return source_; }

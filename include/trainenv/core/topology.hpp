@@ -1,5 +1,7 @@
-// Where a pod stands in its job (docs/contract.md §2): job name, role, index, nodes, processes per
-// node, replicas per role, rank and world size — all read from the Pod alone.
+// Where a pod stands in its job (docs/contract.md §2, §2.2): job name, role, the job's layout
+// and the pod's place in it (index, node rank, master, world), processes per node and MPI slots —
+// from the pod's annotations and labels, its owners when they were read, and the policy's
+// defaults, with where each value came from.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +13,8 @@
 
 #include "trainenv/core/decision.hpp"
 #include "trainenv/core/keys.hpp"
+#include "trainenv/core/layout.hpp"
+#include "trainenv/core/owner_walk.hpp"
 #include "trainenv/core/owners.hpp"
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/policy.hpp"
@@ -24,24 +28,32 @@ struct topology {
   std::string job;
   std::string namespace_name;
   std::string role;
-  std::optional<std::int64_t> index;
+  job_layout layout;
+  std::size_t role_at = 0;  // the pod's role in layout.roles
+  std::optional<std::int64_t>
+      index;                         // the pod's place in its role (job index x pods per Job + ...)
   std::string index_unknown_reason;  // why `index` is empty
+  std::int64_t job_index = 0;        // its Job within the role
   std::int64_t num_nodes = 1;
   resolved_nproc nproc_per_node;
   std::int64_t master_port = 0;
   std::optional<std::int64_t> gpus_per_node;  // the target container's GPU count
   std::string gpus_unknown_reason;            // why `gpus_per_node` is empty (a bad quantity)
-  // The GPUs of one worker, for MPI slots: a launcher reads them from the training role's pod
-  // template in its owner; any other pod from itself (gpus_per_node).
+  // The GPUs of one worker, for MPI slots: a pod that is not a node reads them from the first
+  // node role's pod template in its owner; a node from itself (gpus_per_node).
   std::optional<std::int64_t> worker_gpus;
   std::optional<std::int64_t> nproc_count;  // the processes-per-node setting, when a number
-  std::vector<std::pair<std::string, std::int64_t>> replicas;  // role -> count, as declared
+  bool nproc_one_means_gpus = false;        // Trainer's MPI rule (trainer_settings)
+  std::string ssh_auth_mount_path;
   bool training_role = false;
-  std::optional<std::int64_t> rank;        // training roles with a known index
+  std::optional<std::int64_t> node_rank;   // a node with a known index
   std::optional<std::int64_t> world_size;  // training roles
   std::size_t container = 0;               // the target container's index
   // Where the counts came from, for /preview and the admission log.
   std::vector<value_source> sources;
+  // The variables whose values only the pod's owners can tell (a used() mask): set when the pod
+  // has owners that were not read; a policy that uses one for this pod needs them read.
+  std::uint32_t owner_open = 0;
 
   [[nodiscard]] variable_values variables() const;
 };
@@ -50,33 +62,31 @@ struct topology {
 // task, else "node".
 [[nodiscard]] std::string pod_role(const pod_view& pod);
 
-// The number of nodes the owners give: the pods of the policy's training roles added up (an MPI
-// launcher counts its workers); a plain Job, which knows only `role`, gives that role's pods.
-[[nodiscard]] std::int64_t owner_nodes(const owner_counts& owners, const policy& p,
-                                       std::string_view role);
-
-// The variables whose values come from the job's size (nodes, replicas, world, rank, slots).
-inline constexpr std::uint32_t count_variables =
+// The variables whose values come from the job's layout (nodes, replicas, world, ranks, master,
+// hosts, slots): only a policy that uses one for a pod makes its owners worth reading, and only
+// then is the pod's index checked against its role's pods.
+inline constexpr std::uint32_t layout_variables =
     variable_bit(variable::num_nodes) | variable_bit(variable::world_size) |
-    variable_bit(variable::rank) | variable_bit(variable::slots) |
-    variable_bit(variable::processes_per_node) | replicas_bit;
-// Whether the policy uses any of them: only then are a pod's owners worth reading, and only
-// then is the pod's index checked against its role's replicas.
+    variable_bit(variable::rank) | variable_bit(variable::node_rank) |
+    variable_bit(variable::master_addr) | variable_bit(variable::host) |
+    variable_bit(variable::slots) | variable_bit(variable::processes_per_node) | replicas_bit;
 [[nodiscard]] inline bool uses_counts(const policy& p) {
-  return (p.variables_used & count_variables) != 0;
+  return (p.variables_used & layout_variables) != 0;
 }
 
-// Whether the pod's annotations give its counts (trainenv.io/num-nodes or trainenv.io/replicas):
-// then no owner is read for them.
-[[nodiscard]] bool has_explicit_counts(const pod_view& pod);
+// What topology reads besides the pod and the policy.
+struct topology_sources {
+  const owner_kind_set* kinds = nullptr;  // the naming rules, for a pod whose owners are not read
+  const owner_counts* owners = nullptr;   // the layout owner's roles, when read
+  const trainer_settings* trainer = nullptr;  // a Trainer pod's TrainJob and runtime
+  bool has_owner = false;                     // the pod has a controlling owner (read or not)
+};
 
 // Violations come back as errors whose message starts "trainenv: " and names the key, the
-// value and the expected form. `pod` has passed check_pod_shape, which found `target`. `owners`:
-// the counts read from the pod's owners, when its annotations left them open (else null: the
-// annotations, or for a bare pod the policy's defaults).
+// value and the expected form. `pod` has passed check_pod_shape, which found `target`.
 [[nodiscard]] result<topology> resolve_topology(const pod_view& pod, const policy& p,
                                                 std::size_t target,
-                                                const owner_counts* owners = nullptr);
+                                                const topology_sources& sources);
 
 // "master=1,worker=3" -> [(master,1),(worker,3)].
 [[nodiscard]] result<std::vector<std::pair<std::string, std::int64_t>>> parse_replicas(

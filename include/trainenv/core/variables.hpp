@@ -28,7 +28,12 @@ enum class variable : std::uint8_t {
   gpus_per_node,
   slots,
   processes_per_node,
-  line,  // ${i}: the line number inside an annotation's `lines`
+  job_index,            // the pod's Job within its role (a JobSet replicatedJob's replicas)
+  node_rank,            // the pod's position among the job's nodes (docs/contract.md §2.2)
+  master_addr,          // the DNS name of node rank 0
+  ssh_auth_mount_path,  // where the MPI SSH keys go (the runtime's sshAuthMountPath)
+  host,                 // ${host}: one node's DNS name inside a hostfile's line
+  line,                 // ${i}: the line number inside an annotation's `lines`
 };
 
 struct variable_info {
@@ -50,6 +55,11 @@ inline constexpr std::array variable_table = {
     variable_info{variable::gpus_per_node, "gpusPerNode", true},
     variable_info{variable::slots, "slots", true},
     variable_info{variable::processes_per_node, "processesPerNode", true},
+    variable_info{variable::job_index, "jobIndex", true},
+    variable_info{variable::node_rank, "nodeRank", true},
+    variable_info{variable::master_addr, "masterAddr", false},
+    variable_info{variable::ssh_auth_mount_path, "sshAuthMountPath", false},
+    variable_info{variable::host, "host", false},
     variable_info{variable::line, "i", true},
 };
 inline constexpr std::size_t variable_count = variable_table.size();

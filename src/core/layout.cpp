@@ -1,0 +1,183 @@
+#include "trainenv/core/layout.hpp"
+
+#include <algorithm>
+
+#include "trainenv/core/keys.hpp"
+
+namespace trainenv::core {
+namespace {
+
+using nlohmann::json;
+
+// master, worker and node lead the node order, in that order; every other role follows in the
+// owner's own order.
+int order_of(std::string_view role) {
+  if (role == "master") return 0;
+  if (role == "worker") return 1;
+  if (role == "node") return 2;
+  return 3;
+}
+
+// A name rendered by the rule: the hostname before its ${index}, for `role`'s Job `job_index`.
+result<std::string> hostname_prefix(const job_layout& layout, const layout_role& role,
+                                    std::int64_t job_index) {
+  variable_values values;
+  values.set(variable::job, layout.job);
+  values.set(variable::role, role.name);
+  values.set(variable::job_index, job_index);
+  return layout.naming->hostname.render_before_last(values);
+}
+
+}  // namespace
+
+const layout_role* job_layout::find(std::string_view role) const {
+  const auto at = index_of(role);
+  return at ? &roles[*at] : nullptr;
+}
+
+layout_role* job_layout::find(std::string_view role) {
+  const auto at = index_of(role);
+  return at ? &roles[*at] : nullptr;
+}
+
+std::optional<std::size_t> job_layout::index_of(std::string_view role) const {
+  for (std::size_t i = 0; i < roles.size(); ++i) {
+    if (roles[i].name == role) return i;
+  }
+  return std::nullopt;
+}
+
+std::int64_t job_layout::node_count() const {
+  std::int64_t n = 0;
+  for (const auto r : nodes) n += roles[r].pods;
+  return n;
+}
+
+std::int64_t job_layout::training_pods() const {
+  std::int64_t n = 0;
+  for (const auto& r : roles) {
+    if (r.training) n += r.pods;
+  }
+  return n;
+}
+
+std::optional<std::int64_t> job_layout::node_rank(std::size_t role, std::int64_t position) const {
+  std::int64_t before = 0;
+  for (const auto r : nodes) {
+    if (r == role) return before + position;
+    before += roles[r].pods;
+  }
+  return std::nullopt;
+}
+
+result<std::string> job_layout::dns_name(std::size_t role, std::int64_t position) const {
+  if (self && self->first == role && self->second == position) return self_name;
+  if (naming == nullptr || !unnamed.empty()) return error{unnamed};
+  const auto& r = roles[role];
+  const auto per_job = std::max<std::int64_t>(r.pods_per_job(), 1);
+  const auto job_index = position / per_job;
+  if (!r.jobs_known && job_index > 0 && naming->hostname.uses(variable::job_index)) {
+    return error{"trainenv: the pods of role " + quote(r.name) + " past its first Job have names " +
+                 "only " + source + "'s owner can tell"};
+  }
+  auto prefix = hostname_prefix(*this, r, job_index);
+  if (!prefix) return std::move(prefix).take_error();
+  return *prefix + std::to_string(position % per_job) + "." + subdomain;
+}
+
+result<std::string> job_layout::master() const {
+  for (const auto r : nodes) {
+    if (roles[r].pods > 0) return dns_name(r, 0);
+  }
+  return error{"trainenv: " + source + " runs no pod in a node role, so the job has no master"};
+}
+
+result<std::vector<host_run>> job_layout::host_runs() const {
+  if (naming == nullptr || !unnamed.empty()) return error{unnamed};
+  std::vector<host_run> runs;
+  for (const auto r : nodes) {
+    const auto& role = roles[r];
+    if (role.pods == 0) continue;
+    const auto per_job = std::max<std::int64_t>(role.pods_per_job(), 1);
+    const auto jobs = (role.pods + per_job - 1) / per_job;
+    if (!role.jobs_known && jobs > 1 && naming->hostname.uses(variable::job_index)) {
+      return error{"trainenv: role " + quote(role.name) + " runs " + std::to_string(role.pods) +
+                   " pods in Jobs whose count only " + source + "'s owner can tell"};
+    }
+    for (std::int64_t j = 0; j < jobs; ++j) {
+      auto prefix = hostname_prefix(*this, role, j);
+      if (!prefix) return std::move(prefix).take_error();
+      runs.push_back(
+          {std::move(*prefix), std::min(per_job, role.pods - j * per_job), "." + subdomain});
+    }
+  }
+  return runs;
+}
+
+void settle_roles(job_layout& layout, const policy& p, bool read_from_owner) {
+  std::stable_sort(layout.roles.begin(), layout.roles.end(),
+                   [](const layout_role& a, const layout_role& b) {
+                     return order_of(a.name) < order_of(b.name);
+                   });
+  bool any_training = false;
+  for (auto& r : layout.roles) {
+    r.training = r.listed && p.is_training_role(r.name);
+    any_training = any_training || r.training;
+  }
+  if (!any_training && read_from_owner) {
+    // A job whose roles the policy does not name (JobSet's `workers`, a `trainer`): every role
+    // trains but the launcher and the roles Trainer marks as another step (its initializers).
+    for (auto& r : layout.roles) {
+      r.training = r.listed && r.name != launcher_role && (r.step.empty() || r.step == "trainer");
+    }
+  }
+  layout.nodes.clear();
+  std::optional<std::size_t> launcher;
+  for (std::size_t i = 0; i < layout.roles.size(); ++i) {
+    auto& r = layout.roles[i];
+    r.node = r.training;
+    if (r.name == launcher_role && layout.launcher_is_node) {
+      r.node = true;
+      launcher = i;
+    } else if (r.node) {
+      layout.nodes.push_back(i);
+    }
+  }
+  if (launcher) layout.nodes.push_back(*launcher);
+}
+
+void set_naming(job_layout& layout, const owner_kind& kind, const json* owner,
+                const std::string& job, const std::string* pod_subdomain) {
+  layout.naming_kind = kind.kind;
+  layout.job = job;
+  if (!kind.naming) {
+    layout.unnamed = "trainenv: trainenv has no naming rule for the pods of a " + kind.kind +
+                     " (owner kind " + quote(kind.name) + " has no naming)";
+    return;
+  }
+  layout.naming = &*kind.naming;
+  const auto& naming = *kind.naming;
+  const json* subdomain =
+      owner != nullptr && !naming.subdomain.empty() ? find_path(*owner, naming.subdomain) : nullptr;
+  if (subdomain != nullptr && subdomain->is_string() &&
+      !subdomain->get_ref<const std::string&>().empty()) {
+    layout.subdomain = subdomain->get<std::string>();
+  } else if (owner == nullptr && pod_subdomain != nullptr && !pod_subdomain->empty()) {
+    // Not read: the subdomain the controller wrote into the pod is the job's.
+    layout.subdomain = *pod_subdomain;
+  } else if (naming.subdomain_default) {
+    variable_values values;
+    values.set(variable::job, job);
+    auto rendered = naming.subdomain_default->render(values);
+    if (rendered) layout.subdomain = std::move(*rendered);
+  }
+  if (layout.subdomain.empty()) {
+    layout.unnamed =
+        "trainenv: the pods of " + kind.kind + " " + job +
+        " have no DNS names: it sets no subdomain" +
+        (naming.subdomain.empty() ? std::string() : " (" + path_text(naming.subdomain) + ")") +
+        "; set one, with a headless Service of that name";
+  }
+}
+
+}  // namespace trainenv::core
