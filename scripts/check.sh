@@ -83,10 +83,11 @@ core_layer() {
     owners) echo 3 ;;
     policy) echo 4 ;;
     resources | pod_shape | owner_walk | layout) echo 5 ;;
-    topology) echo 6 ;;
+    topology | controllers) echo 6 ;;
     render) echo 7 ;;
     diff | selection | admission) echo 8 ;;
     engine) echo 9 ;;
+    job_preview) echo 10 ;;
     *) echo "" ;;
   esac
 }

@@ -215,6 +215,34 @@ int run_serve(const std::vector<std::string>& args) {
   return exit_ok;
 }
 
+// preview --job: the whole job, its runtime (a TrainJob's) from --owners or the cluster.
+int run_job_preview(const inputs::preview_config& config, const core::policy_set& policies,
+                    const std::string& text) {
+  const auto where = config.file == "-" ? std::string("standard input") : config.file;
+  auto job = inputs::read_job(text);
+  if (!job) {
+    std::cerr << "trainenv: " << where << ": " << job.message() << "\n";
+    return exit_usage;
+  }
+  std::vector<nlohmann::json> given;
+  if (!config.owners.empty()) {
+    auto owners = read_owners(config.owners);
+    if (!owners) {
+      std::cerr << "trainenv: " << owners.message() << "\n";
+      return exit_usage;
+    }
+    given = owners->objects();
+  }
+  auto preview = core::preview_job(*job, given, policies);
+  if (!preview) {
+    std::cerr << preview.message() << "\n";
+    return exit_usage;
+  }
+  std::cout << (config.output == "json" ? inputs::to_json(*preview).dump(2) + "\n"
+                                        : inputs::to_table(*preview));
+  return preview->ok() ? exit_ok : exit_violation;
+}
+
 int run_preview(const std::vector<std::string>& args) {
   const auto parsed = inputs::parse_preview(args);
   if (int code = 0; usage_failed(parsed, code)) return code;
@@ -236,6 +264,7 @@ int run_preview(const std::vector<std::string>& args) {
     }
     text << in.rdbuf();
   }
+  if (config.job) return run_job_preview(config, *loaded.policies, text.str());
   const core::mutate_options options{config.policy};
   core::result<inputs::preview_answer> answer = core::error{""};
   if (!config.owners.empty()) {

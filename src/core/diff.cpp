@@ -97,30 +97,6 @@ bool agrees(const json& existing, const json& wanted, const json* defaults = nul
   return contains(defaulted, wanted);
 }
 
-// The value a fieldRef of the pod itself resolves to when the kubelet starts it, if it is one
-// known at admission: metadata.name, metadata.namespace, or one of its labels or annotations.
-const std::string* field_ref_value(const json& pod, const json& env) {
-  const auto* from = member(env, "valueFrom");
-  const auto* ref = from != nullptr ? member(*from, "fieldRef") : nullptr;
-  const auto* path = ref != nullptr ? string_member(*ref, "fieldPath") : nullptr;
-  const auto* metadata = member(pod, "metadata");
-  if (path == nullptr || metadata == nullptr) return nullptr;
-  if (*path == "metadata.name" || *path == "metadata.namespace")
-    return string_member(*metadata, std::string_view(*path).substr(9));
-  for (const std::string_view map : {"annotations", "labels"}) {
-    const std::string prefix = "metadata." + std::string(map) + "['";
-    if (path->rfind(prefix, 0) != 0 || path->size() < prefix.size() + 2 ||
-        path->compare(path->size() - 2, 2, "']") != 0)
-      continue;
-    const auto* values = member(*metadata, map);
-    return values != nullptr
-               ? string_member(*values, std::string_view(*path).substr(
-                                            prefix.size(), path->size() - prefix.size() - 2))
-               : nullptr;
-  }
-  return nullptr;
-}
-
 // Adds each wanted entry of the list `key` that the pod lacks (by `find`); an entry the pod
 // already has is kept, with the warning `disagreement(existing, wanted)` gives (none when they
 // agree). `record` notes each added entry in the decision's summary.

@@ -124,9 +124,10 @@ void settle_roles(job_layout& layout, const policy& p, bool read_from_owner) {
     r.training = r.listed && p.is_training_role(r.name);
     any_training = any_training || r.training;
   }
-  if (!any_training && read_from_owner) {
-    // A job whose roles the policy does not name (JobSet's `workers`, a `trainer`): every role
-    // trains but the launcher and the roles Trainer marks as another step (its initializers).
+  if ((!any_training && read_from_owner) || p.every_role_trains) {
+    // A job whose roles the policy does not name (JobSet's `workers`, a `trainer`), or a policy
+    // whose every role trains (MPI's workers): every role trains but the launcher and the roles
+    // Trainer marks as another step (its initializers).
     for (auto& r : layout.roles) {
       r.training = r.listed && r.name != launcher_role && (r.step.empty() || r.step == "trainer");
     }

@@ -67,6 +67,27 @@ std::string owner_ref::display() const {
   return kind + " " + (namespace_name.empty() ? name : namespace_name + "/" + name);
 }
 
+const json* find_object(const std::vector<json>& objects, const owner_ref& ref) {
+  const auto group = ref.group();
+  for (const auto& object : objects) {
+    const auto* metadata = member(object, "metadata");
+    const auto* api_version = string_member(object, "apiVersion");
+    const auto* kind = string_member(object, "kind");
+    const auto* name = metadata != nullptr ? string_member(*metadata, "name") : nullptr;
+    if (api_version == nullptr || kind == nullptr || name == nullptr) continue;
+    const auto* ns = string_member(*metadata, "namespace");
+    const std::string_view version(*api_version);
+    const auto slash = version.find('/');
+    if (*kind == ref.kind && *name == ref.name &&
+        (slash == std::string_view::npos ? std::string_view() : version.substr(0, slash)) ==
+            group &&
+        (ns != nullptr ? std::string_view(*ns) : std::string_view()) == ref.namespace_name) {
+      return &object;
+    }
+  }
+  return nullptr;
+}
+
 std::optional<owner_ref> controller_of(const json& object, std::string_view namespace_name) {
   const auto* metadata = member(object, "metadata");
   const auto* refs = metadata != nullptr ? member(*metadata, "ownerReferences") : nullptr;

@@ -53,4 +53,26 @@ std::optional<std::size_t> pod_view::target_container(std::string_view preferred
   return 0;
 }
 
+const std::string* field_ref_value(const nlohmann::json& pod, const nlohmann::json& env) {
+  const auto* from = member(env, "valueFrom");
+  const auto* ref = from != nullptr ? member(*from, "fieldRef") : nullptr;
+  const auto* path = ref != nullptr ? string_member(*ref, "fieldPath") : nullptr;
+  const auto* metadata = member(pod, "metadata");
+  if (path == nullptr || metadata == nullptr) return nullptr;
+  if (*path == "metadata.name" || *path == "metadata.namespace")
+    return string_member(*metadata, std::string_view(*path).substr(9));
+  for (const std::string_view map : {"annotations", "labels"}) {
+    const std::string prefix = "metadata." + std::string(map) + "['";
+    if (path->rfind(prefix, 0) != 0 || path->size() < prefix.size() + 2 ||
+        path->compare(path->size() - 2, 2, "']") != 0)
+      continue;
+    const auto* values = member(*metadata, map);
+    return values != nullptr
+               ? string_member(*values, std::string_view(*path).substr(
+                                            prefix.size(), path->size() - prefix.size() - 2))
+               : nullptr;
+  }
+  return nullptr;
+}
+
 }  // namespace trainenv::core

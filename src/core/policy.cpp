@@ -2,6 +2,8 @@
 // cross-policy checks and constant-time selection. The parser is policy_parse.cpp.
 #include "trainenv/core/policy.hpp"
 
+#include "trainenv/core/keys.hpp"
+
 #include <algorithm>
 
 namespace trainenv::core {
@@ -21,6 +23,7 @@ bool role_scope::matches(std::string_view role, bool is_training_role) const {
 }
 
 bool policy::is_training_role(std::string_view role) const {
+  if (every_role_trains) return role != launcher_role;
   return std::find(training_roles.begin(), training_roles.end(), role) != training_roles.end();
 }
 

@@ -171,7 +171,10 @@ class parser {
         fail("spec.extraContainers", "\"" + extra.name + "\" is the target container already");
       }
     }
-    if (spec.contains("trainingRoles")) {
+    if (spec.contains("trainingRoles") && spec["trainingRoles"] == json::array({"*"})) {
+      p_.training_roles.clear();
+      p_.every_role_trains = true;
+    } else if (spec.contains("trainingRoles")) {
       p_.training_roles = take(read_names(spec["trainingRoles"], "spec.trainingRoles"));
       if (p_.training_roles.empty()) {
         fail("spec.trainingRoles",

@@ -346,20 +346,20 @@ result<bool> apply_num_nodes(std::int64_t nodes, job_layout& layout) {
 
 // The pod's place in its role: its completion index within its Job, plus the Jobs before its own
 // (JobSet's job-index label) times the pods of one Job.
-result<bool> resolve_index(const pod_view& pod, topology& t) {
+result<bool> resolve_index(const pod_view& pod, bool jobs_known, topology& t) {
   auto index = read_index(pod);
   if (!index) return std::move(index).take_error();
   const auto& role = t.layout.roles[t.role_at];
   const auto* job_text = pod.label(keys::job_index);
   auto job = read_number(job_text, label_name(keys::job_index), 0, max_count);
   if (!job) return std::move(job).take_error();
-  if (role.jobs > 1 && !*job) {
+  if (jobs_known && role.jobs > 1 && !*job) {
     return error{"trainenv: role " + quote(role.name) + " of " + t.layout.source + " runs " +
                  std::to_string(role.jobs) + " Jobs, and label " + std::string(keys::job_index) +
                  " is missing; expected a whole number >= 0"};
   }
   t.job_index = job->value_or(0);
-  if (t.job_index > 0 && t.job_index >= role.jobs) {
+  if (jobs_known && t.job_index > 0 && t.job_index >= role.jobs) {
     return error{"trainenv: label " + std::string(keys::job_index) + " is " +
                  std::to_string(t.job_index) + ", but role " + quote(role.name) + " runs " +
                  std::to_string(role.jobs) + " Job(s) (" + t.layout.source + ")"};
@@ -471,7 +471,11 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   }
   settle_roles(layout, p, src.owners != nullptr);
   t.role_at = *layout.index_of(t.role);
-  if (src.owners == nullptr) {
+  // The counts are the pod's to answer for when they come from its owner, its annotations, or
+  // (a bare pod) the policy's defaults; not the defaults of a pod whose owner was not read.
+  const bool counts_known = src.owners != nullptr || !src.has_owner ||
+                            pod.annotation(keys::replicas) != nullptr || *nodes_annotation;
+  if (src.owners == nullptr && counts_known) {
     if (auto ok = own_jobs_from_labels(pod, t.role_at, layout); !ok)
       return std::move(ok).take_error();
   } else if (*nodes_annotation) {
@@ -481,12 +485,10 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   const auto& own = layout.roles[t.role_at];
   t.training_role = own.training;
 
-  if (auto ok = resolve_index(pod, t); !ok) return std::move(ok).take_error();
+  if (auto ok = resolve_index(pod, counts_known, t); !ok) return std::move(ok).take_error();
   // A policy that uses no count never learns the job's size (no owner is read for it), so an
   // index past the pods its role is given says nothing about the pod.
   // Nor does the default count of a pod whose owners, not read, know its real count.
-  const bool counts_known = src.owners != nullptr || !src.has_owner ||
-                            pod.annotation(keys::replicas) != nullptr || *nodes_annotation;
   if (t.index && role_listed && counts_known && *t.index >= own.pods && uses_counts(p)) {
     const bool by_owner = src.owners != nullptr;
     return error{"trainenv: index " + std::to_string(*t.index) + " of role " + quote(t.role) +

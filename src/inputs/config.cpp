@@ -272,6 +272,8 @@ std::string serve_help() {
 std::string preview_help() {
   return "Usage: trainenv preview [-f FILE|-] [--policy NAME] [--policies DIR] [--owners FILE |\n"
          "                        --kubeconfig FILE]\n"
+         "       trainenv preview --job -f FILE [-o table|json] [--policies DIR] [--owners FILE |\n"
+         "                        --kubeconfig FILE]\n"
          "\n"
          "Reads a Pod or an AdmissionReview (JSON or YAML) and prints, as JSON, what the webhook "
          "would\n"
@@ -288,7 +290,16 @@ std::string preview_help() {
          "                    instead of the Kubernetes API\n"
          "  --kubeconfig FILE read the pod's owners from this kubeconfig's cluster\n"
          "  --lookup-timeout SECONDS  budget for those reads (default 2)\n"
-         "Without --owners or --kubeconfig, a pod that needs its owners' counts is denied.\n";
+         "Without --owners or --kubeconfig, a pod that needs its owners' counts is denied.\n"
+         "\n"
+         "With --job, FILE is what you would kubectl apply: a TrainJob (its runtime from --owners\n"
+         "or the cluster), a JobSet, an Indexed batch/v1 Job or a Volcano Job. Every pod its\n"
+         "controllers would create is decided as /mutate would, one row each, then the job is\n"
+         "checked as a whole (distinct ranks 0..N-1, one master that is rank 0's DNS name, one\n"
+         "world size, a hostfile of exactly the workers, no pod denied). Exits 1 naming the pods\n"
+         "that disagree, 2 on unreadable input.\n"
+         "  --job             FILE is a whole job\n"
+         "  -o, --output table|json  how to print it (default table)\n";
 }
 
 std::string check_help() {
@@ -354,10 +365,20 @@ parsed<preview_config> parse_preview(const std::vector<std::string>& args) {
       {"--owners", string_flag(c.owners)},
       {"--kubeconfig", string_flag(c.kubeconfig)},
       {"--lookup-timeout", seconds_flag(c.lookup_timeout)},
+      {"--job",
+       {false,
+        [&c](const std::string&) {
+          c.job = true;
+          return std::string();
+        }}},
+      {"-o", choice_flag(c.output, {"table", "json"})},
+      {"--output", choice_flag(c.output, {"table", "json"})},
   };
   auto failure = parse_flags(args, flags, preview_help(), nullptr);
   if (!failure && !c.owners.empty() && !c.kubeconfig.empty())
     failure = parse_failure{false, "give --owners or --kubeconfig, not both"};
+  if (!failure && c.job && !c.policy.empty())
+    failure = parse_failure{false, "--policy applies to one pod; a job's pods choose their own"};
   return finish(std::move(c), std::move(failure));
 }
 

@@ -10,12 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string group_of(std::string_view api_version) {
-  const auto slash = api_version.find('/');
-  return slash == std::string_view::npos ? std::string()
-                                         : std::string(api_version.substr(0, slash));
-}
-
 bool is_list(const json& document) {
   const auto* kind = core::string_member(document, "kind");
   return kind != nullptr && kind->size() >= 4 && kind->compare(kind->size() - 4, 4, "List") == 0 &&
@@ -60,17 +54,7 @@ core::result<owner_file> owner_file::parse(std::string_view text, std::string_vi
 }
 
 const json* owner_file::find(const core::owner_ref& ref) const {
-  const auto group = ref.group();
-  for (const auto& object : objects_) {
-    const auto& metadata = object["metadata"];
-    const auto* namespace_name = core::string_member(metadata, "namespace");
-    if (object["kind"] == ref.kind && metadata["name"] == ref.name &&
-        group_of(object["apiVersion"].get_ref<const std::string&>()) == group &&
-        (namespace_name != nullptr ? *namespace_name : std::string()) == ref.namespace_name) {
-      return &object;
-    }
-  }
-  return nullptr;
+  return core::find_object(objects_, ref);
 }
 
 void owner_file::answer(const core::owner_ref& ref, core::owner_values& owners) const {

@@ -1,5 +1,8 @@
 #include "trainenv/inputs/preview.hpp"
 
+#include <map>
+#include <set>
+
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
@@ -76,6 +79,158 @@ json to_json(const preview_answer& answer) {
                 {"args", injected.args},
                 {"volumes", injected.volumes},
                 {"annotations", injected.annotations}}}};
+}
+
+core::result<json> read_job(std::string_view text) {
+  auto document = parse_document(text);
+  if (!document) return std::move(document).take_error();
+  if (!document->is_object())
+    return core::error{"expected one object: a TrainJob, a JobSet, a Job or a Volcano Job"};
+  return std::move(*document);
+}
+
+namespace {
+
+std::string job_title(const core::job_preview& preview) {
+  const auto& job = preview.job;
+  return job.kind + " " + job.namespace_name + "/" + job.name + ": " +
+         std::to_string(preview.pods.size()) + (preview.pods.size() == 1 ? " pod" : " pods");
+}
+
+// The values every decided pod that has them shares, and the name of each that differs.
+struct shared_values {
+  std::vector<std::pair<std::string, std::string>> shared;
+  std::set<std::string> varying;
+};
+
+shared_values split_values(const core::job_preview& preview) {
+  std::map<std::string, std::set<std::string>> seen;
+  std::vector<std::string> order;
+  for (const auto& p : preview.pods) {
+    for (const auto& [name, value] : p.values) {
+      if (seen.count(name) == 0) order.push_back(name);
+      seen[name].insert(value);
+    }
+  }
+  shared_values out;
+  for (const auto& name : order) {
+    if (seen[name].size() == 1) {
+      out.shared.emplace_back(name, *seen[name].begin());
+    } else {
+      out.varying.insert(name);
+    }
+  }
+  return out;
+}
+
+std::string optional_number(const std::optional<std::int64_t>& n) {
+  return n ? std::to_string(*n) : std::string("-");
+}
+
+}  // namespace
+
+json to_json(const core::job_preview& preview) {
+  json pods = json::array();
+  for (const auto& p : preview.pods) {
+    json values = json::object();
+    for (const auto& [name, value] : p.values) values[name] = value;
+    pods.push_back({{"name", p.created.name},
+                    {"role", p.created.role},
+                    {"policy", p.d.policy},
+                    {"allowed", p.d.allowed},
+                    {"nodeRank", p.node_rank ? json(*p.node_rank) : json()},
+                    {"rank", p.rank ? json(*p.rank) : json()},
+                    {"dnsName", p.dns_name},
+                    {"values", std::move(values)},
+                    {"warnings", p.d.warnings},
+                    {"message", p.d.message}});
+  }
+  json problems = json::array();
+  for (const auto& problem : preview.problems)
+    problems.push_back({{"message", problem.message}, {"pods", problem.pods}});
+  return {{"kind", preview.job.kind},
+          {"name", preview.job.name},
+          {"namespace", preview.job.namespace_name},
+          {"ok", preview.ok()},
+          {"pods", std::move(pods)},
+          {"problems", std::move(problems)},
+          {"notes", preview.job.notes}};
+}
+
+std::string to_table(const core::job_preview& preview) {
+  const auto values = split_values(preview);
+  std::string out = job_title(preview) + "\n";
+  if (!values.shared.empty()) {
+    out += "every pod told:";
+    for (const auto& [name, value] : values.shared) out += " " + name + "=" + value;
+    out += "\n";
+  }
+  struct row {
+    std::vector<std::string> cells;
+  };
+  std::vector<row> rows;
+  rows.push_back(
+      {{"POD", "ROLE", "POLICY", "NODE RANK", "RANK", "DNS NAME", "VALUES", "WARNINGS"}});
+  for (const auto& p : preview.pods) {
+    std::string varying;
+    for (const auto& [name, value] : p.values) {
+      if (values.varying.count(name) != 0)
+        varying += (varying.empty() ? "" : " ") + name + "=" + value;
+    }
+    std::string notes;
+    if (!p.d.allowed) {
+      notes = "DENIED: " + p.d.message;
+    } else if (p.d.policy.empty()) {
+      notes = p.d.message.empty() ? "not a training pod" : p.d.message;
+    }
+    for (const auto& w : p.d.warnings) {
+      // A pass's warning is its message, cut to the 120 characters kubectl shows.
+      const auto cut =
+          w.size() > 3 && w.compare(w.size() - 3, 3, "...") == 0 ? w.size() - 3 : w.size();
+      if (notes.compare(0, cut, w, 0, cut) != 0) notes += (notes.empty() ? "" : "; ") + w;
+    }
+    rows.push_back({{p.created.name, p.created.role, p.d.policy.empty() ? "-" : p.d.policy,
+                     optional_number(p.node_rank), optional_number(p.rank),
+                     p.dns_name.empty() ? "-" : p.dns_name, varying.empty() ? "-" : varying,
+                     notes.empty() ? "-" : notes}});
+  }
+  std::vector<std::size_t> width(rows.front().cells.size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i + 1 < r.cells.size(); ++i)
+      width[i] = std::max(width[i], r.cells[i].size());
+  }
+  out += "\n";
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.cells.size(); ++i) {
+      line += r.cells[i];
+      if (i + 1 < r.cells.size()) line += std::string(width[i] - r.cells[i].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  out += "\n";
+  for (const auto& note : preview.job.notes) out += "note: " + note + "\n";
+  if (preview.ok()) {
+    out +=
+        "checks: ok (distinct ranks 0..N-1, one master at rank 0's DNS name, one world size, "
+        "hostfile = the workers, no pod denied)\n";
+    return out;
+  }
+  out += "checks: " + std::to_string(preview.problems.size()) +
+         (preview.problems.size() == 1 ? " problem\n" : " problems\n");
+  for (const auto& problem : preview.problems) {
+    out += "  - " + problem.message;
+    if (!problem.pods.empty()) {
+      out += " [";
+      for (std::size_t i = 0; i < problem.pods.size() && i < 8; ++i)
+        out += (i == 0 ? "" : ", ") + problem.pods[i];
+      if (problem.pods.size() > 8)
+        out += ", ... " + std::to_string(problem.pods.size() - 8) + " more";
+      out += "]";
+    }
+    out += "\n";
+  }
+  return out;
 }
 
 }  // namespace trainenv::inputs

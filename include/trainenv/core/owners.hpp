@@ -35,6 +35,12 @@ struct owner_ref {
   friend bool operator==(const owner_ref&, const owner_ref&) = default;
 };
 
+// The object `ref` names among `objects`: the same API group, kind, namespace and name (the
+// version may differ, as the API server converts between versions). The uid is not compared
+// here: the walk checks it, so that a recreated object is refused as from the API.
+[[nodiscard]] const nlohmann::json* find_object(const std::vector<nlohmann::json>& objects,
+                                                const owner_ref& ref);
+
 // The ownerReference with `controller: true` of an object in `namespace_name`, if it has one.
 [[nodiscard]] std::optional<owner_ref> controller_of(const nlohmann::json& object,
                                                      std::string_view namespace_name);

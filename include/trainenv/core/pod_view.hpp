@@ -55,4 +55,10 @@ class pod_view {
   const nlohmann::json* spec_;
 };
 
+// The value an env entry's fieldRef to the pod itself resolves to when the kubelet starts it, if
+// it is one known at admission: metadata.name, metadata.namespace, or one of its labels or
+// annotations. nullptr otherwise (a literal value, a resourceFieldRef, status.podIP, ...).
+[[nodiscard]] const std::string* field_ref_value(const nlohmann::json& pod,
+                                                 const nlohmann::json& env);
+
 }  // namespace trainenv::core

@@ -123,6 +123,9 @@ struct policy {
   std::string container = "node";
   std::vector<extra_container> extra_containers;
   std::vector<std::string> training_roles = {"master", "worker", "node"};
+  // `trainingRoles: ["*"]`: every role of the job but the launcher trains (an MPI job's workers,
+  // whatever their names); training_roles is then empty.
+  bool every_role_trains = false;
   std::int64_t default_master_port = 29500;
   std::int64_t default_num_nodes = 1;
   nproc_setting default_nproc;

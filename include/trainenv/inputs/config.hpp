@@ -52,6 +52,8 @@ struct preview_config {
   std::string owners;      // --owners FILE: owner objects, offline
   std::string kubeconfig;  // --kubeconfig FILE: read the owners from that cluster
   std::chrono::milliseconds lookup_timeout{2'000};
+  bool job = false;              // --job: FILE is a whole job (TrainJob, JobSet, Job, Volcano Job)
+  std::string output = "table";  // -o table|json, for --job (a pod's preview is always JSON)
 };
 
 struct check_config {

@@ -27,6 +27,7 @@ class owner_file {
   // Answers `ref` into `owners` as the API would: the object, or not found.
   void answer(const core::owner_ref& ref, core::owner_values& owners) const;
   [[nodiscard]] std::size_t size() const { return objects_.size(); }
+  [[nodiscard]] const std::vector<nlohmann::json>& objects() const { return objects_; }
 
  private:
   std::vector<nlohmann::json> objects_;

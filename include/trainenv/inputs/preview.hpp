@@ -13,6 +13,7 @@
 #include "trainenv/core/admission.hpp"
 #include "trainenv/core/decision.hpp"
 #include "trainenv/core/engine.hpp"
+#include "trainenv/core/job_preview.hpp"
 #include "trainenv/core/result.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 
@@ -71,5 +72,16 @@ template <class Fetch>
 // The answer as the edges show it: {"allowed", "policy", "patch", "object", "warnings",
 // "message", "injected", "sources"}.
 [[nodiscard]] nlohmann::json to_json(const preview_answer& answer);
+
+// A job to preview (`preview --job`, POST /preview/job): one JSON or YAML object.
+[[nodiscard]] core::result<nlohmann::json> read_job(std::string_view text);
+
+// A job's preview as the edges show it: {"kind", "name", "namespace", "ok", "pods": [{"name",
+// "role", "policy", "allowed", "nodeRank", "rank", "dnsName", "values", "warnings",
+// "message"}], "problems": [{"message", "pods"}], "notes"}.
+[[nodiscard]] nlohmann::json to_json(const core::job_preview& preview);
+// The same as a table a person reads at a glance: the values every pod shares once, a row per
+// pod, then the checks.
+[[nodiscard]] std::string to_table(const core::job_preview& preview);
 
 }  // namespace trainenv::inputs

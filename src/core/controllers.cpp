@@ -1,0 +1,536 @@
+#include "trainenv/core/controllers.hpp"
+
+#include <algorithm>
+
+#include "trainenv/core/json_access.hpp"
+#include "trainenv/core/keys.hpp"
+#include "trainenv/core/resources.hpp"
+
+namespace trainenv::core {
+namespace {
+
+using nlohmann::json;
+
+// Counts past this are refused: a preview lays out every pod.
+constexpr std::int64_t max_preview_pods = 20'000;
+
+std::string text_at(const json& object, std::initializer_list<const char*> path,
+                    const std::string& fallback = {}) {
+  const json* at = &object;
+  for (const auto* key : path) {
+    at = member(*at, key);
+    if (at == nullptr) return fallback;
+  }
+  return at->is_string() ? at->get<std::string>() : fallback;
+}
+
+std::optional<std::int64_t> int_at(const json& object, std::initializer_list<const char*> path) {
+  const json* at = &object;
+  for (const auto* key : path) {
+    at = member(*at, key);
+    if (at == nullptr) return std::nullopt;
+  }
+  if (!at->is_number_integer()) return std::nullopt;
+  return at->get<std::int64_t>();
+}
+
+// A mutable member that is an object, made so when absent or not one.
+json& object_member(json& parent, const char* key) {
+  auto& m = parent[key];
+  if (!m.is_object()) m = json::object();
+  return m;
+}
+
+// What every created object shares: the controller reference to its owner.
+json controller_ref(const json& owner) {
+  return {{"apiVersion", owner["apiVersion"]},
+          {"kind", owner["kind"]},
+          {"name", owner["metadata"]["name"]},
+          {"uid", owner["metadata"]["uid"]},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
+// Made-up uids, one per object, so that the engine's uid checks hold as they do in a cluster.
+class uid_source {
+ public:
+  std::string next(const std::string& kind, const std::string& name) {
+    return "preview-" + std::to_string(++count_) + "-" + kind + "-" + name;
+  }
+
+ private:
+  int count_ = 0;
+};
+
+struct builder {
+  created_job& out;
+  uid_source& uids;
+  std::string ns;
+
+  // The Job controller (pkg/controller/job): min(parallelism, completions) pods run at once; an
+  // Indexed Job's pod carries its completion index (annotation and label) and the hostname
+  // <job>-<index>; every pod carries the Job's labels and a controller reference.
+  result<bool> job_pods(const json& job, const std::string& role) {
+    const auto* labels = find_path(job, {"metadata", "labels"});
+    const auto* step = labels != nullptr ? string_member(*labels, keys::ancestor_step) : nullptr;
+    const auto& spec = job["spec"];
+    const auto parallelism = int_at(spec, {"parallelism"}).value_or(1);
+    const auto completions = int_at(spec, {"completions"}).value_or(parallelism);
+    const auto pods = std::min(parallelism, completions);
+    if (pods < 0 || out.pods.size() + static_cast<std::size_t>(pods) > max_preview_pods) {
+      return error{"trainenv: the job runs more than " + std::to_string(max_preview_pods) +
+                   " pods; a preview lays out at most that many"};
+    }
+    const bool indexed = text_at(spec, {"completionMode"}) == "Indexed";
+    const std::string name = job["metadata"]["name"];
+    const std::string uid = job["metadata"]["uid"];
+    for (std::int64_t i = 0; i < pods; ++i) {
+      json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
+      const json tmpl = spec.value("template", json::object());
+      json metadata = tmpl.value("metadata", json::object());
+      if (!metadata.is_object()) metadata = json::object();
+      auto& labels = object_member(metadata, "labels");
+      auto& annotations = object_member(metadata, "annotations");
+      labels[std::string(keys::job_name)] = name;
+      labels["job-name"] = name;
+      labels["batch.kubernetes.io/controller-uid"] = uid;
+      labels["controller-uid"] = uid;
+      std::string generate = name + "-";
+      json pod_spec = tmpl.value("spec", json::object());
+      if (indexed) {
+        annotations[std::string(keys::completion_index)] = std::to_string(i);
+        labels[std::string(keys::completion_index)] = std::to_string(i);
+        pod_spec["hostname"] = name + "-" + std::to_string(i);
+        generate = name + "-" + std::to_string(i) + "-";
+      }
+      metadata["generateName"] = generate;
+      metadata["namespace"] = ns;
+      metadata["ownerReferences"] = json::array({controller_ref(job)});
+      pod["metadata"] = std::move(metadata);
+      pod["spec"] = std::move(pod_spec);
+      out.pods.push_back({generate.substr(0, generate.size() - 1), role,
+                          step != nullptr ? *step : std::string(), std::move(pod)});
+    }
+    return true;
+  }
+
+  // The JobSet controller (jobset_controller.go constructJob): replicas Jobs per replicatedJob,
+  // named <jobset>-<replicatedJob>-<index>, Indexed unless the template says otherwise, with
+  // JobSet's labels on the Job and its pod template and, with DNS hostnames (the default), the
+  // subdomain (spec.network.subdomain, else the JobSet's name) on the pod template.
+  result<bool> jobset(const json& js) {
+    const std::string name = js["metadata"]["name"];
+    const std::string uid = js["metadata"]["uid"];
+    const auto* network = find_path(js, {"spec", "network"});
+    const bool dns = network == nullptr || !network->contains("enableDNSHostnames") ||
+                     (*network)["enableDNSHostnames"] != false;
+    const auto subdomain = text_at(js, {"spec", "network", "subdomain"}, name);
+    if (!dns)
+      out.notes.push_back("JobSet " + name +
+                          " sets enableDNSHostnames: false: its pods "
+                          "have no DNS names");
+    const auto* jobs = find_path(js, {"spec", "replicatedJobs"});
+    if (jobs == nullptr || !jobs->is_array())
+      return error{"trainenv: JobSet " + name + " has no spec.replicatedJobs"};
+    std::int64_t global_replicas = 0;
+    for (const auto& rj : *jobs) global_replicas += int_at(rj, {"replicas"}).value_or(1);
+    std::int64_t global_index = 0;
+    for (const auto& rj : *jobs) {
+      const auto rj_name = text_at(rj, {"name"});
+      if (rj_name.empty())
+        return error{"trainenv: JobSet " + name + " has a nameless replicatedJob"};
+      const auto replicas = int_at(rj, {"replicas"}).value_or(1);
+      if (replicas < 0 || replicas > 1024)
+        return error{"trainenv: replicatedJob " + rj_name + " has " + std::to_string(replicas) +
+                     " replicas; JobSet allows 0 to 1024"};
+      for (std::int64_t j = 0; j < replicas; ++j, ++global_index) {
+        const json tmpl = rj.value("template", json::object());
+        json job = {{"apiVersion", "batch/v1"}, {"kind", "Job"}};
+        json metadata = tmpl.value("metadata", json::object());
+        const std::vector<std::pair<std::string, std::string>> marks = {
+            {std::string(keys::jobset_name), name},
+            {std::string(keys::jobset_uid), uid},
+            {std::string(keys::replicated_job), rj_name},
+            {std::string(keys::replicated_job_replicas), std::to_string(replicas)},
+            {std::string(keys::job_index), std::to_string(j)},
+            {"jobset.sigs.k8s.io/global-replicas", std::to_string(global_replicas)},
+            {"jobset.sigs.k8s.io/job-global-index", std::to_string(global_index)},
+            {"jobset.sigs.k8s.io/restart-attempt", "0"}};
+        json spec = tmpl.value("spec", json::object());
+        if (!spec.contains("completionMode")) spec["completionMode"] = "Indexed";
+        auto& pod_template = object_member(spec, "template");
+        auto& pod_metadata = object_member(pod_template, "metadata");
+        for (auto* target : {&metadata, &pod_metadata}) {
+          for (const auto& [k, v] : marks) {
+            object_member(*target, "labels")[k] = v;
+            object_member(*target, "annotations")[k] = v;
+          }
+        }
+        if (dns) object_member(pod_template, "spec")["subdomain"] = subdomain;
+        const std::string job_name = name + "-" + rj_name + "-" + std::to_string(j);
+        metadata["name"] = job_name;
+        metadata["namespace"] = ns;
+        metadata["uid"] = uids.next("job", job_name);
+        metadata["ownerReferences"] = json::array({controller_ref(js)});
+        job["metadata"] = std::move(metadata);
+        job["spec"] = std::move(spec);
+        out.objects.push_back(job);
+        if (auto ok = job_pods(job, rj_name); !ok) return ok;
+      }
+    }
+    return true;
+  }
+
+  // Volcano's job controller (createJobPod) and svc plugin: replicas pods per task (absent: 0),
+  // named <job>-<task>-<index>, with its labels and annotations; with the svc plugin (which its
+  // webhook adds for pytorch, mpi, tensorflow and ray) hostname = the pod's name and subdomain =
+  // the job's, unless the task's template sets them.
+  result<bool> volcano(const json& vj) {
+    const std::string name = vj["metadata"]["name"];
+    const auto* plugins = find_path(vj, {"spec", "plugins"});
+    bool svc = false;
+    if (plugins != nullptr && plugins->is_object()) {
+      for (const auto* p : {"svc", "pytorch", "mpi", "tensorflow", "ray"})
+        svc = svc || plugins->contains(p);
+    }
+    if (!svc)
+      out.notes.push_back("Volcano Job " + name +
+                          " has no svc plugin: its pods have no "
+                          "DNS names");
+    const auto* tasks = find_path(vj, {"spec", "tasks"});
+    if (tasks == nullptr || !tasks->is_array() || tasks->empty())
+      return error{"trainenv: Volcano Job " + name + " has no spec.tasks"};
+    for (std::size_t t = 0; t < tasks->size(); ++t) {
+      const auto& task = (*tasks)[t];
+      const auto task_name = text_at(task, {"name"}, "default" + std::to_string(t));
+      const auto replicas = int_at(task, {"replicas"}).value_or(0);
+      if (replicas < 0 || out.pods.size() + static_cast<std::size_t>(replicas) > max_preview_pods)
+        return error{"trainenv: the job runs more than " + std::to_string(max_preview_pods) +
+                     " pods; a preview lays out at most that many"};
+      for (std::int64_t i = 0; i < replicas; ++i) {
+        const json tmpl = task.value("template", json::object());
+        json metadata = tmpl.value("metadata", json::object());
+        auto& labels = object_member(metadata, "labels");
+        auto& annotations = object_member(metadata, "annotations");
+        for (auto* target : {&labels, &annotations}) {
+          (*target)[std::string(keys::volcano_job)] = name;
+          (*target)[std::string(keys::volcano_task)] = task_name;
+          (*target)[std::string(keys::volcano_index)] = std::to_string(i);
+        }
+        labels["volcano.sh/job-namespace"] = ns;
+        const std::string pod_name = name + "-" + task_name + "-" + std::to_string(i);
+        metadata["name"] = pod_name;
+        metadata["namespace"] = ns;
+        metadata["ownerReferences"] = json::array({controller_ref(vj)});
+        json spec = tmpl.value("spec", json::object());
+        if (svc) {
+          if (text_at(spec, {"hostname"}).empty()) spec["hostname"] = pod_name;
+          if (text_at(spec, {"subdomain"}).empty()) spec["subdomain"] = name;
+        }
+        out.pods.push_back(
+            {pod_name,
+             task_name,
+             std::string(),
+             {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", spec}}});
+      }
+    }
+    return true;
+  }
+};
+
+// --- Kubeflow Trainer ---------------------------------------------------------------------
+
+const std::string* step_of(const json& replicated_job) {
+  const auto* labels = find_path(replicated_job, {"template", "metadata", "labels"});
+  return labels != nullptr ? string_member(*labels, keys::ancestor_step) : nullptr;
+}
+
+// The container Trainer's plugins write into: the one named node in a replicatedJob's pods.
+json* node_container(json& replicated_job) {
+  json* at = &replicated_job;
+  for (const auto* key : {"template", "spec", "template", "spec", "containers"}) {
+    if (!at->is_object() || !at->contains(key)) return nullptr;
+    at = &(*at)[key];
+  }
+  if (!at->is_array()) return nullptr;
+  for (auto& c : *at) {
+    if (c.is_object() && c.value("name", "") == "node") return &c;
+  }
+  return nullptr;
+}
+
+void upsert_env(json& container, const std::string& name, json entry) {
+  auto& env = container["env"];
+  if (!env.is_array()) env = json::array();
+  entry["name"] = name;
+  for (auto& e : env) {
+    if (e.value("name", "") == name) {
+      e = std::move(entry);
+      return;
+    }
+  }
+  env.push_back(std::move(entry));
+}
+
+void upsert_named(json& list_holder, const char* key, const json& item, const char* by = "name") {
+  auto& list = list_holder[key];
+  if (!list.is_array()) list = json::array();
+  for (auto& existing : list) {
+    if (existing.value(by, json()) == item[by]) {
+      existing = item;
+      return;
+    }
+  }
+  list.push_back(item);
+}
+
+json value_env(const std::string& value) {
+  return {{"value", value}};
+}
+
+json index_env() {
+  return {
+      {"valueFrom",
+       {{"fieldRef",
+         {{"fieldPath", "metadata.annotations['" + std::string(keys::completion_index) + "']"}}}}}};
+}
+
+// The GPUs `resources` asks for (Trainer's GetNumGPUPerNode); 0 when none, or unreadable.
+std::int64_t gpus_of(const json& resources) {
+  const auto n = gpu_count(json{{"resources", resources}});
+  return n ? *n : 0;
+}
+
+// Kubeflow Trainer (pkg/runtime/framework/plugins: jobset, torch, jax, xgboost, mpi): the
+// runtime's JobSet template with the TrainJob's node count, image and resources, and what its
+// plugins write into the trainer's `node` container; the MPI hostfile as its ConfigMap.
+result<json> trainjob_to_jobset(const json& tj, const json& runtime, uid_source& uids,
+                                created_job& out) {
+  const std::string name = tj["metadata"]["name"];
+  const auto* ml = find_path(runtime, {"spec", "mlPolicy"});
+  const json ml_policy = ml != nullptr && ml->is_object() ? *ml : json::object();
+  const json trainer = find_path(tj, {"spec", "trainer"}) != nullptr
+                           ? *find_path(tj, {"spec", "trainer"})
+                           : json::object();
+  const auto tj_nodes = int_at(trainer, {"numNodes"});
+  const auto nodes = tj_nodes.value_or(int_at(ml_policy, {"numNodes"}).value_or(1));
+  const auto* tmpl = find_path(runtime, {"spec", "template"});
+  if (tmpl == nullptr || !tmpl->is_object())
+    return error{"trainenv: the runtime of TrainJob " + name + " has no spec.template"};
+  json js = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"}, {"kind", "JobSet"}};
+  json metadata = tmpl->value("metadata", json::object());
+  metadata["name"] = name;
+  metadata["namespace"] = tj["metadata"]["namespace"];
+  metadata["uid"] = uids.next("jobset", name);
+  metadata["ownerReferences"] = json::array({controller_ref(tj)});
+  js["metadata"] = std::move(metadata);
+  js["spec"] = tmpl->value("spec", json::object());
+  auto& jobs = js["spec"]["replicatedJobs"];
+  if (!jobs.is_array()) return error{"trainenv: the runtime's template has no replicatedJobs"};
+
+  const json mpi = ml_policy.value("mpi", json());
+  const bool is_mpi = mpi.is_object();
+  const bool launcher_node = is_mpi && mpi.value("runLauncherAsNode", false);
+  out.launcher_is_node = launcher_node;
+  const json resources = trainer.value("resourcesPerNode", json());
+  for (auto& rj : jobs) {
+    const auto* step = step_of(rj);
+    const bool is_trainer = step != nullptr && *step == "trainer";
+    if (step != nullptr) rj["replicas"] = 1;  // Trainer forces its labelled Jobs to one
+    auto count = int_at(rj, {"template", "spec", "parallelism"}).value_or(1);
+    if (is_trainer) count = std::max<std::int64_t>(int_at(ml_policy, {"numNodes"}).value_or(1), 1);
+    const bool mpi_node = is_mpi && rj.value("name", "") == "node";
+    if (!is_mpi && is_trainer && tj_nodes) count = *tj_nodes;
+    if (mpi_node && tj_nodes)
+      count = launcher_node ? std::max<std::int64_t>(*tj_nodes - 1, 1) : *tj_nodes;
+    auto& spec = rj["template"]["spec"];
+    spec["parallelism"] = count;
+    spec["completions"] = count;
+    json* c = node_container(rj);
+    if (c == nullptr) continue;
+    if (is_trainer || (launcher_node && mpi_node)) {
+      for (const auto* key : {"image", "command", "args"})
+        if (trainer.contains(key)) (*c)[key] = trainer[key];
+      if (resources.is_object()) (*c)["resources"] = resources;
+      for (const auto& e : trainer.value("env", json::array()))
+        upsert_env(*c, e.value("name", ""), e);
+    }
+  }
+  // The trainer's pods' resources, for the plugins' GPU rules.
+  json node_resources = resources;
+  for (auto& rj : jobs) {
+    const auto* step = step_of(rj);
+    json* c = node_container(rj);
+    if (c != nullptr && !node_resources.is_object() &&
+        ((step != nullptr && *step == "trainer" && !is_mpi) || rj.value("name", "") == "node"))
+      node_resources = c->value("resources", json::object());
+  }
+  const auto gpus = node_resources.is_object() ? gpus_of(node_resources) : 0;
+  const auto subdomain = text_at(js, {"spec", "network", "subdomain"}, name);
+  const std::string master = name + "-node-0-0." + name;  // Trainer's own, whatever the layout
+  for (auto& rj : jobs) {
+    const auto* step = step_of(rj);
+    json* c = node_container(rj);
+    if (c == nullptr) continue;
+    const auto count = rj["template"]["spec"]["parallelism"].get<std::int64_t>();
+    if (step != nullptr && *step == "trainer" && ml_policy.contains("torch")) {
+      std::string nproc = "auto";
+      if (const auto n = int_at(trainer, {"numProcPerNode"})) nproc = std::to_string(*n);
+      upsert_env(*c, "PET_NNODES", value_env(std::to_string(count)));
+      upsert_env(*c, "PET_NPROC_PER_NODE", value_env(nproc));
+      upsert_env(*c, "PET_NODE_RANK", index_env());
+      if (c->value("command", json()) != json::array({"tune", "run"})) {
+        upsert_env(*c, "PET_MASTER_ADDR", value_env(master));
+        upsert_env(*c, "PET_MASTER_PORT", value_env("29500"));
+      }
+      upsert_named(*c, "ports", {{"containerPort", 29500}}, "containerPort");
+    } else if (step != nullptr && *step == "trainer" && ml_policy.contains("jax")) {
+      upsert_env(*c, "JAX_NUM_PROCESSES", value_env(std::to_string(count)));
+      upsert_env(*c, "JAX_PROCESS_ID", index_env());
+      upsert_env(*c, "JAX_COORDINATOR_ADDRESS", value_env(master + ":29500"));
+      upsert_named(*c, "ports", {{"containerPort", 29500}}, "containerPort");
+    } else if (step != nullptr && *step == "trainer" && ml_policy.contains("xgboost")) {
+      upsert_env(*c, "DMLC_TRACKER_URI", value_env(master));
+      upsert_env(*c, "DMLC_TRACKER_PORT", value_env("29500"));
+      upsert_env(*c, "DMLC_TASK_ID", index_env());
+      upsert_env(*c, "DMLC_NUM_WORKER",
+                 value_env(std::to_string(count * std::max<std::int64_t>(gpus, 1))));
+      upsert_named(*c, "ports", {{"containerPort", 29500}}, "containerPort");
+    }
+  }
+  if (!is_mpi) return js;
+
+  // The MPI plugin: SSH keys on the node and launcher pods, the hostfile on the launcher.
+  std::int64_t slots = int_at(mpi, {"numProcPerNode"}).value_or(1);
+  if (const auto n = int_at(trainer, {"numProcPerNode"})) {
+    slots = *n;
+  } else if (slots == 1 && gpus > 1) {
+    slots = gpus;
+  }
+  const auto ssh_path = text_at(mpi, {"sshAuthMountPath"}, "/root/.ssh");
+  std::string hostfile;
+  for (auto& rj : jobs) {
+    const auto rj_name = rj.value("name", "");
+    const bool is_node = rj_name == "node" || (launcher_node && rj_name == "launcher");
+    if (!is_node) continue;
+    const auto replicas = int_at(rj, {"replicas"}).value_or(1);
+    const auto count = rj["template"]["spec"]["parallelism"].get<std::int64_t>();
+    for (std::int64_t r = 0; r < replicas; ++r) {
+      for (std::int64_t p = 0; p < count; ++p) {
+        hostfile += name + "-" + rj_name + "-" + std::to_string(r) + "-" + std::to_string(p) + "." +
+                    subdomain + " slots=" + std::to_string(slots) + "\n";
+      }
+    }
+  }
+  for (auto& rj : jobs) {
+    const auto rj_name = rj.value("name", "");
+    if (rj_name != "node" && rj_name != "launcher") continue;
+    auto& pod_spec = rj["template"]["spec"]["template"]["spec"];
+    upsert_named(pod_spec, "volumes",
+                 {{"name", "mpi-ssh-auth"},
+                  {"secret",
+                   {{"secretName", name + "-mpi-ssh-auth"},
+                    {"defaultMode", 0400},
+                    {"items",
+                     {{{"key", "ssh-privatekey"}, {"path", "id_rsa"}, {"mode", 0640}},
+                      {{"key", "ssh-publickey"}, {"path", "id_rsa.pub"}, {"mode", 0644}},
+                      {{"key", "ssh-publickey"}, {"path", "authorized_keys"}, {"mode", 0644}}}}}}});
+    json* c = node_container(rj);
+    if (c == nullptr) continue;
+    upsert_named(*c, "volumeMounts", {{"name", "mpi-ssh-auth"}, {"mountPath", ssh_path}});
+    if (rj_name != "launcher") continue;
+    upsert_named(pod_spec, "volumes",
+                 {{"name", "mpi-hostfile"},
+                  {"configMap",
+                   {{"name", name + "-mpi-hostfile"},
+                    {"items", {{{"key", "hostfile"}, {"path", "hostfile"}, {"mode", 0444}}}}}}});
+    upsert_named(*c, "volumeMounts", {{"name", "mpi-hostfile"}, {"mountPath", "/etc/mpi"}});
+    upsert_env(*c, "OMPI_MCA_orte_default_hostfile", value_env("/etc/mpi/hostfile"));
+    upsert_env(*c, "OMPI_MCA_orte_keep_fqdn_hostnames", value_env("true"));
+    upsert_env(*c, "OMPI_MCA_orte_set_default_slots", value_env(std::to_string(slots)));
+    upsert_env(*c, "OMPI_MCA_plm_rsh_args", value_env("-o ConnectionAttempts=10"));
+  }
+  out.objects.push_back({{"apiVersion", "v1"},
+                         {"kind", "ConfigMap"},
+                         {"metadata",
+                          {{"name", name + "-mpi-hostfile"},
+                           {"namespace", tj["metadata"]["namespace"]},
+                           {"uid", uids.next("configmap", name)},
+                           {"ownerReferences", json::array({controller_ref(tj)})}}},
+                         {"data", {{"hostfile", hostfile}}}});
+  return js;
+}
+
+// The runtime a TrainJob names (spec.runtimeRef; Trainer's defaults for group and kind).
+owner_ref runtime_of(const json& tj) {
+  const auto* ref = find_path(tj, {"spec", "runtimeRef"});
+  const json none = json::object();
+  const json& r = ref != nullptr ? *ref : none;
+  const auto group = text_at(r, {"apiGroup"}, "trainer.kubeflow.org");
+  const auto kind = text_at(r, {"kind"}, "ClusterTrainingRuntime");
+  return {group + "/v1alpha1",
+          kind,
+          kind == "ClusterTrainingRuntime" ? std::string() : text_at(tj, {"metadata", "namespace"}),
+          text_at(r, {"name"}),
+          {}};
+}
+
+}  // namespace
+
+std::vector<owner_ref> job_needs(const json& job) {
+  if (text_at(job, {"kind"}) == "TrainJob") return {runtime_of(job)};
+  return {};
+}
+
+result<created_job> create_job(const json& applied, const std::vector<json>& given) {
+  if (!applied.is_object()) return error{"trainenv: the job is not an object"};
+  const auto kind = text_at(applied, {"kind"});
+  const auto api_version = text_at(applied, {"apiVersion"});
+  const auto name = text_at(applied, {"metadata", "name"});
+  if (name.empty()) {
+    return error{"trainenv: the " + (kind.empty() ? std::string("object") : kind) +
+                 " has no metadata.name (a generateName is named only when created)"};
+  }
+  created_job out;
+  out.name = name;
+  out.namespace_name = text_at(applied, {"metadata", "namespace"}, "default");
+  uid_source uids;
+  json job = applied;
+  job["metadata"]["namespace"] = out.namespace_name;
+  if (text_at(job, {"metadata", "uid"}).empty())
+    job["metadata"]["uid"] = uids.next("applied", name);
+  out.objects.push_back(job);
+  builder b{out, uids, out.namespace_name};
+  const auto group = api_version.substr(0, api_version.find('/'));
+  if (kind == "JobSet" && group == "jobset.x-k8s.io") {
+    out.kind = "JobSet";
+    if (auto ok = b.jobset(job); !ok) return std::move(ok).take_error();
+  } else if (kind == "Job" && api_version == "batch/v1") {
+    out.kind = "Job";
+    if (auto ok = b.job_pods(job, "node"); !ok)  // a plain Job's pods play the default role
+      return std::move(ok).take_error();
+  } else if (kind == "Job" && group == "batch.volcano.sh") {
+    out.kind = "Volcano Job";
+    if (auto ok = b.volcano(job); !ok) return std::move(ok).take_error();
+  } else if (kind == "TrainJob" && group == "trainer.kubeflow.org") {
+    out.kind = "TrainJob";
+    const auto ref = runtime_of(job);
+    const auto* runtime = find_object(given, ref);
+    if (runtime == nullptr) {
+      return error{"trainenv: TrainJob " + name + " names " + ref.display() +
+                   ", which --owners does not hold (give it, or --kubeconfig)"};
+    }
+    auto js = trainjob_to_jobset(job, *runtime, uids, out);
+    if (!js) return std::move(js).take_error();
+    out.objects.push_back(*js);
+    if (auto ok = b.jobset(*js); !ok) return std::move(ok).take_error();
+  } else {
+    return error{
+        "trainenv: a job preview lays out a TrainJob, a JobSet, a batch/v1 Job or a "
+        "Volcano Job; this is " +
+        (kind.empty() ? std::string("no kind") : api_version + " " + kind)};
+  }
+  return out;
+}
+
+}  // namespace trainenv::core
