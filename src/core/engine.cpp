@@ -191,6 +191,9 @@ owner_step<decision> evaluate(const json& pod, const policy_set& policies,
     return pass("policy " + quote(p.name) + " does not apply: its condition " +
                 quote(p.when_source) + " is false");
   }
+  // A layout with nothing to train on cannot be named (no master): said, never guessed.
+  if (topo->counts_known && !topo->layout.no_nodes.empty() && uses_counts(p))
+    return deny(topo->layout.no_nodes, p.name);
   auto d = build_patch(pod, *want, p.name);
   d.sources = topo->sources;
   if (trainer) {

@@ -89,7 +89,7 @@ result<std::string> job_layout::master() const {
   for (const auto r : nodes) {
     if (roles[r].pods > 0) return dns_name(r, 0);
   }
-  return error{"trainenv: " + source + " runs no pod in a node role, so the job has no master"};
+  return error{no_nodes};
 }
 
 result<std::vector<host_run>> job_layout::host_runs() const {
@@ -145,6 +145,18 @@ void settle_roles(job_layout& layout, const policy& p, bool read_from_owner) {
     }
   }
   if (launcher) layout.nodes.push_back(*launcher);
+  if (layout.node_count() == 0) {
+    std::string roles;
+    for (const auto& r : layout.roles) {
+      if (r.listed) roles += (roles.empty() ? "" : ", ") + r.name + "=" + std::to_string(r.pods);
+    }
+    std::string trains = p.every_role_trains ? std::string("every role but the launcher") : "";
+    for (const auto& r : p.training_roles) trains += (trains.empty() ? "" : ", ") + r;
+    layout.no_nodes = "trainenv: " + layout.source + " runs no pod in a node role (it has " +
+                      (roles.empty() ? std::string("no role") : roles) + "; policy " +
+                      quote(p.name) + " trains " + trains +
+                      "): the job has nothing to train on, and no master";
+  }
 }
 
 void set_naming(job_layout& layout, const owner_kind& kind, const json* owner,

@@ -501,10 +501,7 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   }
 
   t.num_nodes = nodes_annotation->value_or(layout.node_count());
-  if (src.owners != nullptr && !*nodes_annotation && (t.num_nodes < 1 || t.num_nodes > max_count)) {
-    return error{"trainenv: " + src.owners->owner + " gives " + std::to_string(t.num_nodes) +
-                 " pods to the job's nodes; set annotation " + std::string(keys::num_nodes)};
-  }
+  t.counts_known = counts_known;
   if (t.training_role) t.world_size = layout.training_pods();
   if (t.index) {
     t.node_rank = layout.node_rank(t.role_at, *t.index);

@@ -57,7 +57,8 @@ struct job_layout {
   std::string job;
   std::string subdomain;
   std::string unnamed;
-  std::string source;  // where the roles came from: "JobSet team-a/bert", "annotation ..."
+  std::string source;    // where the roles came from: "JobSet team-a/bert", "annotation ..."
+  std::string no_nodes;  // set by settle_roles when no node role runs a pod: says so
   bool launcher_is_node = false;
   // The pod being decided, when its own spec.hostname and spec.subdomain name it: they win for
   // that pod (docs/contract.md §2.2).

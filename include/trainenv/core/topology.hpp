@@ -54,6 +54,9 @@ struct topology {
   // The variables whose values only the pod's owners can tell (a used() mask): set when the pod
   // has owners that were not read; a policy that uses one for this pod needs them read.
   std::uint32_t owner_open = 0;
+  // The counts are the job's (from its owner, the annotations, or a bare pod's policy defaults),
+  // not a placeholder for owners not read: a layout with no node is then the job's own.
+  bool counts_known = false;
 
   [[nodiscard]] variable_values variables() const;
 };
