@@ -66,21 +66,34 @@ std::vector<std::string> hosts_of(const std::string& text) {
   return hosts;
 }
 
-// A trainenv hostfile rule ("count|head|tail" lines) expanded as its init container does.
+// A trainenv hostfile rule ("jobs|pods|head|middle|tail" lines) expanded as its init container
+// does (render.hpp).
 std::string expand_rule(const std::string& rule) {
   std::string out;
   std::size_t start = 0;
   while (start < rule.size()) {
     auto end = rule.find('\n', start);
     if (end == std::string::npos) end = rule.size();
-    const auto line = rule.substr(start, end - start);
+    std::vector<std::string> fields;
+    std::size_t from = start;
+    for (int f = 0; f < 4; ++f) {
+      const auto bar = rule.find('|', from);
+      if (bar == std::string::npos || bar > end) break;
+      fields.push_back(rule.substr(from, bar - from));
+      from = bar + 1;
+    }
+    fields.push_back(rule.substr(from, end - from));
     start = end + 1;
-    const auto a = line.find('|');
-    const auto b = a == std::string::npos ? a : line.find('|', a + 1);
-    if (b == std::string::npos) continue;
-    const auto count = whole_number(line.substr(0, a)).value_or(0);
-    for (std::int64_t i = 0; i < count; ++i)
-      out += line.substr(a + 1, b - a - 1) + std::to_string(i) + line.substr(b + 1) + "\n";
+    if (fields.size() != 5) continue;
+    const bool numbered = fields[0] != "-";
+    const auto jobs = numbered ? whole_number(fields[0]).value_or(0) : 1;
+    const auto pods = whole_number(fields[1]).value_or(0);
+    for (std::int64_t j = 0; j < jobs; ++j) {
+      for (std::int64_t i = 0; i < pods; ++i) {
+        out += fields[2] + (numbered ? std::to_string(j) : "") + fields[3] + std::to_string(i) +
+               fields[4] + "\n";
+      }
+    }
   }
   return out;
 }

@@ -18,15 +18,8 @@ int order_of(std::string_view role) {
   return 3;
 }
 
-// A name rendered by the rule: the hostname before its ${index}, for `role`'s Job `job_index`.
-result<std::string> hostname_prefix(const job_layout& layout, const layout_role& role,
-                                    std::int64_t job_index) {
-  variable_values values;
-  values.set(variable::job, layout.job);
-  values.set(variable::role, role.name);
-  values.set(variable::job_index, job_index);
-  return layout.naming->hostname.render_before_last(values);
-}
+// Where the rule's varying numbers go in a rendered name.
+constexpr char number_marker = '\x1f';
 
 }  // namespace
 
@@ -70,19 +63,46 @@ std::optional<std::int64_t> job_layout::node_rank(std::size_t role, std::int64_t
   return std::nullopt;
 }
 
-result<std::string> job_layout::dns_name(std::size_t role, std::int64_t position) const {
-  if (self && self->first == role && self->second == position) return self_name;
+std::string host_group::name(std::int64_t position) const {
+  const auto per_job = std::max<std::int64_t>(pods_per_job, 1);
+  return prefix + (jobs ? std::to_string(position / per_job) : std::string()) + middle +
+         std::to_string(position % per_job) + suffix;
+}
+
+result<host_group> job_layout::names_of(std::size_t role) const {
   if (naming == nullptr || !unnamed.empty()) return error{unnamed};
   const auto& r = roles[role];
-  const auto per_job = std::max<std::int64_t>(r.pods_per_job(), 1);
-  const auto job_index = position / per_job;
-  if (!r.jobs_known && job_index > 0 && naming->hostname.uses(variable::job_index)) {
+  variable_values values;
+  values.set(variable::job, job);
+  values.set(variable::role, r.name);
+  auto marked = naming->hostname.render_marked(
+      values, variable_bit(variable::job_index) | variable_bit(variable::index), number_marker);
+  if (!marked) return std::move(marked).take_error();
+  // "<prefix>\x1f<middle>\x1f" with a Job number, "<prefix>\x1f" without (the rule ends in the
+  // index, and names a Job at most once: both checked when the kind is read).
+  host_group group;
+  const auto first = marked->find(number_marker);
+  const auto second = marked->find(number_marker, first + 1);
+  group.prefix = marked->substr(0, first);
+  if (second != std::string::npos) {
+    group.jobs = r.jobs;
+    group.middle = marked->substr(first + 1, second - first - 1);
+  }
+  group.pods_per_job = group.jobs ? r.pods_per_job() : r.pods;
+  group.suffix = "." + subdomain;
+  return group;
+}
+
+result<std::string> job_layout::dns_name(std::size_t role, std::int64_t position) const {
+  if (self && self->first == role && self->second == position) return self_name;
+  auto group = names_of(role);
+  if (!group) return std::move(group).take_error();
+  const auto& r = roles[role];
+  if (!r.jobs_known && group->jobs && position >= group->pods_per_job) {
     return error{"trainenv: the pods of role " + quote(r.name) + " past its first Job have names " +
                  "only " + source + "'s owner can tell"};
   }
-  auto prefix = hostname_prefix(*this, r, job_index);
-  if (!prefix) return std::move(prefix).take_error();
-  return *prefix + std::to_string(position % per_job) + "." + subdomain;
+  return group->name(position);
 }
 
 result<std::string> job_layout::master() const {
@@ -92,26 +112,20 @@ result<std::string> job_layout::master() const {
   return error{no_nodes};
 }
 
-result<std::vector<host_run>> job_layout::host_runs() const {
-  if (naming == nullptr || !unnamed.empty()) return error{unnamed};
-  std::vector<host_run> runs;
+result<std::vector<host_group>> job_layout::host_groups() const {
+  std::vector<host_group> groups;
   for (const auto r : nodes) {
     const auto& role = roles[r];
     if (role.pods == 0) continue;
-    const auto per_job = std::max<std::int64_t>(role.pods_per_job(), 1);
-    const auto jobs = (role.pods + per_job - 1) / per_job;
-    if (!role.jobs_known && jobs > 1 && naming->hostname.uses(variable::job_index)) {
+    auto group = names_of(r);
+    if (!group) return std::move(group).take_error();
+    if (!role.jobs_known && group->jobs && role.pods > group->pods_per_job) {
       return error{"trainenv: role " + quote(role.name) + " runs " + std::to_string(role.pods) +
                    " pods in Jobs whose count only " + source + "'s owner can tell"};
     }
-    for (std::int64_t j = 0; j < jobs; ++j) {
-      auto prefix = hostname_prefix(*this, role, j);
-      if (!prefix) return std::move(prefix).take_error();
-      runs.push_back(
-          {std::move(*prefix), std::min(per_job, role.pods - j * per_job), "." + subdomain});
-    }
+    groups.push_back(std::move(*group));
   }
-  return runs;
+  return groups;
 }
 
 void settle_roles(job_layout& layout, const policy& p, bool read_from_owner) {

@@ -526,10 +526,11 @@ class owner_kind_parser {
     auto hostname =
         compile("hostname", naming_variables, "${job}, ${role}, ${jobIndex} and ${index}");
     if (!hostname) return std::nullopt;
-    if (!hostname->ends_with_variable(variable::index)) {
-      return fail_layout(
-          "spec.naming.hostname",
-          "must end with ${index}, once (e.g. \"${job}-${role}-${jobIndex}-${index}\")");
+    if (!hostname->ends_with_variable(variable::index) ||
+        (hostname->uses(variable::job_index) && !hostname->uses_once(variable::job_index))) {
+      return fail_layout("spec.naming.hostname",
+                         "must end with ${index}, and use it and ${jobIndex} once each at most "
+                         "(e.g. \"${job}-${role}-${jobIndex}-${index}\")");
     }
     out.hostname = std::move(*hostname);
     if (const auto* subdomain = text(naming, "subdomain", "spec.naming.subdomain", true))

@@ -284,8 +284,8 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
       return true;
     }
   }
-  auto runs = t.layout.host_runs();
-  if (!runs) return std::move(runs).take_error();
+  auto groups = t.layout.host_groups();
+  if (!groups) return std::move(groups).take_error();
   // The line around ${host}: rendered once, with a marker where the host goes.
   constexpr std::string_view marker = "\x1f";
   variable_values per_line = values;
@@ -297,34 +297,39 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
   const std::string tail = line->substr(at + marker.size());
 
   std::size_t inline_bytes = 0;
-  for (const auto& run : *runs) {
-    const auto fixed = head.size() + run.prefix.size() + run.suffix.size() + tail.size() + 1;
-    for (std::int64_t i = 0; i < run.count && inline_bytes <= hostfile_inline_limit; ++i)
-      inline_bytes += fixed + decimal_digits(i);
+  for (const auto& g : *groups) {
+    const auto fixed =
+        head.size() + g.prefix.size() + g.middle.size() + g.suffix.size() + tail.size() + 1;
+    for (std::int64_t i = 0; i < g.pods() && inline_bytes <= hostfile_inline_limit; ++i) {
+      const auto per_job = std::max<std::int64_t>(g.pods_per_job, 1);
+      inline_bytes +=
+          fixed + decimal_digits(i % per_job) + (g.jobs ? decimal_digits(i / per_job) : 0);
+    }
   }
   std::string key;
   std::string text;
   if (inline_bytes <= hostfile_inline_limit) {
     key = hostfile_annotation;
     text.reserve(inline_bytes);
-    for (const auto& run : *runs) {
-      for (std::int64_t i = 0; i < run.count; ++i) {
-        text.append(head).append(run.prefix).append(std::to_string(i));
-        text.append(run.suffix).append(tail).push_back('\n');
-      }
+    for (const auto& g : *groups) {
+      for (std::int64_t i = 0; i < g.pods(); ++i)
+        text.append(head).append(g.name(i)).append(tail).push_back('\n');
     }
     out.volumes.push_back(downward_api_volume(hostfile_volume, file, key));
   } else {
+    // One line per node role: "jobs|pods per Job|head|middle|tail", jobs "-" when the names
+    // carry no Job number.
     key = hostfile_rule_annotation;
-    for (const auto& run : *runs) {
-      text.append(std::to_string(run.count)).append("|").append(head).append(run.prefix);
-      text.append("|").append(run.suffix).append(tail).push_back('\n');
+    for (const auto& g : *groups) {
+      text.append(g.jobs ? std::to_string(*g.jobs) : "-").append("|");
+      text.append(std::to_string(g.pods_per_job)).append("|").append(head).append(g.prefix);
+      text.append("|").append(g.middle).append("|").append(g.suffix).append(tail).push_back('\n');
     }
     if (text.size() > hostfile_inline_limit) {
       return error{"trainenv: the hostfile of " + std::to_string(t.num_nodes) + " nodes in " +
-                   std::to_string(runs->size()) + " Jobs does not fit the pod's annotations even " +
-                   "as a rule (" + std::to_string(text.size()) +
-                   " bytes); mount a ConfigMap with " + "the hostfile at " + dir +
+                   std::to_string(groups->size()) + " roles does not fit the pod's annotations " +
+                   "even as a rule (" + std::to_string(text.size()) +
+                   " bytes); mount a ConfigMap " + "with the hostfile at " + dir +
                    " (as Kubeflow Trainer's " + t.job +
                    "-mpi-hostfile), and trainenv leaves it alone"};
     }
@@ -368,15 +373,23 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
 }  // namespace
 
 std::string_view hostfile_expand_script() {
-  // POSIX sh only (dash, busybox): the launcher's image is all there is.
+  // POSIX sh only (dash, busybox): the launcher's image is all there is. Job-major, as the
+  // nodes are ordered.
   return R"(set -eu
 out="$2"
 : > "$out.tmp"
-while IFS='|' read -r count head tail; do
-  i=0
-  while [ "$i" -lt "$count" ]; do
-    printf '%s%s%s\n' "$head" "$i" "$tail"
-    i=$((i + 1))
+while IFS='|' read -r jobs pods head middle tail; do
+  j=0
+  while :; do
+    number=$j
+    [ "$jobs" = - ] && number=
+    i=0
+    while [ "$i" -lt "$pods" ]; do
+      printf '%s%s%s%s%s\n' "$head" "$number" "$middle" "$i" "$tail"
+      i=$((i + 1))
+    done
+    j=$((j + 1))
+    if [ "$jobs" = - ] || [ "$j" -ge "$jobs" ]; then break; fi
   done
 done < "$1" >> "$out.tmp"
 mv "$out.tmp" "$out"

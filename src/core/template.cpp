@@ -243,9 +243,10 @@ result<std::string> expression::render(const variable_values& values) const {
   return std::to_string(*n);
 }
 
-bool expression::is_variable(variable v) const {
-  if (text_variable_) return *text_variable_ == v;
-  return program_.size() == 1 && program_[0].kind == op_kind::load && program_[0].var == v;
+std::optional<variable> expression::bare_variable() const {
+  if (text_variable_) return text_variable_;
+  if (program_.size() == 1 && program_[0].kind == op_kind::load) return program_[0].var;
+  return std::nullopt;
 }
 
 result<condition> condition::compile(std::string_view text) {
@@ -358,12 +359,17 @@ bool template_string::ends_with_variable(variable v) const {
                       [v](const segment& s) { return s.value && s.value->uses(v); });
 }
 
-result<std::string> template_string::render_before_last(const variable_values& values) const {
+result<std::string> template_string::render_marked(const variable_values& values,
+                                                   std::uint32_t marked, char marker) const {
   std::string out;
-  for (std::size_t i = 0; i < segments_.size(); ++i) {
-    out += segments_[i].literal;
-    if (i + 1 == segments_.size() || !segments_[i].value) continue;
-    auto rendered = segments_[i].value->render(values);
+  for (const auto& seg : segments_) {
+    out += seg.literal;
+    if (!seg.value) continue;
+    if (const auto bare = seg.value->bare_variable(); bare && (marked & variable_bit(*bare)) != 0) {
+      out += marker;
+      continue;
+    }
+    auto rendered = seg.value->render(values);
     if (!rendered) return std::move(rendered).take_error();
     out += *rendered;
   }

@@ -395,7 +395,7 @@ std::uint32_t open_without_owner(const pod_view& pod, const policy& p, const top
   if (!t.layout.unnamed.empty()) {
     open |= variable_bit(variable::master_addr) | variable_bit(variable::host);
   }
-  if (!t.layout.host_runs()) open |= variable_bit(variable::host);
+  if (!t.layout.host_groups()) open |= variable_bit(variable::host);
   if (!own.node && !t.nproc_count) open |= variable_bit(variable::slots);  // the workers' GPUs
   return open;
 }

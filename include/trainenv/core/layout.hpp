@@ -40,11 +40,19 @@ struct layout_role {
   [[nodiscard]] std::int64_t pods_per_job() const { return jobs > 0 ? pods / jobs : 0; }
 };
 
-// A run of hostnames: prefix + i + suffix for i in [0, count) — one Job's pods.
-struct host_run {
+// The DNS names of one role's pods: prefix + <job> + middle + <i> + suffix, for each of its
+// Jobs (0..jobs-1; no Job number at all when the controller's rule writes none) and i from 0 to
+// its pods per Job - 1. A whole role in one line, whatever its size.
+struct host_group {
   std::string prefix;
-  std::int64_t count = 0;
+  std::optional<std::int64_t> jobs;  // none: the rule names no Job (one Job)
+  std::string middle;
+  std::int64_t pods_per_job = 0;
   std::string suffix;
+
+  [[nodiscard]] std::int64_t pods() const { return jobs.value_or(1) * pods_per_job; }
+  // The name of the pod at `position` (job-major, as the node order is).
+  [[nodiscard]] std::string name(std::int64_t position) const;
 };
 
 struct job_layout {
@@ -78,9 +86,11 @@ struct job_layout {
   [[nodiscard]] result<std::string> dns_name(std::size_t role, std::int64_t position) const;
   // The DNS name of node rank 0 (`<master>`).
   [[nodiscard]] result<std::string> master() const;
-  // Every node's DNS name, in node order, as runs of one Job's pods each. Fails when a name
-  // cannot be told (no naming rule, or a Job count only the owner knows).
-  [[nodiscard]] result<std::vector<host_run>> host_runs() const;
+  // Every node's DNS name, in node order, one group per node role. Fails when a name cannot be
+  // told (no naming rule, or a Job count only the owner knows).
+  [[nodiscard]] result<std::vector<host_group>> host_groups() const;
+  // The names of role `role`'s pods (its Job count as known, or 1).
+  [[nodiscard]] result<host_group> names_of(std::size_t role) const;
 };
 
 // Orders `layout.roles` (master, worker, node first, then as given) and settles which roles train

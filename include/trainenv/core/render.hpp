@@ -65,7 +65,8 @@ inline constexpr std::size_t annotations_limit = 256 * 1024;
 inline constexpr std::string_view hostfile_annotation = "trainenv.io/hostfile";
 inline constexpr std::string_view hostfile_rule_annotation = "trainenv.io/hostfile-rule";
 // The POSIX shell script the init container runs: $1 is the rule file, $2 the hostfile. Each
-// rule line "count|head|tail" stands for `count` lines head<i>tail, i from 0.
+// rule line "jobs|pods|head|middle|tail" stands for the lines head<j>middle<i>tail, j from 0 to
+// jobs-1 (written as nothing when jobs is "-"), i from 0 to pods-1, job-major.
 [[nodiscard]] std::string_view hostfile_expand_script();
 
 // The container's command line: its command's tokens followed by its args' (non-strings as "").

@@ -29,7 +29,9 @@ class expression {
   [[nodiscard]] std::uint32_t used() const { return used_; }
   [[nodiscard]] bool is_integer() const { return !text_variable_; }
   // Whether the expression is `v` alone ("${index}").
-  [[nodiscard]] bool is_variable(variable v) const;
+  [[nodiscard]] bool is_variable(variable v) const { return bare_variable() == v; }
+  // The variable the expression is alone, if it is one.
+  [[nodiscard]] std::optional<variable> bare_variable() const;
   [[nodiscard]] result<std::int64_t> evaluate(const variable_values& values) const;
   [[nodiscard]] result<std::string> render(const variable_values& values) const;
 
@@ -91,8 +93,11 @@ class template_string {
   [[nodiscard]] bool uses_once(variable v) const;
   // Whether the template ends with `${v}` and uses `v` nowhere else ("${job}-${index}").
   [[nodiscard]] bool ends_with_variable(variable v) const;
-  // For such a template: the text before that last ${v} (which `values` need not hold).
-  [[nodiscard]] result<std::string> render_before_last(const variable_values& values) const;
+  // The text with each bare ${v} of the variables in `marked` (a used() mask) written as
+  // `marker` instead of its value, which `values` need not hold: a name's fixed parts around its
+  // varying numbers ("js-node-\x1f-\x1f" for "${job}-${role}-${jobIndex}-${index}").
+  [[nodiscard]] result<std::string> render_marked(const variable_values& values,
+                                                  std::uint32_t marked, char marker) const;
   // The value of an is_integer() template as a number (a count, a port).
   [[nodiscard]] result<std::int64_t> evaluate(const variable_values& values) const;
   [[nodiscard]] const std::string& source() const { return source_; }
