@@ -98,6 +98,30 @@ check "--owners and --kubeconfig together exit 2" exit_code 2 "$bin" preview -f 
   --owners "$owners/trainer-torch-owners.yaml" --kubeconfig "$work/none"
 check "naming both" contains "$work/err" "give --owners or --kubeconfig, not both"
 
+# --- preview --job: every pod of a whole job, checked as a whole ------------------------------
+jobs="$src/examples/jobs"
+for job in trainjob-torch trainjob-deepspeed jobset-master-worker indexed-job volcano-job; do
+  check "preview --job of $job exits 0" exit_code 0 "$bin" preview --job -f "$jobs/$job.yaml" \
+    --owners "$jobs/runtimes.yaml" --policies "$src/policies"
+  check "its checks pass" contains "$work/out" "checks: ok"
+done
+check "the master/worker JobSet: five pods, ranks 0..4, one master" bash -c "'$bin' preview --job -o json \
+  -f '$jobs/jobset-master-worker.yaml' --policies '$src/policies' | jq -e '.ok and (.pods | length) == 5
+  and ([.pods[].rank] | sort) == [0,1,2,3,4] and ([.pods[].values.MASTER_ADDR] | unique) == [\"gpt-master-0-0.train-svc\"]' >/dev/null"
+check "the DeepSpeed TrainJob: the launcher is the 4th node of its hostfile" bash -c "'$bin' preview --job -o json \
+  -f '$jobs/trainjob-deepspeed.yaml' --owners '$jobs/runtimes.yaml' --policies '$src/policies' | jq -e '.ok
+  and (.pods | map(select(.role == \"launcher\"))[0].values.hostfile) == \"4 hosts\"' >/dev/null"
+check "a TrainJob whose runtime is not in --owners exits 2" exit_code 2 "$bin" preview --job \
+  -f "$jobs/trainjob-torch.yaml" --policies "$src/policies"
+check "naming the runtime" contains "$work/err" "ClusterTrainingRuntime torch-distributed"
+# A JobSet whose template hard-codes RANK=0 (kept, as the user set it): every worker claims rank 0.
+sed 's/                  command: \[torchrun, \/workspace\/train.py\]/&\n                  env: [{name: RANK, value: "0"}]/' \
+  "$jobs/jobset-master-worker.yaml" >"$work/rank0.yaml"
+check "an inconsistent job exits 1" exit_code 1 "$bin" preview --job -f "$work/rank0.yaml" --policies "$src/policies"
+check "naming the problem" contains "$work/out" "pods share RANK 0"
+check "and the pods" contains "$work/out" "gpt-worker-1-1"
+check "--job with --policy exits 2" exit_code 2 "$bin" preview --job --policy torch -f "$jobs/indexed-job.yaml"
+
 check "an unknown flag exits 2" exit_code 2 "$bin" preview --frobnicate
 check "with one line naming it" contains "$work/err" "unknown flag --frobnicate"
 check "help exits 0" exit_code 0 "$bin" serve --help
