@@ -70,12 +70,11 @@ selection select_policy(const pod_view& pod, const policy_set& policies,
     const auto& source = trainer->framework ? trainer->framework_source : trainer->ml_policy_source;
     if (value) {
       if (const auto* p = policies.by_framework(*value)) return with_replacement(pod, policies, p);
+      // Short enough for a kubectl warning (120 characters): the value first, then its source.
       return {nullptr,
               {},
-              "trainenv: passed unchanged: " + source + " is " + quote(*value) +
-                  ", which no policy lists (its runtime's own plugins wire it); to have trainenv "
-                  "wire it, list the value in a policy's frameworks or set annotation " +
-                  std::string(keys::policy)};
+              "trainenv: passed unchanged: framework " + quote(*value, 24) +
+                  " is in no policy; its runtime wires the pod (" + source + ")"};
     }
   }
   if (owner_kind != nullptr && !owner_kind->default_policy.empty()) {

@@ -1,0 +1,400 @@
+// Every layout the contract promises (docs/contract.md §2.2), through the real server over TLS,
+// its owners read from the fake API server: each job is laid out as its controllers create it
+// (core/controllers), every object served by the fake API server, every pod sent to /mutate,
+// and the admitted pods checked as a whole with preview --job's checks (distinct ranks 0..N-1,
+// one master at rank 0's DNS name, one world, a hostfile of exactly the workers, none denied),
+// plus what each case is about.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <thread>
+
+#include "fake_apiserver.hpp"
+#include "server_harness.hpp"
+#include "trainenv/core/job_preview.hpp"
+#include "trainenv/inputs/yaml.hpp"
+
+namespace {
+
+using namespace trainenv;
+using namespace std::chrono_literals;
+using Catch::Matchers::Contains;
+using nlohmann::json;
+
+json document(const std::string& path) {
+  auto doc = inputs::parse_document(test::read_file(std::string(TRAINENV_SOURCE_DIR) + "/" + path));
+  REQUIRE(doc.ok());
+  return std::move(*doc);
+}
+
+std::vector<json> runtimes() {
+  auto docs = inputs::parse_documents(
+      test::read_file(std::string(TRAINENV_SOURCE_DIR) + "/examples/jobs/runtimes.yaml"));
+  REQUIRE(docs.ok());
+  return std::move(*docs);
+}
+
+json review_of(const json& pod, const std::string& uid) {
+  return {{"apiVersion", "admission.k8s.io/v1"},
+          {"kind", "AdmissionReview"},
+          {"request",
+           {{"uid", uid},
+            {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+            {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+            {"namespace", pod["metadata"].value("namespace", "default")},
+            {"operation", "CREATE"},
+            {"object", pod}}}};
+}
+
+// One /mutate: the response and the pod with its patch applied.
+std::pair<json, json> admit(unsigned short port, const json& pod, const std::string& uid = "u") {
+  test::tls_client client(port);
+  REQUIRE_FALSE(client.handshake());
+  const auto res = client.send(
+      test::make_request(test::http::verb::post, "/mutate", review_of(pod, uid).dump()));
+  REQUIRE(res.result_int() == 200);
+  const auto response = json::parse(res.body()).at("response");
+  json admitted = pod;
+  if (response.contains("patch")) {
+    const auto patch = core::base64_decode(response["patch"].get<std::string>());
+    REQUIRE(patch);
+    admitted = pod.patch(json::parse(*patch));
+  }
+  return {response, admitted};
+}
+
+std::string env_of(const json& pod, const std::string& name) {
+  for (const auto& e : pod["spec"]["containers"][0].value("env", json::array())) {
+    if (e.value("name", "") == name && e.contains("value")) return e["value"];
+  }
+  return "<absent>";
+}
+
+// A job laid out and served: its objects in the fake API server, every pod through /mutate.
+struct served_job {
+  core::created_job job;
+  std::vector<core::previewed_pod> pods;
+  std::vector<core::job_problem> problems;
+  std::size_t gets = 0;  // the GETs its pods cost
+
+  [[nodiscard]] const core::previewed_pod& pod(const std::string& name) const {
+    for (const auto& p : pods) {
+      if (p.created.name == name) return p;
+    }
+    FAIL("no pod " << name);
+    return pods.front();
+  }
+  [[nodiscard]] std::string problem_text() const {
+    std::string out;
+    for (const auto& p : problems) out += p.message + "\n";
+    return out;
+  }
+};
+
+served_job serve(const json& applied, const std::vector<json>& given = {},
+                 std::size_t first_pods = 0) {
+  test::fake_apiserver api;
+  auto created = core::create_job(applied, given);
+  INFO((created ? std::string() : created.message()));
+  REQUIRE(created.ok());
+  for (const auto& object : created->objects) api.add_object(object);
+  for (const auto& object : given) api.add_object(object);
+  test::server_options options;
+  options.api = api.credentials();
+  test::running_server server(options);
+  served_job out;
+  out.job = *created;
+  const auto count = first_pods == 0 ? created->pods.size() : first_pods;
+  for (std::size_t i = 0; i < count && i < created->pods.size(); ++i) {
+    const auto& c = created->pods[i];
+    auto [response, admitted] = admit(server.tls_port(), c.pod, "u-" + std::to_string(i));
+    core::previewed_pod p;
+    p.created = c;
+    p.d.allowed = response.value("allowed", false);
+    p.d.message = response.contains("status") ? response["status"].value("message", "") : "";
+    p.d.code = response.contains("status") ? response["status"].value("code", 0) : 0;
+    if (response.contains("auditAnnotations"))
+      p.d.policy = response["auditAnnotations"].value("policy", "");
+    for (const auto& w : response.value("warnings", json::array())) p.d.warnings.push_back(w);
+    p.admitted = std::move(admitted);
+    const auto& spec = p.admitted["spec"];
+    if (spec.contains("hostname") && spec.contains("subdomain"))
+      p.dns_name = spec["hostname"].get<std::string>() + "." + spec["subdomain"].get<std::string>();
+    out.pods.push_back(std::move(p));
+  }
+  out.problems = core::check_job(out.job, out.pods, *server.state.policies.read());
+  out.gets = api.total_gets();
+  return out;
+}
+
+json jobset(const std::string& name, const json& replicated_jobs, const json& network = nullptr) {
+  json js = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+             {"kind", "JobSet"},
+             {"metadata", {{"name", name}, {"namespace", "team-a"}}},
+             {"spec", {{"replicatedJobs", replicated_jobs}}}};
+  if (!network.is_null()) js["spec"]["network"] = network;
+  return js;
+}
+
+json replicated(const std::string& name, int replicas, int pods, json annotations = json::object(),
+                json resources = json::object()) {
+  json container = {{"name", "node"}, {"image", "example.com/train:1"}, {"command", {"torchrun"}}};
+  if (!resources.empty()) container["resources"] = resources;
+  return {{"name", name},
+          {"replicas", replicas},
+          {"template",
+           {{"spec",
+             {{"parallelism", pods},
+              {"completions", pods},
+              {"template",
+               {{"metadata",
+                 {{"labels", {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"}}},
+                  {"annotations", annotations}}},
+                {"spec", {{"containers", {container}}}}}}}}}}};
+}
+
+}  // namespace
+
+TEST_CASE("a master/worker JobSet with its own subdomain: one master, ranks 0..4",
+          "[layouts][server]") {
+  const auto s = serve(document("examples/jobs/jobset-master-worker.yaml"));
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  REQUIRE(s.pods.size() == 5);
+  for (const auto& p : s.pods) {
+    CHECK(env_of(p.admitted, "MASTER_ADDR") == "gpt-master-0-0.train-svc");
+    CHECK(env_of(p.admitted, "WORLD_SIZE") == "5");
+  }
+  CHECK(env_of(s.pod("gpt-worker-1-1").admitted, "RANK") == "4");
+  CHECK(env_of(s.pod("gpt-worker-1-1").admitted, "PET_NODE_RANK") == "4");
+}
+
+TEST_CASE("a replicatedJob of 2 Jobs numbers its pods across both", "[layouts][server]") {
+  const auto s = serve(jobset("rep", json::array({replicated("node", 2, 3)})));
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  CHECK(env_of(s.pod("rep-node-1-0").admitted, "PET_NODE_RANK") == "3");
+  CHECK(env_of(s.pod("rep-node-1-2").admitted, "RANK") == "5");
+  CHECK(env_of(s.pod("rep-node-1-2").admitted, "PET_NNODES") == "6");
+}
+
+TEST_CASE("JobSet's own PyTorch example: a replicatedJob named workers trains, on its subdomain",
+          "[layouts][server]") {
+  const auto s =
+      serve(jobset("pytorch", json::array({replicated("workers", 1, 3)}), {{"subdomain", "pt"}}));
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  for (const auto& p : s.pods) CHECK(env_of(p.admitted, "MASTER_ADDR") == "pytorch-workers-0-0.pt");
+  CHECK(env_of(s.pod("pytorch-workers-0-2").admitted, "RANK") == "2");
+}
+
+TEST_CASE("a plain Indexed Job: <job>-<index>.<subdomain>", "[layouts][server]") {
+  const auto s = serve(document("examples/jobs/indexed-job.yaml"));
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  for (const auto& p : s.pods)
+    CHECK(env_of(p.admitted, "MASTER_ADDR") == "pretrain-0.pretrain-svc");
+  CHECK(env_of(s.pod("pretrain-2").admitted, "RANK") == "2");
+}
+
+TEST_CASE("a Volcano Job without a policy annotation, one task at zero: volcano-pytorch, world 3",
+          "[layouts][server]") {
+  auto vj = document("examples/jobs/volcano-job.yaml");
+  vj["spec"]["tasks"].push_back(vj["spec"]["tasks"][1]);
+  vj["spec"]["tasks"].back()["name"] = "standby";
+  vj["spec"]["tasks"].back().erase("replicas");  // scaled to zero: Volcano omits it
+  const auto s = serve(vj);
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  for (const auto& p : s.pods) CHECK(p.d.policy == "volcano-pytorch");
+  CHECK(env_of(s.pod("mnist-master-0").admitted, "MASTER_ADDR") == "mnist-master-0.mnist");
+  CHECK(env_of(s.pod("mnist-worker-1").admitted, "WORLD_SIZE") == "3");
+  CHECK(env_of(s.pod("mnist-worker-1").admitted, "RANK") == "2");
+  CHECK(env_of(s.pod("mnist-evaluator-0").admitted, "WORLD_SIZE") == "<absent>");
+}
+
+TEST_CASE("a TrainJob on Trainer's flux runtime passes unchanged, with a warning",
+          "[layouts][server]") {
+  const json tj = {
+      {"apiVersion", "trainer.kubeflow.org/v1alpha1"},
+      {"kind", "TrainJob"},
+      {"metadata", {{"name", "lammps"}, {"namespace", "team-a"}}},
+      {"spec", {{"runtimeRef", {{"name", "flux-distributed"}}}, {"trainer", {{"numNodes", 2}}}}}};
+  const auto s = serve(tj, runtimes());
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  for (const auto& p : s.pods) {
+    CHECK(p.d.allowed);
+    CHECK(p.admitted == p.created.pod);  // nothing added
+    REQUIRE(p.d.warnings.size() == 1);
+    CHECK_THAT(p.d.warnings[0], Contains("framework \"flux\" is in no policy"));
+  }
+}
+
+TEST_CASE("a runtime with no framework label is framed by its mlPolicy: MPI, not torch",
+          "[layouts][server]") {
+  auto given = runtimes();
+  for (auto& r : given) {
+    if (r["metadata"]["name"] == "deepspeed-distributed") r["metadata"].erase("labels");
+  }
+  const auto s = serve(document("examples/jobs/trainjob-deepspeed.yaml"), given);
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  CHECK(s.pod("ds-launcher-0-0").d.policy == "mpi");
+}
+
+TEST_CASE(
+    "DeepSpeed with runLauncherAsNode and numProcPerNode: Trainer's hostfile, launcher last, its "
+    "slots agreed without a warning",
+    "[layouts][server]") {
+  auto tj = document("examples/jobs/trainjob-deepspeed.yaml");
+  tj["spec"]["trainer"]["numProcPerNode"] = 2;
+  const auto s = serve(tj, runtimes());
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  const auto& launcher = s.pod("ds-launcher-0-0");
+  CHECK(launcher.d.policy == "mpi");
+  CHECK(launcher.d.warnings.empty());
+  CHECK(env_of(launcher.admitted, "OMPI_MCA_orte_set_default_slots") == "2");
+  CHECK(env_of(launcher.admitted, "PRTE_MCA_prte_set_default_slots") == "2");
+  // Trainer's ConfigMap is the hostfile: no annotation of trainenv's, the launcher listed last.
+  CHECK_FALSE(launcher.admitted["metadata"]
+                  .value("annotations", json::object())
+                  .contains("trainenv.io/hostfile"));
+  REQUIRE(launcher.hostfile.size() == 4);
+  CHECK(launcher.hostfile.back() == "ds-launcher-0-0.ds");
+  // The SSH keys stay where the runtime mounted them, /home/mpiuser/.ssh: no /root/.ssh added.
+  CHECK_THAT(launcher.admitted.dump(), !Contains("/root/.ssh"));
+}
+
+TEST_CASE("a 10,000-node MPI launcher is admitted with every worker, its annotations small",
+          "[layouts][server]") {
+  const std::string name = "a-very-long-training-job-name-for-the-large-cluster";
+  auto js = jobset(
+      name, {replicated("launcher", 1, 1), replicated("node", 1, 10'000, json::object(),
+                                                      {{"limits", {{"nvidia.com/gpu", "8"}}}})});
+  js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["labels"]
+    ["trainer.kubeflow.org/framework"] = "deepspeed";
+  js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+    ["command"] = json::array({"mpirun"});
+  const auto s = serve(js, {}, 1);  // the launcher alone: the first pod laid out
+  const auto& launcher = s.pods.front();
+  INFO(launcher.d.message);
+  REQUIRE(launcher.d.allowed);
+  std::size_t bytes = 0;
+  for (const auto& [key, value] : launcher.admitted["metadata"]["annotations"].items())
+    bytes += key.size() + value.get<std::string>().size();
+  WARN("a 10,000-node launcher's annotations: " << bytes << " bytes");
+  CHECK(bytes < 1024);
+  REQUIRE(launcher.has_hostfile);
+  REQUIRE(launcher.hostfile.size() == 10'000);
+  CHECK(launcher.hostfile.front() == name + "-node-0-0." + name);
+  CHECK(launcher.hostfile.back() == name + "-node-0-9999." + name);
+  CHECK(env_of(launcher.admitted, "OMPI_MCA_orte_set_default_slots") == "8");
+}
+
+TEST_CASE(
+    "count annotations fix only what they name: num-nodes and replicas on a replicated JobSet",
+    "[layouts][server]") {
+  SECTION("num-nodes: no GET; the job index still counts") {
+    const auto s = serve(
+        jobset("nn", json::array({replicated("node", 2, 2, {{"trainenv.io/num-nodes", "4"}})})));
+    INFO(s.problem_text());
+    CHECK(s.problems.empty());
+    CHECK(s.gets == 0);
+    CHECK(env_of(s.pod("nn-node-1-1").admitted, "RANK") == "3");
+  }
+  SECTION("replicas alone: PET_NNODES follows it, not 1") {
+    const auto s = serve(jobset(
+        "rp", json::array({replicated("node", 2, 2, {{"trainenv.io/replicas", "node=4"}})})));
+    INFO(s.problem_text());
+    CHECK(s.problems.empty());
+    CHECK(s.gets == 0);
+    for (const auto& p : s.pods) {
+      CHECK(env_of(p.admitted, "PET_NNODES") == "4");
+      CHECK(env_of(p.admitted, "WORLD_SIZE") == "4");
+    }
+  }
+}
+
+TEST_CASE("num-nodes on an MPI launcher: its workers' GPUs from the owner still give the slots",
+          "[layouts][server]") {
+  auto launcher = replicated("launcher", 1, 1, {{"trainenv.io/num-nodes", "2"}});
+  launcher["template"]["spec"]["template"]["metadata"]["labels"]["trainer.kubeflow.org/framework"] =
+      "mpi";
+  const auto s =
+      serve(jobset("mp", {launcher, replicated("node", 1, 2, json::object(),
+                                               {{"limits", {{"nvidia.com/gpu", "4"}}}})}),
+            {}, 1);
+  const auto& p = s.pods.front();
+  INFO(p.d.message);
+  REQUIRE(p.d.allowed);
+  CHECK(env_of(p.admitted, "OMPI_MCA_orte_set_default_slots") == "4");
+  CHECK(p.hostfile == std::vector<std::string>{"mp-node-0-0.mp", "mp-node-0-1.mp"});
+}
+
+TEST_CASE("a PyTorchJob's pod is its operator's: allowed unchanged, a warning, no GET",
+          "[layouts][server]") {
+  test::fake_apiserver api;
+  test::server_options options;
+  options.api = api.credentials();
+  test::running_server server(options);
+  const json pod = {{"apiVersion", "v1"},
+                    {"kind", "Pod"},
+                    {"metadata",
+                     {{"name", "mnist-worker-0"},
+                      {"namespace", "team-a"},
+                      {"labels", {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"}}},
+                      {"ownerReferences",
+                       {{{"apiVersion", "kubeflow.org/v1"},
+                         {"kind", "PyTorchJob"},
+                         {"name", "mnist"},
+                         {"uid", "u1"},
+                         {"controller", true}}}}}},
+                    {"spec", {{"containers", {{{"name", "pytorch"}, {"image", "x"}}}}}}};
+  const auto [response, admitted] = admit(server.tls_port(), pod);
+  CHECK(response["allowed"] == true);
+  CHECK_FALSE(response.contains("patch"));
+  REQUIRE(response.contains("warnings"));
+  CHECK_THAT(response["warnings"][0].get<std::string>(), Contains("PyTorchJob"));
+  CHECK(api.total_gets() == 0);
+}
+
+TEST_CASE("an owner that cannot be read denies with the code of whose fault it is",
+          "[layouts][server]") {
+  test::fake_apiserver api;
+  const auto js = jobset("codes", json::array({replicated("node", 1, 2)}));
+  auto created = core::create_job(js, {});
+  REQUIRE(created.ok());
+  std::string jobset_path;
+  for (const auto& object : created->objects) {
+    const auto path = api.add_object(object);
+    if (object["kind"] == "JobSet") jobset_path = path;
+  }
+  test::server_options options;
+  options.api = api.credentials();
+  options.lookup_timeout = 500ms;
+  test::running_server server(options);
+  struct row {
+    const char* what;
+    test::misbehaviour m;
+    bool remove;
+    int code;
+  };
+  for (const auto& r :
+       std::vector<row>{{"gone", {}, true, 404},
+                        {"forbidden", {0ms, test::fault::forbidden}, false, 500},
+                        {"API server error", {0ms, test::fault::server_error}, false, 503},
+                        {"time-out", {2000ms, test::fault::none}, false, 503}}) {
+    INFO(r.what);
+    api.behave();
+    if (r.remove) api.remove_object(jobset_path);
+    api.misbehave(jobset_path, r.m);
+    const auto [response, admitted] =
+        admit(server.tls_port(), created->pods[1].pod, std::string("u-") + r.what);
+    CHECK(response["allowed"] == false);
+    CHECK(response["status"]["code"] == r.code);
+    CHECK_THAT(response["status"]["message"].get<std::string>(), Contains("JobSet team-a/codes"));
+    if (r.remove) api.add_object(created->objects[0]);  // back for the next row
+  }
+}
