@@ -304,145 +304,182 @@ std::int64_t gpus_of(const json& resources) {
 // Kubeflow Trainer (pkg/runtime/framework/plugins: jobset, torch, jax, xgboost, mpi): the
 // runtime's JobSet template with the TrainJob's node count, image and resources, and what its
 // plugins write into the trainer's `node` container; the MPI hostfile as its ConfigMap.
-result<json> trainjob_to_jobset(const json& tj, const json& runtime, uid_source& uids,
-                                created_job& out) {
-  const std::string name = tj["metadata"]["name"];
-  const auto* ml = find_path(runtime, {"spec", "mlPolicy"});
-  const json ml_policy = ml != nullptr && ml->is_object() ? *ml : json::object();
-  const json trainer = find_path(tj, {"spec", "trainer"}) != nullptr
-                           ? *find_path(tj, {"spec", "trainer"})
-                           : json::object();
-  const auto tj_nodes = int_at(trainer, {"numNodes"});
-  const auto nodes = tj_nodes.value_or(int_at(ml_policy, {"numNodes"}).value_or(1));
-  const auto* tmpl = find_path(runtime, {"spec", "template"});
-  if (tmpl == nullptr || !tmpl->is_object())
-    return error{"trainenv: the runtime of TrainJob " + name + " has no spec.template"};
-  json js = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"}, {"kind", "JobSet"}};
-  json metadata = tmpl->value("metadata", json::object());
-  metadata["name"] = name;
-  metadata["namespace"] = tj["metadata"]["namespace"];
-  metadata["uid"] = uids.next("jobset", name);
-  metadata["ownerReferences"] = json::array({controller_ref(tj)});
-  js["metadata"] = std::move(metadata);
-  js["spec"] = tmpl->value("spec", json::object());
-  auto& jobs = js["spec"]["replicatedJobs"];
-  if (!jobs.is_array()) return error{"trainenv: the runtime's template has no replicatedJobs"};
+class trainer_plugins {
+ public:
+  trainer_plugins(const json& tj, const json& runtime)
+      : tj_(tj),
+        name_(text_at(tj, {"metadata", "name"})),
+        ml_policy_(object_at(runtime, {"spec", "mlPolicy"})),
+        trainer_(object_at(tj, {"spec", "trainer"})),
+        mpi_(ml_policy_.value("mpi", json())) {}
 
-  const json mpi = ml_policy.value("mpi", json());
-  const bool is_mpi = mpi.is_object();
-  const bool launcher_node = is_mpi && mpi.value("runLauncherAsNode", false);
-  out.launcher_is_node = launcher_node;
-  const json resources = trainer.value("resourcesPerNode", json());
-  for (auto& rj : jobs) {
+  result<json> jobset(const json& runtime, uid_source& uids, created_job& out) {
+    const auto* tmpl = find_path(runtime, {"spec", "template"});
+    if (tmpl == nullptr || !tmpl->is_object())
+      return error{"trainenv: the runtime of TrainJob " + name_ + " has no spec.template"};
+    json js = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"}, {"kind", "JobSet"}};
+    json metadata = tmpl->value("metadata", json::object());
+    metadata["name"] = name_;
+    metadata["namespace"] = tj_["metadata"]["namespace"];
+    metadata["uid"] = uids.next("jobset", name_);
+    metadata["ownerReferences"] = json::array({controller_ref(tj_)});
+    js["metadata"] = std::move(metadata);
+    js["spec"] = tmpl->value("spec", json::object());
+    auto& jobs = js["spec"]["replicatedJobs"];
+    if (!jobs.is_array()) return error{"trainenv: the runtime's template has no replicatedJobs"};
+    out.launcher_is_node = launcher_node();
+    for (auto& rj : jobs) size_and_fill(rj);
+    const auto gpus = trainer_gpus(jobs);
+    const auto subdomain = text_at(js, {"spec", "network", "subdomain"}, name_);
+    for (auto& rj : jobs) framework_env(rj, gpus);
+    if (mpi_.is_object()) out.objects.push_back(mpi(jobs, gpus, subdomain, uids));
+    return js;
+  }
+
+ private:
+  static json object_at(const json& object, std::initializer_list<const char*> path) {
+    const json* at = &object;
+    for (const auto* key : path) {
+      at = member(*at, key);
+      if (at == nullptr) return json::object();
+    }
+    return at->is_object() ? *at : json::object();
+  }
+  [[nodiscard]] bool launcher_node() const {
+    return mpi_.is_object() && mpi_.value("runLauncherAsNode", false);
+  }
+  static bool is_trainer(const json& rj) {
     const auto* step = step_of(rj);
-    const bool is_trainer = step != nullptr && *step == "trainer";
-    if (step != nullptr) rj["replicas"] = 1;  // Trainer forces its labelled Jobs to one
+    return step != nullptr && *step == "trainer";
+  }
+
+  // The jobset plugin's counts (the trainer's numNodes, labelled Jobs forced to one replica),
+  // the framework plugins' (torch/jax/xgboost: the trainer's; MPI: the node Job's, one less when
+  // the launcher is a node), and the TrainJob's image, command, env and resources.
+  void size_and_fill(json& rj) const {
+    const bool trainer = is_trainer(rj);
+    if (step_of(rj) != nullptr) rj["replicas"] = 1;
     auto count = int_at(rj, {"template", "spec", "parallelism"}).value_or(1);
-    if (is_trainer) count = std::max<std::int64_t>(int_at(ml_policy, {"numNodes"}).value_or(1), 1);
-    const bool mpi_node = is_mpi && rj.value("name", "") == "node";
-    if (!is_mpi && is_trainer && tj_nodes) count = *tj_nodes;
+    if (trainer) count = std::max<std::int64_t>(int_at(ml_policy_, {"numNodes"}).value_or(1), 1);
+    const auto tj_nodes = int_at(trainer_, {"numNodes"});
+    const bool mpi_node = mpi_.is_object() && rj.value("name", "") == "node";
+    if (!mpi_.is_object() && trainer && tj_nodes) count = *tj_nodes;
     if (mpi_node && tj_nodes)
-      count = launcher_node ? std::max<std::int64_t>(*tj_nodes - 1, 1) : *tj_nodes;
+      count = launcher_node() ? std::max<std::int64_t>(*tj_nodes - 1, 1) : *tj_nodes;
     auto& spec = rj["template"]["spec"];
     spec["parallelism"] = count;
     spec["completions"] = count;
     json* c = node_container(rj);
-    if (c == nullptr) continue;
-    if (is_trainer || (launcher_node && mpi_node)) {
-      for (const auto* key : {"image", "command", "args"})
-        if (trainer.contains(key)) (*c)[key] = trainer[key];
-      if (resources.is_object()) (*c)["resources"] = resources;
-      for (const auto& e : trainer.value("env", json::array()))
-        upsert_env(*c, e.value("name", ""), e);
+    if (c == nullptr || !(trainer || (launcher_node() && mpi_node))) return;
+    for (const auto* key : {"image", "command", "args"})
+      if (trainer_.contains(key)) (*c)[key] = trainer_[key];
+    if (const auto* resources = member(trainer_, "resourcesPerNode"); resources != nullptr)
+      (*c)["resources"] = *resources;
+    for (const auto& e : trainer_.value("env", json::array()))
+      upsert_env(*c, e.value("name", ""), e);
+  }
+
+  // The GPUs of one node, for the plugins' rules: the TrainJob's resourcesPerNode, else the
+  // trainer's (MPI: the node Job's) container.
+  std::int64_t trainer_gpus(json& jobs) const {
+    if (const auto* resources = member(trainer_, "resourcesPerNode")) return gpus_of(*resources);
+    for (auto& rj : jobs) {
+      const json* c = node_container(rj);
+      const bool counted = mpi_.is_object() ? rj.value("name", "") == "node" : is_trainer(rj);
+      if (c != nullptr && counted) return gpus_of(c->value("resources", json::object()));
     }
+    return 0;
   }
-  // The trainer's pods' resources, for the plugins' GPU rules.
-  json node_resources = resources;
-  for (auto& rj : jobs) {
-    const auto* step = step_of(rj);
+
+  // The torch, jax and xgboost plugins' env in the trainer's container, with Trainer's master
+  // (<trainjob>-node-0-0.<trainjob>, whatever the layout) and port 29500.
+  void framework_env(json& rj, std::int64_t gpus) const {
     json* c = node_container(rj);
-    if (c != nullptr && !node_resources.is_object() &&
-        ((step != nullptr && *step == "trainer" && !is_mpi) || rj.value("name", "") == "node"))
-      node_resources = c->value("resources", json::object());
-  }
-  const auto gpus = node_resources.is_object() ? gpus_of(node_resources) : 0;
-  const auto subdomain = text_at(js, {"spec", "network", "subdomain"}, name);
-  const std::string master = name + "-node-0-0." + name;  // Trainer's own, whatever the layout
-  for (auto& rj : jobs) {
-    const auto* step = step_of(rj);
-    json* c = node_container(rj);
-    if (c == nullptr) continue;
+    if (c == nullptr || !is_trainer(rj)) return;
     const auto count = rj["template"]["spec"]["parallelism"].get<std::int64_t>();
-    if (step != nullptr && *step == "trainer" && ml_policy.contains("torch")) {
-      std::string nproc = "auto";
-      if (const auto n = int_at(trainer, {"numProcPerNode"})) nproc = std::to_string(*n);
+    const std::string master = name_ + "-node-0-0." + name_;
+    if (ml_policy_.contains("torch")) {
+      const auto n = int_at(trainer_, {"numProcPerNode"});
       upsert_env(*c, "PET_NNODES", value_env(std::to_string(count)));
-      upsert_env(*c, "PET_NPROC_PER_NODE", value_env(nproc));
+      upsert_env(*c, "PET_NPROC_PER_NODE", value_env(n ? std::to_string(*n) : "auto"));
       upsert_env(*c, "PET_NODE_RANK", index_env());
       if (c->value("command", json()) != json::array({"tune", "run"})) {
         upsert_env(*c, "PET_MASTER_ADDR", value_env(master));
         upsert_env(*c, "PET_MASTER_PORT", value_env("29500"));
       }
-      upsert_named(*c, "ports", {{"containerPort", 29500}}, "containerPort");
-    } else if (step != nullptr && *step == "trainer" && ml_policy.contains("jax")) {
+    } else if (ml_policy_.contains("jax")) {
       upsert_env(*c, "JAX_NUM_PROCESSES", value_env(std::to_string(count)));
       upsert_env(*c, "JAX_PROCESS_ID", index_env());
       upsert_env(*c, "JAX_COORDINATOR_ADDRESS", value_env(master + ":29500"));
-      upsert_named(*c, "ports", {{"containerPort", 29500}}, "containerPort");
-    } else if (step != nullptr && *step == "trainer" && ml_policy.contains("xgboost")) {
+    } else if (ml_policy_.contains("xgboost")) {
       upsert_env(*c, "DMLC_TRACKER_URI", value_env(master));
       upsert_env(*c, "DMLC_TRACKER_PORT", value_env("29500"));
       upsert_env(*c, "DMLC_TASK_ID", index_env());
       upsert_env(*c, "DMLC_NUM_WORKER",
                  value_env(std::to_string(count * std::max<std::int64_t>(gpus, 1))));
-      upsert_named(*c, "ports", {{"containerPort", 29500}}, "containerPort");
+    } else {
+      return;
     }
+    upsert_named(*c, "ports", {{"containerPort", 29500}}, "containerPort");
   }
-  if (!is_mpi) return js;
 
-  // The MPI plugin: SSH keys on the node and launcher pods, the hostfile on the launcher.
-  std::int64_t slots = int_at(mpi, {"numProcPerNode"}).value_or(1);
-  if (const auto n = int_at(trainer, {"numProcPerNode"})) {
-    slots = *n;
-  } else if (slots == 1 && gpus > 1) {
-    slots = gpus;
-  }
-  const auto ssh_path = text_at(mpi, {"sshAuthMountPath"}, "/root/.ssh");
-  std::string hostfile;
-  for (auto& rj : jobs) {
-    const auto rj_name = rj.value("name", "");
-    const bool is_node = rj_name == "node" || (launcher_node && rj_name == "launcher");
-    if (!is_node) continue;
-    const auto replicas = int_at(rj, {"replicas"}).value_or(1);
-    const auto count = rj["template"]["spec"]["parallelism"].get<std::int64_t>();
-    for (std::int64_t r = 0; r < replicas; ++r) {
-      for (std::int64_t p = 0; p < count; ++p) {
-        hostfile += name + "-" + rj_name + "-" + std::to_string(r) + "-" + std::to_string(p) + "." +
-                    subdomain + " slots=" + std::to_string(slots) + "\n";
+  // The MPI plugin: SSH keys on the node and launcher pods at sshAuthMountPath, the hostfile
+  // ConfigMap (its nodes' endpoints with the slots) mounted at /etc/mpi on the launcher with the
+  // OMPI_MCA_* env. Returns the ConfigMap.
+  json mpi(json& jobs, std::int64_t gpus, const std::string& subdomain, uid_source& uids) const {
+    std::int64_t slots = int_at(mpi_, {"numProcPerNode"}).value_or(1);
+    if (const auto n = int_at(trainer_, {"numProcPerNode"})) {
+      slots = *n;
+    } else if (slots == 1 && gpus > 1) {
+      slots = gpus;
+    }
+    std::string hostfile;
+    for (const auto& rj : jobs) {
+      const auto rj_name = rj.value("name", "");
+      if (rj_name != "node" && !(launcher_node() && rj_name == "launcher")) continue;
+      const auto replicas = int_at(rj, {"replicas"}).value_or(1);
+      const auto count = rj["template"]["spec"]["parallelism"].get<std::int64_t>();
+      for (std::int64_t r = 0; r < replicas; ++r) {
+        for (std::int64_t p = 0; p < count; ++p) {
+          hostfile += name_ + "-" + rj_name + "-" + std::to_string(r) + "-" + std::to_string(p) +
+                      "." + subdomain + " slots=" + std::to_string(slots) + "\n";
+        }
       }
     }
+    for (auto& rj : jobs) mpi_mounts(rj, slots);
+    return {{"apiVersion", "v1"},
+            {"kind", "ConfigMap"},
+            {"metadata",
+             {{"name", name_ + "-mpi-hostfile"},
+              {"namespace", tj_["metadata"]["namespace"]},
+              {"uid", uids.next("configmap", name_)},
+              {"ownerReferences", json::array({controller_ref(tj_)})}}},
+            {"data", {{"hostfile", hostfile}}}};
   }
-  for (auto& rj : jobs) {
+
+  void mpi_mounts(json& rj, std::int64_t slots) const {
     const auto rj_name = rj.value("name", "");
-    if (rj_name != "node" && rj_name != "launcher") continue;
+    if (rj_name != "node" && rj_name != "launcher") return;
     auto& pod_spec = rj["template"]["spec"]["template"]["spec"];
     upsert_named(pod_spec, "volumes",
                  {{"name", "mpi-ssh-auth"},
                   {"secret",
-                   {{"secretName", name + "-mpi-ssh-auth"},
+                   {{"secretName", name_ + "-mpi-ssh-auth"},
                     {"defaultMode", 0400},
                     {"items",
                      {{{"key", "ssh-privatekey"}, {"path", "id_rsa"}, {"mode", 0640}},
                       {{"key", "ssh-publickey"}, {"path", "id_rsa.pub"}, {"mode", 0644}},
                       {{"key", "ssh-publickey"}, {"path", "authorized_keys"}, {"mode", 0644}}}}}}});
     json* c = node_container(rj);
-    if (c == nullptr) continue;
-    upsert_named(*c, "volumeMounts", {{"name", "mpi-ssh-auth"}, {"mountPath", ssh_path}});
-    if (rj_name != "launcher") continue;
+    if (c == nullptr) return;
+    upsert_named(*c, "volumeMounts",
+                 {{"name", "mpi-ssh-auth"},
+                  {"mountPath", text_at(mpi_, {"sshAuthMountPath"}, "/root/.ssh")}});
+    if (rj_name != "launcher") return;
     upsert_named(pod_spec, "volumes",
                  {{"name", "mpi-hostfile"},
                   {"configMap",
-                   {{"name", name + "-mpi-hostfile"},
+                   {{"name", name_ + "-mpi-hostfile"},
                     {"items", {{{"key", "hostfile"}, {"path", "hostfile"}, {"mode", 0444}}}}}}});
     upsert_named(*c, "volumeMounts", {{"name", "mpi-hostfile"}, {"mountPath", "/etc/mpi"}});
     upsert_env(*c, "OMPI_MCA_orte_default_hostfile", value_env("/etc/mpi/hostfile"));
@@ -450,16 +487,13 @@ result<json> trainjob_to_jobset(const json& tj, const json& runtime, uid_source&
     upsert_env(*c, "OMPI_MCA_orte_set_default_slots", value_env(std::to_string(slots)));
     upsert_env(*c, "OMPI_MCA_plm_rsh_args", value_env("-o ConnectionAttempts=10"));
   }
-  out.objects.push_back({{"apiVersion", "v1"},
-                         {"kind", "ConfigMap"},
-                         {"metadata",
-                          {{"name", name + "-mpi-hostfile"},
-                           {"namespace", tj["metadata"]["namespace"]},
-                           {"uid", uids.next("configmap", name)},
-                           {"ownerReferences", json::array({controller_ref(tj)})}}},
-                         {"data", {{"hostfile", hostfile}}}});
-  return js;
-}
+
+  const json& tj_;
+  std::string name_;
+  json ml_policy_;
+  json trainer_;
+  json mpi_;
+};
 
 // The runtime a TrainJob names (spec.runtimeRef; Trainer's defaults for group and kind).
 owner_ref runtime_of(const json& tj) {
@@ -482,20 +516,20 @@ std::vector<owner_ref> job_needs(const json& job) {
   return {};
 }
 
-result<created_job> create_job(const json& applied, const std::vector<json>& given) {
-  if (!applied.is_object()) return error{"trainenv: the job is not an object"};
-  const auto kind = text_at(applied, {"kind"});
-  const auto api_version = text_at(applied, {"apiVersion"});
-  const auto name = text_at(applied, {"metadata", "name"});
+result<created_job> create_job(const json& job_object, const std::vector<json>& given) {
+  if (!job_object.is_object()) return error{"trainenv: the job is not an object"};
+  const auto kind = text_at(job_object, {"kind"});
+  const auto api_version = text_at(job_object, {"apiVersion"});
+  const auto name = text_at(job_object, {"metadata", "name"});
   if (name.empty()) {
     return error{"trainenv: the " + (kind.empty() ? std::string("object") : kind) +
                  " has no metadata.name (a generateName is named only when created)"};
   }
   created_job out;
   out.name = name;
-  out.namespace_name = text_at(applied, {"metadata", "namespace"}, "default");
+  out.namespace_name = text_at(job_object, {"metadata", "namespace"}, "default");
   uid_source uids;
-  json job = applied;
+  json job = job_object;
   job["metadata"]["namespace"] = out.namespace_name;
   if (text_at(job, {"metadata", "uid"}).empty())
     job["metadata"]["uid"] = uids.next("applied", name);
@@ -520,7 +554,7 @@ result<created_job> create_job(const json& applied, const std::vector<json>& giv
       return error{"trainenv: TrainJob " + name + " names " + ref.display() +
                    ", which --owners does not hold (give it, or --kubeconfig)"};
     }
-    auto js = trainjob_to_jobset(job, *runtime, uids, out);
+    auto js = trainer_plugins(job, *runtime).jobset(*runtime, uids, out);
     if (!js) return std::move(js).take_error();
     out.objects.push_back(*js);
     if (auto ok = b.jobset(*js); !ok) return std::move(ok).take_error();

@@ -253,6 +253,73 @@ std::size_t check_ranks(const std::vector<previewed_pod>& pods, const std::strin
   return count;
 }
 
+// The master is node rank 0 (RANK 0 where a policy tells no node rank), by its own DNS name.
+void check_master(const std::vector<previewed_pod>& pods, bool node_ranks,
+                  std::vector<job_problem>& problems) {
+  const previewed_pod* first = nullptr;
+  for (const auto& p : pods) {
+    if ((node_ranks ? p.node_rank : p.rank) == 0) first = &p;
+  }
+  for (const auto& p : pods) {
+    if (!p.master) continue;
+    if (first == nullptr) {
+      problems.push_back(
+          {"the master address is " + *p.master + ", but no pod has rank 0", {p.created.name}});
+      return;
+    }
+    if (*p.master != first->dns_name) {
+      problems.push_back(
+          {"the master address " + *p.master + " is not the DNS name of " + first->created.name +
+               ", the pod with rank 0 (" +
+               (first->dns_name.empty() ? std::string("it has none") : first->dns_name) + ")",
+           {p.created.name, first->created.name}});
+      return;
+    }
+  }
+}
+
+// The hostfile lists the workers, each once: every pod but the launcher (and it too, when the
+// runtime runs it as a node), none of Trainer's initializers.
+void check_hostfiles(const created_job& job, const std::vector<previewed_pod>& pods,
+                     std::vector<job_problem>& problems) {
+  std::set<std::string> expected;
+  std::vector<const previewed_pod*> workers;
+  for (const auto& p : pods) {
+    const bool launcher = p.created.role == launcher_role;
+    if ((launcher && !job.launcher_is_node) ||
+        (!p.created.step.empty() && p.created.step != "trainer"))
+      continue;
+    workers.push_back(&p);
+    expected.insert(p.dns_name);
+  }
+  for (const auto& p : pods) {
+    if (!p.has_hostfile) continue;
+    std::map<std::string, int> listed;
+    for (const auto& host : p.hostfile) ++listed[host];
+    for (const auto& [host, times] : listed) {
+      if (times > 1) {
+        problems.push_back({"the hostfile lists " + host + " " + std::to_string(times) + " times",
+                            {p.created.name}});
+      }
+      if (expected.count(host) == 0) {
+        problems.push_back({"the hostfile of " + p.created.name + " lists " + host +
+                                ", which is not a worker of the job",
+                            {p.created.name}});
+      }
+    }
+    for (const auto* w : workers) {
+      if (w->dns_name.empty()) {
+        problems.push_back(
+            {"worker " + w->created.name + " has no DNS name for the hostfile", {w->created.name}});
+      } else if (listed.count(w->dns_name) == 0) {
+        problems.push_back({"worker " + w->created.name + " (" + w->dns_name +
+                                ") is missing from the hostfile of " + p.created.name,
+                            {w->created.name, p.created.name}});
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<job_problem> check_job(const created_job& job, std::vector<previewed_pod>& pods,
@@ -292,65 +359,8 @@ std::vector<job_problem> check_job(const created_job& job, std::vector<previewed
       break;
     }
   }
-  // The master is node rank 0 (RANK 0 where a policy tells no node rank), by its own DNS name.
-  const previewed_pod* first = nullptr;
-  for (const auto& p : pods) {
-    if ((nodes > 0 ? p.node_rank : p.rank) == 0) first = &p;
-  }
-  for (const auto& p : pods) {
-    if (!p.master) continue;
-    if (first == nullptr) {
-      problems.push_back(
-          {"the master address is " + *p.master + ", but no pod has rank 0", {p.created.name}});
-      break;
-    }
-    if (*p.master != first->dns_name) {
-      problems.push_back(
-          {"the master address " + *p.master + " is not the DNS name of " + first->created.name +
-               ", the pod with rank 0 (" +
-               (first->dns_name.empty() ? std::string("it has none") : first->dns_name) + ")",
-           {p.created.name, first->created.name}});
-      break;
-    }
-  }
-  // The hostfile lists the workers, each once: every pod but the launcher (and it too, when the
-  // runtime runs it as a node), none of Trainer's initializers.
-  std::vector<const previewed_pod*> workers;
-  for (const auto& p : pods) {
-    const bool launcher = p.created.role == launcher_role;
-    if ((launcher && !job.launcher_is_node) ||
-        (!p.created.step.empty() && p.created.step != "trainer"))
-      continue;
-    workers.push_back(&p);
-  }
-  for (const auto& p : pods) {
-    if (!p.has_hostfile) continue;
-    std::map<std::string, int> listed;
-    for (const auto& host : p.hostfile) ++listed[host];
-    for (const auto& [host, times] : listed) {
-      if (times > 1)
-        problems.push_back({"the hostfile lists " + host + " " + std::to_string(times) + " times",
-                            {p.created.name}});
-    }
-    std::set<std::string> expected;
-    for (const auto* w : workers) {
-      expected.insert(w->dns_name);
-      if (w->dns_name.empty()) {
-        problems.push_back(
-            {"worker " + w->created.name + " has no DNS name for the hostfile", {w->created.name}});
-      } else if (listed.count(w->dns_name) == 0) {
-        problems.push_back({"worker " + w->created.name + " (" + w->dns_name +
-                                ") is missing from the hostfile of " + p.created.name,
-                            {w->created.name, p.created.name}});
-      }
-    }
-    for (const auto& [host, times] : listed) {
-      if (expected.count(host) == 0)
-        problems.push_back({"the hostfile of " + p.created.name + " lists " + host +
-                                ", which is not a worker of the job",
-                            {p.created.name}});
-    }
-  }
+  check_master(pods, nodes > 0, problems);
+  check_hostfiles(job, pods, problems);
   return problems;
 }
 
@@ -385,7 +395,7 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
       return std::count_if(out.pods.begin(), out.pods.end(), pred);
     };
     if (count([](const previewed_pod& p) { return p.d.unknown_framework; }) > 0) {
-      out.job.notes.push_back(
+      out.job.notes.emplace_back(
           "its runtime names a framework no policy lists: its own plugins "
           "wire the pods, and trainenv lets them pass unchanged");
     } else if (count([](const previewed_pod& p) { return !p.d.policy.empty(); }) == 0) {

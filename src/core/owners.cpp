@@ -55,6 +55,47 @@ const std::string* step_label(const json* object) {
   return labels != nullptr ? string_member(*labels, keys::ancestor_step) : nullptr;
 }
 
+// One role: the pods of one entry (or of the object itself), its replicas times its Job's, named
+// `who` `where` in messages.
+result<role_pods> read_role(const role_layout& layout, const json& entry, std::string role,
+                            const std::string& who, const std::string& where) {
+  role_pods out;
+  out.role = std::move(role);
+  out.source = who + " " + where;
+  std::int64_t replicas = 1;
+  if (!layout.replicas_member.empty()) {
+    auto n = count_member(entry, layout.replicas_member, layout.replicas_default,
+                          [&] { return out.source; });
+    if (!n) return std::move(n).take_error();
+    replicas = *n;
+  }
+  if (!layout.job_spec.empty()) {
+    const auto* spec = find_path(entry, layout.job_spec);
+    if (spec == nullptr) return error{out.source + " has no " + path_text(layout.job_spec)};
+    auto per_job = spec_pods(*spec, [&] { return out.source + "." + path_text(layout.job_spec); });
+    if (!per_job) return std::move(per_job).take_error();
+    out.jobs = replicas;
+    out.pods_per_job = *per_job;
+    out.pods = replicas * *per_job;
+    // Trainer puts its ancestor-step label on the Job template (which holds the JobSpec).
+    const member_path job_template(layout.job_spec.begin(), layout.job_spec.end() - 1);
+    if (const auto* step = step_label(find_path(entry, job_template))) out.step = *step;
+  } else {
+    // One pod per replica, all in one job (a Volcano task).
+    out.pods_per_job = replicas;
+    out.pods = replicas;
+  }
+  if (out.pods > max_count) {
+    return error{who + " " + where + " runs " + std::to_string(out.pods) + " pods; more than " +
+                 std::to_string(max_count) + " is not believed"};
+  }
+  if (!layout.pod_template.empty()) out.pod_template = find_path(entry, layout.pod_template);
+  if (out.step.empty()) {
+    if (const auto* step = step_label(out.pod_template)) out.step = *step;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view owner_ref::group() const {
@@ -260,47 +301,8 @@ result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& ob
   if (!kind.roles) return error{who + " gives no pod counts"};
   const auto& layout = *kind.roles;
 
-  // One role: the pods of one entry (or of the object itself), its replicas times its Job's.
-  const auto read_entry = [&](const json& entry, std::string role,
-                              const std::string& where) -> result<role_pods> {
-    role_pods out;
-    out.role = std::move(role);
-    out.source = who + " " + where;
-    std::int64_t replicas = 1;
-    if (!layout.replicas_member.empty()) {
-      auto n = count_member(entry, layout.replicas_member, layout.replicas_default,
-                            [&] { return out.source; });
-      if (!n) return std::move(n).take_error();
-      replicas = *n;
-    }
-    if (!layout.job_spec.empty()) {
-      const auto* spec = find_path(entry, layout.job_spec);
-      if (spec == nullptr) {
-        return error{out.source + " has no " + path_text(layout.job_spec)};
-      }
-      auto per_job =
-          spec_pods(*spec, [&] { return out.source + "." + path_text(layout.job_spec); });
-      if (!per_job) return std::move(per_job).take_error();
-      out.jobs = replicas;
-      out.pods_per_job = *per_job;
-      out.pods = replicas * *per_job;
-      // Trainer puts its ancestor-step label on the Job template (which holds the JobSpec).
-      const member_path job_template(layout.job_spec.begin(), layout.job_spec.end() - 1);
-      if (const auto* step = step_label(find_path(entry, job_template))) out.step = *step;
-    } else {
-      // One pod per replica, all in one job (a Volcano task).
-      out.pods_per_job = replicas;
-      out.pods = replicas;
-    }
-    if (out.pods > max_count) {
-      return error{who + " " + where + " runs " + std::to_string(out.pods) + " pods; more than " +
-                   std::to_string(max_count) + " is not believed"};
-    }
-    if (!layout.pod_template.empty()) out.pod_template = find_path(entry, layout.pod_template);
-    if (out.step.empty()) {
-      if (const auto* step = step_label(out.pod_template)) out.step = *step;
-    }
-    return out;
+  const auto read_entry = [&](const json& entry, std::string role, const std::string& where) {
+    return read_role(layout, entry, std::move(role), who, where);
   };
 
   std::vector<role_pods> roles;

@@ -400,6 +400,55 @@ std::uint32_t open_without_owner(const pod_view& pod, const policy& p, const top
   return open;
 }
 
+// The layout: the owner's when it was read (with trainenv.io/replicas over it), else what the
+// pod's annotations and labels say, named by the kind its labels name.
+result<bool> build_layout(const pod_view& pod, const policy& p, const topology_sources& src,
+                          const std::string& role, std::int64_t nodes, job_layout& layout) {
+  if (src.owners != nullptr) {
+    layout = layout_from_owner(*src.owners);
+    if (auto ok = apply_replicas_annotation(pod, layout); !ok) return ok;
+  } else {
+    if (auto ok = roles_from_pod(pod, p, role, nodes, src.has_owner, layout); !ok) return ok;
+    const std::string* job_name = nullptr;
+    if (const auto* kind =
+            src.kinds != nullptr ? kind_by_labels(pod, *src.kinds, &job_name) : nullptr) {
+      set_naming(layout, *kind, nullptr, *job_name, pod.subdomain());
+    } else {
+      layout.unnamed =
+          "trainenv: cannot name the job's pods: the pod has no owner and none of "
+          "the labels " +
+          std::string(keys::jobset_name) + ", " + std::string(keys::volcano_job) + " or " +
+          std::string(keys::job_name);
+    }
+  }
+  layout.launcher_is_node = src.trainer != nullptr && src.trainer->run_launcher_as_node;
+  return true;
+}
+
+// The pod's role in the layout: a role the owner lacks is a violation naming its roles; a
+// non-training role trainenv.io/replicas leaves out is added, counting no pods. Whether it was
+// listed.
+result<bool> find_own_role(const pod_view& pod, const policy& p, const topology_sources& src,
+                           const std::string& role, job_layout& layout) {
+  if (layout.index_of(role)) return true;
+  if (src.owners != nullptr) {
+    std::string roles;
+    for (const auto& r : layout.roles) roles += (roles.empty() ? "" : ", ") + r.name;
+    return error{"trainenv: " + src.owners->owner + " has no role " + quote(role) + " (it has " +
+                 (roles.empty() ? std::string("none") : roles) + "); set label " +
+                 std::string(keys::role) + " or annotation " + std::string(keys::replicas)};
+  }
+  if (p.is_training_role(role) && pod.annotation(keys::replicas) != nullptr) {
+    return error{"trainenv: annotation " + std::string(keys::replicas) +
+                 " does not list this pod's role " + quote(role) + "; add " + role + "=<count>"};
+  }
+  layout_role unlisted;
+  unlisted.name = role;
+  unlisted.listed = false;
+  layout.roles.push_back(std::move(unlisted));
+  return false;
+}
+
 }  // namespace
 
 result<topology> resolve_topology(const pod_view& pod, const policy& p, std::size_t target_index,
@@ -426,49 +475,13 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   auto nodes_annotation = read_int_annotation(pod, keys::num_nodes, 1, max_count);
   if (!nodes_annotation) return std::move(nodes_annotation).take_error();
 
-  // The layout: the owner's when it was read, else what the pod's annotations and labels say.
+  if (auto ok = build_layout(pod, p, src, t.role, nodes_annotation->value_or(p.default_num_nodes),
+                             t.layout);
+      !ok)
+    return std::move(ok).take_error();
   auto& layout = t.layout;
-  if (src.owners != nullptr) {
-    layout = layout_from_owner(*src.owners);
-    if (auto ok = apply_replicas_annotation(pod, layout); !ok) return std::move(ok).take_error();
-  } else {
-    const auto nodes = nodes_annotation->value_or(p.default_num_nodes);
-    if (auto ok = roles_from_pod(pod, p, t.role, nodes, src.has_owner, layout); !ok)
-      return std::move(ok).take_error();
-    const std::string* job_name = nullptr;
-    if (const auto* kind =
-            src.kinds != nullptr ? kind_by_labels(pod, *src.kinds, &job_name) : nullptr) {
-      set_naming(layout, *kind, nullptr, *job_name, pod.subdomain());
-    } else {
-      layout.unnamed = "trainenv: cannot name the job's pods: the pod has no owner and none of " +
-                       std::string("the labels ") + std::string(keys::jobset_name) + ", " +
-                       std::string(keys::volcano_job) + " or " + std::string(keys::job_name);
-    }
-  }
-  layout.launcher_is_node = src.trainer != nullptr && src.trainer->run_launcher_as_node;
-  const auto at = layout.index_of(t.role);
-  if (!at) {
-    if (src.owners != nullptr) {
-      std::string roles;
-      for (const auto& r : layout.roles) roles += (roles.empty() ? "" : ", ") + r.name;
-      return error{"trainenv: " + src.owners->owner + " has no role " + quote(t.role) +
-                   " (it has " + (roles.empty() ? std::string("none") : roles) + "); set label " +
-                   std::string(keys::role) + " or annotation " + std::string(keys::replicas)};
-    }
-    if (p.is_training_role(t.role) && pod.annotation(keys::replicas) != nullptr) {
-      return error{"trainenv: annotation " + std::string(keys::replicas) +
-                   " does not list this pod's role " + quote(t.role) + "; add " + t.role +
-                   "=<count>"};
-    }
-  }
-  const bool role_listed = at.has_value();
-  if (!role_listed) {
-    // A role the annotation leaves out does not train and counts no pods.
-    layout_role unlisted;
-    unlisted.name = t.role;
-    unlisted.listed = false;
-    layout.roles.push_back(std::move(unlisted));
-  }
+  auto role_listed = find_own_role(pod, p, src, t.role, layout);
+  if (!role_listed) return std::move(role_listed).take_error();
   settle_roles(layout, p, src.owners != nullptr);
   t.role_at = *layout.index_of(t.role);
   // The counts are the pod's to answer for when they come from its owner, its annotations, or
@@ -489,7 +502,7 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   // A policy that uses no count never learns the job's size (no owner is read for it), so an
   // index past the pods its role is given says nothing about the pod.
   // Nor does the default count of a pod whose owners, not read, know its real count.
-  if (t.index && role_listed && counts_known && *t.index >= own.pods && uses_counts(p)) {
+  if (t.index && *role_listed && counts_known && *t.index >= own.pods && uses_counts(p)) {
     const bool by_owner = src.owners != nullptr;
     return error{"trainenv: index " + std::to_string(*t.index) + " of role " + quote(t.role) +
                  " is out of range: " + layout.source + " gives it " + std::to_string(own.pods) +

@@ -157,6 +157,67 @@ json to_json(const core::job_preview& preview) {
           {"notes", preview.job.notes}};
 }
 
+namespace {
+
+// What the row of a pod says besides its numbers: a denial, why it was not a training pod, its
+// warnings (a pass's warning is its message, cut to the 120 characters kubectl shows).
+std::string pod_notes(const core::previewed_pod& p) {
+  std::string notes;
+  if (!p.d.allowed) {
+    notes = "DENIED: " + p.d.message;
+  } else if (p.d.policy.empty()) {
+    notes = p.d.message.empty() ? "not a training pod" : p.d.message;
+  }
+  for (const auto& w : p.d.warnings) {
+    const auto cut =
+        w.size() > 3 && w.compare(w.size() - 3, 3, "...") == 0 ? w.size() - 3 : w.size();
+    if (notes.compare(0, cut, w, 0, cut) != 0) notes += (notes.empty() ? "" : "; ") + w;
+  }
+  return notes.empty() ? "-" : notes;
+}
+
+// Rows of cells, each column as wide as its widest cell (the last left ragged).
+std::string columns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> width(rows.front().size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i + 1 < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
+  }
+  std::string out;
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      out += r[i];
+      if (i + 1 < r.size()) out += std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string checks_text(const core::job_preview& preview) {
+  if (preview.ok()) {
+    return "checks: ok (distinct ranks 0..N-1, one master at rank 0's DNS name, one world size, "
+           "hostfile = the workers, no pod denied)\n";
+  }
+  std::string out = "checks: " + std::to_string(preview.problems.size()) +
+                    (preview.problems.size() == 1 ? " problem\n" : " problems\n");
+  constexpr std::size_t named = 8;
+  for (const auto& problem : preview.problems) {
+    out += "  - " + problem.message;
+    if (!problem.pods.empty()) {
+      out += " [";
+      for (std::size_t i = 0; i < problem.pods.size() && i < named; ++i)
+        out += (i == 0 ? "" : ", ") + problem.pods[i];
+      if (problem.pods.size() > named)
+        out += ", ... " + std::to_string(problem.pods.size() - named) + " more";
+      out += "]";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string to_table(const core::job_preview& preview) {
   const auto values = split_values(preview);
   std::string out = job_title(preview) + "\n";
@@ -165,72 +226,22 @@ std::string to_table(const core::job_preview& preview) {
     for (const auto& [name, value] : values.shared) out += " " + name + "=" + value;
     out += "\n";
   }
-  struct row {
-    std::vector<std::string> cells;
-  };
-  std::vector<row> rows;
-  rows.push_back(
-      {{"POD", "ROLE", "POLICY", "NODE RANK", "RANK", "DNS NAME", "VALUES", "WARNINGS"}});
+  std::vector<std::vector<std::string>> rows = {
+      {"POD", "ROLE", "POLICY", "NODE RANK", "RANK", "DNS NAME", "VALUES", "WARNINGS"}};
   for (const auto& p : preview.pods) {
     std::string varying;
     for (const auto& [name, value] : p.values) {
       if (values.varying.count(name) != 0)
         varying += (varying.empty() ? "" : " ") + name + "=" + value;
     }
-    std::string notes;
-    if (!p.d.allowed) {
-      notes = "DENIED: " + p.d.message;
-    } else if (p.d.policy.empty()) {
-      notes = p.d.message.empty() ? "not a training pod" : p.d.message;
-    }
-    for (const auto& w : p.d.warnings) {
-      // A pass's warning is its message, cut to the 120 characters kubectl shows.
-      const auto cut =
-          w.size() > 3 && w.compare(w.size() - 3, 3, "...") == 0 ? w.size() - 3 : w.size();
-      if (notes.compare(0, cut, w, 0, cut) != 0) notes += (notes.empty() ? "" : "; ") + w;
-    }
-    rows.push_back({{p.created.name, p.created.role, p.d.policy.empty() ? "-" : p.d.policy,
-                     optional_number(p.node_rank), optional_number(p.rank),
-                     p.dns_name.empty() ? "-" : p.dns_name, varying.empty() ? "-" : varying,
-                     notes.empty() ? "-" : notes}});
+    rows.push_back({p.created.name, p.created.role, p.d.policy.empty() ? "-" : p.d.policy,
+                    optional_number(p.node_rank), optional_number(p.rank),
+                    p.dns_name.empty() ? "-" : p.dns_name, varying.empty() ? "-" : varying,
+                    pod_notes(p)});
   }
-  std::vector<std::size_t> width(rows.front().cells.size(), 0);
-  for (const auto& r : rows) {
-    for (std::size_t i = 0; i + 1 < r.cells.size(); ++i)
-      width[i] = std::max(width[i], r.cells[i].size());
-  }
-  out += "\n";
-  for (const auto& r : rows) {
-    std::string line;
-    for (std::size_t i = 0; i < r.cells.size(); ++i) {
-      line += r.cells[i];
-      if (i + 1 < r.cells.size()) line += std::string(width[i] - r.cells[i].size() + 2, ' ');
-    }
-    out += line + "\n";
-  }
-  out += "\n";
+  out += "\n" + columns(rows) + "\n";
   for (const auto& note : preview.job.notes) out += "note: " + note + "\n";
-  if (preview.ok()) {
-    out +=
-        "checks: ok (distinct ranks 0..N-1, one master at rank 0's DNS name, one world size, "
-        "hostfile = the workers, no pod denied)\n";
-    return out;
-  }
-  out += "checks: " + std::to_string(preview.problems.size()) +
-         (preview.problems.size() == 1 ? " problem\n" : " problems\n");
-  for (const auto& problem : preview.problems) {
-    out += "  - " + problem.message;
-    if (!problem.pods.empty()) {
-      out += " [";
-      for (std::size_t i = 0; i < problem.pods.size() && i < 8; ++i)
-        out += (i == 0 ? "" : ", ") + problem.pods[i];
-      if (problem.pods.size() > 8)
-        out += ", ... " + std::to_string(problem.pods.size() - 8) + " more";
-      out += "]";
-    }
-    out += "\n";
-  }
-  return out;
+  return out + checks_text(preview);
 }
 
 }  // namespace trainenv::inputs

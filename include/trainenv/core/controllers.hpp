@@ -17,10 +17,11 @@
 namespace trainenv::core {
 
 // One pod as its controller creates it, before admission.
-struct created_pod {
-  std::string name;  // its name, or its generateName without the trailing '-' ("bert-node-0-1")
-  std::string role;  // its replicatedJob or task
-  std::string step;  // Trainer's ancestor-step label on its Job's template, if any
+// (clang-tidy 14 reads the implicit special members through nlohmann::json's; none throws.)
+struct created_pod {  // NOLINT(bugprone-exception-escape)
+  std::string name;   // its name, or its generateName without the trailing '-' ("bert-node-0-1")
+  std::string role;   // its replicatedJob or task
+  std::string step;   // Trainer's ancestor-step label on its Job's template, if any
   nlohmann::json pod;
 };
 
@@ -44,7 +45,7 @@ struct created_job {
 
 // Lays out `job` (a TrainJob, JobSet, batch/v1 Job or Volcano Job) as its controllers would;
 // `given` holds what job_needs named. An error names what is missing or not understood.
-[[nodiscard]] result<created_job> create_job(const nlohmann::json& job,
+[[nodiscard]] result<created_job> create_job(const nlohmann::json& job_object,
                                              const std::vector<nlohmann::json>& given);
 
 }  // namespace trainenv::core

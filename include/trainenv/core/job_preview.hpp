@@ -21,7 +21,8 @@
 namespace trainenv::core {
 
 // One pod of the job, after admission.
-struct previewed_pod {
+// (clang-tidy 14 reads the implicit special members through nlohmann::json's; none throws.)
+struct previewed_pod {  // NOLINT(bugprone-exception-escape)
   created_pod created;
   decision d;
   nlohmann::json admitted;  // the pod with the patch applied (as created, when denied)

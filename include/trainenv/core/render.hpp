@@ -60,8 +60,8 @@ struct wants {
 // pod's trainenv.io/hostfile annotation; a longer one as a compact rule of at most as many bytes
 // (trainenv.io/hostfile-rule) that an init container expands. The API server refuses a pod whose
 // annotations add up to more than annotations_limit.
-inline constexpr std::size_t hostfile_inline_limit = 64 * 1024;
-inline constexpr std::size_t annotations_limit = 256 * 1024;
+inline constexpr std::size_t hostfile_inline_limit = std::size_t{64} * 1024;
+inline constexpr std::size_t annotations_limit = std::size_t{256} * 1024;
 inline constexpr std::string_view hostfile_annotation = "trainenv.io/hostfile";
 inline constexpr std::string_view hostfile_rule_annotation = "trainenv.io/hostfile-rule";
 // The POSIX shell script the init container runs: $1 is the rule file, $2 the hostfile. Each

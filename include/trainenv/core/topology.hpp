@@ -86,10 +86,10 @@ struct topology_sources {
 };
 
 // Violations come back as errors whose message starts "trainenv: " and names the key, the
-// value and the expected form. `pod` has passed check_pod_shape, which found `target`.
+// value and the expected form. `pod` has passed check_pod_shape, which found `target_index`.
 [[nodiscard]] result<topology> resolve_topology(const pod_view& pod, const policy& p,
-                                                std::size_t target,
-                                                const topology_sources& sources);
+                                                std::size_t target_index,
+                                                const topology_sources& src);
 
 // "master=1,worker=3" -> [(master,1),(worker,3)].
 [[nodiscard]] result<std::vector<std::pair<std::string, std::int64_t>>> parse_replicas(
