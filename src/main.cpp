@@ -215,7 +215,28 @@ int run_serve(const std::vector<std::string>& args) {
   return exit_ok;
 }
 
-// preview --job: the whole job, its runtime (a TrainJob's) from --owners or the cluster.
+// Where the CLI reads owners (a pod's, a TrainJob's runtime): --owners FILE, else the cluster
+// of --kubeconfig FILE, else nowhere; the server's own lookup, on an io_context of its own.
+core::result<server::owner_lookup> cli_owners(const inputs::preview_config& config,
+                                              boost::asio::io_context& ioc) {
+  server::owner_lookup lookup;
+  lookup.budget = config.lookup_timeout;
+  lookup.no_access = "no API access (give --owners FILE or --kubeconfig FILE)";
+  if (!config.owners.empty()) {
+    auto owners = read_owners(config.owners);
+    if (!owners) return std::move(owners).take_error();
+    lookup.file = std::make_shared<const inputs::owner_file>(std::move(*owners));
+  } else if (!config.kubeconfig.empty()) {
+    auto credentials = api_credentials(config.kubeconfig, false);
+    if (!credentials) return std::move(credentials).take_error();
+    auto cache = make_owner_cache(ioc, std::move(**credentials), std::chrono::milliseconds(0));
+    if (!cache) return std::move(cache).take_error();
+    lookup.cache.emplace(std::move(*cache));
+  }
+  return lookup;
+}
+
+// preview --job: the whole job, its runtime (a TrainJob's) from the owners' source.
 int run_job_preview(const inputs::preview_config& config, const core::policy_set& policies,
                     const std::string& text) {
   const auto where = config.file == "-" ? std::string("standard input") : config.file;
@@ -224,15 +245,15 @@ int run_job_preview(const inputs::preview_config& config, const core::policy_set
     std::cerr << "trainenv: " << where << ": " << job.message() << "\n";
     return exit_usage;
   }
-  std::vector<nlohmann::json> given;
-  if (!config.owners.empty()) {
-    auto owners = read_owners(config.owners);
-    if (!owners) {
-      std::cerr << "trainenv: " << owners.message() << "\n";
-      return exit_usage;
-    }
-    given = owners->objects();
+  boost::asio::io_context ioc;
+  auto lookup = cli_owners(config, ioc);
+  if (!lookup) {
+    std::cerr << "trainenv: " << lookup.message() << "\n";
+    return exit_usage;
   }
+  const auto given =
+      server::run_to_end(ioc, server::fetch_objects(core::job_needs(*job), policies, *lookup));
+  lookup->cache.reset();  // its pooled connections are sockets of `ioc`
   auto preview = core::preview_job(*job, given, policies);
   if (!preview) {
     std::cerr << preview.message() << "\n";
@@ -265,58 +286,31 @@ int run_preview(const std::vector<std::string>& args) {
     text << in.rdbuf();
   }
   if (config.job) return run_job_preview(config, *loaded.policies, text.str());
-  const core::mutate_options options{config.policy};
-  core::result<inputs::preview_answer> answer = core::error{""};
-  if (!config.owners.empty()) {
-    auto owners = read_owners(config.owners);
-    if (!owners) {
-      std::cerr << "trainenv: " << owners.message() << "\n";
-      return exit_usage;
-    }
-    answer = inputs::preview(text.str(), *loaded.policies, options, *owners);
-  } else if (!config.kubeconfig.empty()) {
-    // The server's own walk, on an io_context of its own, run until it decides.
-    auto credentials = api_credentials(config.kubeconfig, false);
-    if (!credentials) {
-      std::cerr << "trainenv: " << credentials.message() << "\n";
-      return exit_usage;
-    }
-    boost::asio::io_context ioc;
-    auto cache = make_owner_cache(ioc, std::move(**credentials), config.lookup_timeout);
-    if (!cache) {
-      std::cerr << "trainenv: " << cache.message() << "\n";
-      return exit_usage;
-    }
-    const server::owner_lookup lookup{std::move(*cache), config.lookup_timeout, nullptr};
-    server::metrics unused;
-    auto input = inputs::read_preview(text.str());
-    if (input && input->decides_pod()) {
-      std::optional<core::decision> decided;
-      boost::asio::co_spawn(
-          ioc, server::decide_with_owners(input->pod, *loaded.policies, options, lookup, unused),
-          [&](const std::exception_ptr& e, core::decision d) {
-            if (e) std::rethrow_exception(e);
-            decided = std::move(d);
-          });
-      ioc.run();
-      answer = inputs::answer_preview(std::move(*input), std::move(*decided));
-    } else if (input) {
-      auto d = input->pass_through(*loaded.policies);
-      answer = inputs::answer_preview(std::move(*input), std::move(d));
-    } else {
-      answer = std::move(input).take_error();
-    }
-  } else {
-    answer = inputs::preview(text.str(), *loaded.policies, options);
-  }
-  if (!answer) {
-    std::cerr << "trainenv: " << (config.file == "-" ? "standard input" : config.file) << ": "
-              << answer.message() << "\n";
+  const auto where = config.file == "-" ? std::string("standard input") : config.file;
+  auto input = inputs::read_preview(text.str());
+  if (!input) {
+    std::cerr << "trainenv: " << where << ": " << input.message() << "\n";
     return exit_usage;
   }
-  std::cout << inputs::to_json(*answer).dump(2) << "\n";
-  if (!answer->decision.allowed) {
-    std::cerr << answer->decision.message << "\n";
+  boost::asio::io_context ioc;
+  auto lookup = cli_owners(config, ioc);
+  if (!lookup) {
+    std::cerr << "trainenv: " << lookup.message() << "\n";
+    return exit_usage;
+  }
+  // The server's own driver over the pod's owners; a review of anything but a pod CREATE is
+  // answered without any.
+  const core::mutate_options options{config.policy};
+  server::metrics unused;
+  auto d = input->decides_pod()
+               ? server::run_to_end(ioc, server::decide_with_owners(input->pod, *loaded.policies,
+                                                                    options, *lookup, unused))
+               : input->pass_through(*loaded.policies);
+  lookup->cache.reset();
+  const auto answer = inputs::answer_preview(std::move(*input), std::move(d));
+  std::cout << inputs::to_json(answer).dump(2) << "\n";
+  if (!answer.decision.allowed) {
+    std::cerr << answer.decision.message << "\n";
     return exit_violation;
   }
   return exit_ok;

@@ -552,7 +552,8 @@ result<created_job> create_job(const json& job_object, const std::vector<json>& 
     const auto* runtime = find_object(given, ref);
     if (runtime == nullptr) {
       return error{"trainenv: TrainJob " + name + " names " + ref.display() +
-                   ", which --owners does not hold (give it, or --kubeconfig)"};
+                   ", which could not be read (preview --job: give it in --owners FILE, or "
+                   "--kubeconfig FILE)"};
     }
     auto js = trainer_plugins(job, *runtime).jobset(*runtime, uids, out);
     if (!js) return std::move(js).take_error();

@@ -20,7 +20,7 @@ namespace {
 namespace prom = prometheus;
 
 constexpr std::array<std::string_view, route_count> route_names = {
-    "/mutate", "/preview", "/healthz", "/readyz", "/metrics", "other"};
+    "/mutate", "/preview", "/preview/job", "/healthz", "/readyz", "/metrics", "other"};
 constexpr std::array<std::string_view, decision_count> decision_names = {"allowed", "patched",
                                                                          "denied", "error"};
 

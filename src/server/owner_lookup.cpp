@@ -100,8 +100,7 @@ boost::asio::awaitable<core::decision> decide_with_owners(const nlohmann::json& 
     }
     if (!lookup.cache) {
       m.on_owner_lookup(kind_label, owner_lookup_label::no_access, {});
-      owners.add_failure(std::move(ref), core::lookup_failure::no_access,
-                         "the webhook has no API access (serve --kubeconfig, or run in a cluster)");
+      owners.add_failure(std::move(ref), core::lookup_failure::no_access, lookup.no_access);
       continue;
     }
     const auto remaining =
@@ -121,6 +120,27 @@ boost::asio::awaitable<core::decision> decide_with_owners(const nlohmann::json& 
       owners.add_failure(std::move(ref), failure_of(found.status), std::move(found.message));
     }
   }
+}
+
+boost::asio::awaitable<std::vector<nlohmann::json>> fetch_objects(
+    std::vector<core::owner_ref> refs, const core::policy_set& policies,
+    const owner_lookup& lookup) {
+  std::vector<nlohmann::json> out;
+  const auto deadline = std::chrono::steady_clock::now() + lookup.budget;
+  for (const auto& ref : refs) {
+    if (lookup.file) {
+      if (const auto* object = lookup.file->find(ref)) out.push_back(*object);
+      continue;
+    }
+    const auto* kind = policies.owner_kinds().find(ref.api_version, ref.kind);
+    if (kind == nullptr || !lookup.cache) continue;
+    const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (remaining.count() <= 0) break;
+    auto found = co_await lookup.cache->get(kind->api_path(ref), ref.uid, remaining);
+    if (found.ok()) out.push_back(*found.object);
+  }
+  co_return out;
 }
 
 }  // namespace trainenv::server

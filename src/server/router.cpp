@@ -36,6 +36,7 @@ route route_of(std::string_view target, bool admission_routes) {
   if (path == "/readyz") return route::readyz;
   if (admission_routes && path == "/mutate") return route::mutate;
   if (admission_routes && path == "/preview") return route::preview;
+  if (admission_routes && path == "/preview/job") return route::preview_job;
   if (!admission_routes && path == "/metrics") return route::metrics;
   return route::other;
 }
@@ -125,11 +126,11 @@ std::optional<http_response> router::check_header(const http_request& header) co
   if (r == route::other) {
     return error_response(http::status::not_found,
                           admission_routes_
-                              ? "no such path; try /mutate, /preview, /healthz or /readyz"
+                              ? "no such path; try /mutate, /preview, /preview/job, /healthz or /readyz"
                               : "no such path; try /metrics, /healthz or /readyz",
                           version, keep_alive);
   }
-  const bool is_post_route = r == route::mutate || r == route::preview;
+  const bool is_post_route = r == route::mutate || r == route::preview || r == route::preview_job;
   const auto method = header.method();
   const bool method_ok = is_post_route ? method == http::verb::post
                                        : (method == http::verb::get || method == http::verb::head);
@@ -176,6 +177,10 @@ boost::asio::awaitable<http_response> router::route(const http_request& request,
     }
     case route::preview: {
       auto answer = co_await preview(request, result);
+      co_return answer;
+    }
+    case route::preview_job: {
+      auto answer = co_await preview_job(request, result);
       co_return answer;
     }
     case route::healthz:
@@ -330,6 +335,42 @@ boost::asio::awaitable<http_response> router::preview(const http_request& reques
       return json_response(http::status::ok, inputs::to_json(answer), request);
     } catch (const std::exception& e) {
       spdlog::error("internal error on /preview: {}", e.what());
+      return error_response(http::status::internal_server_error,
+                            "internal error; see the webhook's log", request.version(),
+                            request.keep_alive());
+    }
+  }();
+}
+
+boost::asio::awaitable<http_response> router::preview_job(const http_request& request,
+                                                          outcome& result) const {
+  auto job = inputs::read_job(request.body());
+  if (!job) {
+    co_return error_response(http::status::bad_request, job.message(), request.version(),
+                             request.keep_alive());
+  }
+  const auto policies = state_.policies.read();
+  // A TrainJob's runtime, read as the webhook reads owners (the API through the cache, or the
+  // --owners file); one that cannot be read is named by the layout's own error.
+  std::vector<json> given;
+  std::string failure;
+  try {
+    given = co_await fetch_objects(core::job_needs(*job), *policies, state_.owners);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  co_return [&]() -> http_response {
+    try {
+      if (!failure.empty()) throw std::runtime_error(failure);
+      auto preview = core::preview_job(*job, given, *policies);
+      if (!preview) {
+        return error_response(http::status::unprocessable_entity, preview.message(),
+                              request.version(), request.keep_alive());
+      }
+      result = {preview->ok() ? decision_label::allowed : decision_label::denied, {}, 0};
+      return json_response(http::status::ok, inputs::to_json(*preview), request);
+    } catch (const std::exception& e) {
+      spdlog::error("internal error on /preview/job: {}", e.what());
       return error_response(http::status::internal_server_error,
                             "internal error; see the webhook's log", request.version(),
                             request.keep_alive());

@@ -153,6 +153,13 @@ check "curl /mutate answers an AdmissionReview" bash -c "curl --silent --max-tim
 check "with the uid and a base64 JSON Patch" bash -c "jq -e '.response.uid == \"47332173-738f-526c-bb61-f1929792407a\"
   and .response.patchType == \"JSONPatch\"' '$work/review.json' >/dev/null &&
   jq -r .response.patch '$work/review.json' | base64 -d | jq -e 'length == 11' >/dev/null"
+check "curl /preview/job answers the whole job" bash -c "curl --silent --max-time 10 --cacert '$work/certs/ca.crt' \
+  --data-binary @'$src/examples/jobs/jobset-master-worker.yaml' https://localhost:$https_port/preview/job >'$work/job.json'"
+check "the endpoint and preview --job -o json give the same answer" bash -c "'$bin' preview --job -o json \
+  -f '$src/examples/jobs/jobset-master-worker.yaml' --policies '$src/policies' \
+  | jq -S . >'$work/a' && jq -S . '$work/job.json' >'$work/b' && cmp -s '$work/a' '$work/b'"
+check "a job that is not YAML is 400" bash -c "[ \"\$(curl --silent --max-time 10 --cacert '$work/certs/ca.crt' -o /dev/null \
+  -w '%{http_code}' --data-binary '{\"kind\": ' https://localhost:$https_port/preview/job)\" = 400 ]"
 check "curl speaking TLS 1.3" bash -c "curl --silent --max-time 10 --cacert '$work/certs/ca.crt' --tlsv1.3 \
   https://localhost:$https_port/healthz | grep -q ok"
 # OpenSSL 3 clients refuse TLS 1.1 themselves unless SECLEVEL=0: lower it, so the refusal is the server's.
@@ -180,6 +187,13 @@ check "the endpoint and preview --owners give the same answer" bash -c "'$bin' p
   -f '$owners/trainer-torch-pod.yaml' --owners '$owners/trainer-torch-owners.yaml' --policies '$src/policies' \
   | jq -S . >'$work/a' && jq -S . '$work/preview-owners.json' >'$work/b' && cmp -s '$work/a' '$work/b'"
 check "the start-up line says where owners come from" contains "$work/server-owners.log" "owner lookups: from $owners/trainer-torch-owners.yaml"
+kill -TERM "$server_pid"
+wait "$server_pid"
+# serve --owners with Trainer's runtimes: POST /preview/job of a TrainJob reads its runtime there.
+start_server "$work/server-runtimes.log" --owners "$jobs/runtimes.yaml"
+check "curl /preview/job of a DeepSpeed TrainJob, its runtime from the server's owners" bash -c "curl --silent \
+  --max-time 10 --cacert '$work/certs/ca.crt' --data-binary @'$jobs/trainjob-deepspeed.yaml' \
+  https://localhost:$https_port/preview/job | jq -e '.ok and (.pods | length) == 4' >/dev/null"
 kill -TERM "$server_pid"
 wait "$server_pid"
 server_pid=""

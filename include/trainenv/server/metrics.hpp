@@ -14,10 +14,18 @@
 
 namespace trainenv::server {
 
-enum class route_label : std::uint8_t { mutate, preview, healthz, readyz, metrics, other };
+enum class route_label : std::uint8_t {
+  mutate,
+  preview,
+  preview_job,
+  healthz,
+  readyz,
+  metrics,
+  other
+};
 enum class decision_label : std::uint8_t { allowed, patched, denied, error };
 enum class reload_kind : std::uint8_t { policies, certificate };
-inline constexpr std::size_t route_count = 6;
+inline constexpr std::size_t route_count = 7;
 inline constexpr std::size_t decision_count = 4;
 inline constexpr std::size_t reload_kind_count = 2;
 

@@ -6,10 +6,14 @@
 
 #include <chrono>
 #include <memory>
+#include <exception>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
 #include "trainenv/core/decision.hpp"
@@ -27,6 +31,8 @@ struct owner_lookup {
   std::chrono::milliseconds budget{2000};  // --lookup-timeout: for all the lookups of one pod
   // serve --owners FILE: the owners from a file instead of the API (a local server, no cluster).
   std::shared_ptr<const inputs::owner_file> file;
+  // With neither: why a needed owner cannot be read, in the words of the caller's flags.
+  std::string no_access = "the webhook has no API access (serve --kubeconfig, or run in a cluster)";
 };
 
 // The core's name for a lookup's failure (not ok).
@@ -36,5 +42,30 @@ struct owner_lookup {
 [[nodiscard]] boost::asio::awaitable<core::decision> decide_with_owners(
     const nlohmann::json& pod, const core::policy_set& policies,
     const core::mutate_options& options, const owner_lookup& lookup, metrics& m);
+
+// Runs `work` on `ioc` until it ends, and returns its result (or throws its exception): the CLI
+// uses the server's own driver this way, on an io_context of its own.
+template <class T>
+T run_to_end(boost::asio::io_context& ioc, boost::asio::awaitable<T> work) {
+  std::optional<T> out;
+  std::exception_ptr failure;
+  boost::asio::co_spawn(ioc, std::move(work), [&](const std::exception_ptr& e, T value) {
+    if (e) {
+      failure = e;
+    } else {
+      out = std::move(value);
+    }
+  });
+  ioc.run();
+  if (failure) std::rethrow_exception(failure);
+  return std::move(*out);
+}
+
+// The objects `refs` name (a TrainJob's runtime, for a job preview), as the webhook reads owners:
+// from the --owners file, else through the cache within the lookup budget. One that cannot be
+// had is left out; the caller names what is missing.
+[[nodiscard]] boost::asio::awaitable<std::vector<nlohmann::json>> fetch_objects(
+    std::vector<core::owner_ref> refs, const core::policy_set& policies,
+    const owner_lookup& lookup);
 
 }  // namespace trainenv::server

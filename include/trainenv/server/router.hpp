@@ -56,6 +56,8 @@ class router {
                                                              outcome& result) const;
   [[nodiscard]] boost::asio::awaitable<http_response> preview(const http_request& request,
                                                               outcome& result) const;
+  [[nodiscard]] boost::asio::awaitable<http_response> preview_job(const http_request& request,
+                                                                  outcome& result) const;
   [[nodiscard]] http_response metrics_page(const http_request& request) const;
   [[nodiscard]] http_response health(const http_request& request, bool readiness) const;
 
