@@ -29,6 +29,7 @@ namespace http = beast::http;
 namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using clock_type = std::chrono::steady_clock;
+using core::lookup_failure;
 
 namespace {
 
@@ -198,15 +199,15 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
                                                       clock_type::time_point deadline,
                                                       std::chrono::milliseconds budget) {
   attempt out;
-  const auto fail = [&](lookup_status status, std::string message) {
-    out.result.status = status;
+  const auto fail = [&](core::lookup_failure failure, std::string message) {
+    out.result.failure = failure;
     out.result.message = std::move(message);
     return std::move(out);
   };
   const auto timed_out = [&](const boost::system::error_code& ec, const char* phase) {
     return ec == beast::error::timeout || clock_type::now() >= deadline
                ? std::optional(fail(
-                     lookup_status::timeout,
+                     lookup_failure::timeout,
                      "no answer within " + std::to_string(budget.count()) + " ms (" + phase + ")"))
                : std::nullopt;
   };
@@ -236,7 +237,7 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
       timer.cancel();
       if (rec) {
         if (auto t = timed_out(rec, "resolving the host")) co_return std::move(*t);
-        co_return fail(lookup_status::unreachable,
+        co_return fail(lookup_failure::unreachable,
                        "cannot resolve " + credentials.host + ": " + rec.message());
       }
       for (const auto& entry : results) endpoints.push_back(entry.endpoint());
@@ -244,7 +245,7 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
     socket.expires_at(deadline);
     if (auto [cec, ep] = co_await socket.async_connect(endpoints, use_nothrow); cec) {
       if (auto t = timed_out(cec, "connecting")) co_return std::move(*t);
-      co_return fail(lookup_status::unreachable,
+      co_return fail(lookup_failure::unreachable,
                      "cannot connect to " + where + ": " + cec.message());
     }
     socket.socket().set_option(tcp::no_delay(true), ec);
@@ -255,7 +256,7 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
       // OpenSSL's first queued error is often a detail (an EVP failure inside a signature
       // check); the verification result says what an operator needs to know.
       const long verified = SSL_get_verify_result(c->stream.native_handle());
-      co_return fail(lookup_status::unreachable,
+      co_return fail(lookup_failure::unreachable,
                      "TLS handshake with " + where + " failed: " +
                          (verified != X509_V_OK ? std::string("certificate verify failed: ") +
                                                       X509_verify_cert_error_string(verified)
@@ -280,11 +281,11 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
     if (reused && !parser.got_some()) out.retry_fresh = true;
     if (ec == http::error::body_limit) {
       const auto announced = parser.content_length();
-      return fail(lookup_status::too_large,
+      return fail(lookup_failure::too_large,
                   "answer larger than " + std::to_string(options.max_response_bytes) + " bytes" +
                       (announced ? " (" + std::to_string(*announced) + " announced)" : ""));
     }
-    return fail(lookup_status::unreachable,
+    return fail(lookup_failure::unreachable,
                 std::string(parser.got_some() ? "connection lost mid-answer from "
                                               : "connection lost before an answer from ") +
                     where + ": " + ec.message());
@@ -307,17 +308,16 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
   if (code == 200) {
     auto parsed = core::parse_json(response.body());
     if (!parsed)
-      co_return fail(lookup_status::malformed, "answer is not JSON: " + parsed.message());
-    if (!parsed->is_object()) co_return fail(lookup_status::malformed, "answer is not an object");
-    out.result.status = lookup_status::ok;
+      co_return fail(lookup_failure::malformed, "answer is not JSON: " + parsed.message());
+    if (!parsed->is_object()) co_return fail(lookup_failure::malformed, "answer is not an object");
     out.result.object = std::make_shared<const nlohmann::json>(std::move(*parsed));
     co_return out;
   }
-  const auto status = code == 401   ? lookup_status::unauthorized
-                      : code == 403 ? lookup_status::forbidden
-                      : code == 404 ? lookup_status::not_found
-                                    : lookup_status::server_error;
-  co_return fail(status, failure_message(code, response.reason(), response.body()));
+  const auto failure = code == 401   ? lookup_failure::unauthorized
+                       : code == 403 ? lookup_failure::forbidden
+                       : code == 404 ? lookup_failure::not_found
+                                     : lookup_failure::server_error;
+  co_return fail(failure, failure_message(code, response.reason(), response.body()));
 }
 
 core::result<kube_client> kube_client::create(asio::any_io_executor executor,
@@ -359,7 +359,7 @@ asio::awaitable<lookup_result> kube_client::get(std::string path,
   const auto deadline = start + budget;
   if (!is_api_path(path)) {
     lookup_result invalid;
-    invalid.status = lookup_status::not_found;  // no object can have such a path
+    invalid.failure = lookup_failure::not_found;  // no object can have such a path
     invalid.message = "not an API object path: " + core::quote(path);
     co_return invalid;
   }
@@ -394,7 +394,7 @@ asio::awaitable<lookup_result> kube_client::get(std::string path,
       retried_connection = true;
       continue;
     }
-    if (a.result.status == lookup_status::unauthorized && !retried_token &&
+    if (a.result.failure == lookup_failure::unauthorized && !retried_token &&
         clock_type::now() < deadline) {
       // The token may have rotated since it was last read: read it again and retry once.
       retried_token = true;

@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,9 +25,15 @@ constexpr std::array<std::string_view, route_count> route_names = {
 constexpr std::array<std::string_view, decision_count> decision_names = {"allowed", "patched",
                                                                          "denied", "error"};
 
-constexpr std::array<std::string_view, owner_lookup_label_count> owner_lookup_names = {
-    "hit",       "shared",    "ok",      "not_found",   "unauthorized", "forbidden", "server_error",
-    "malformed", "too_large", "timeout", "unreachable", "uid_mismatch", "no_access"};
+// Where the counter of one (source, failure) pair sits in an owner kind's series: the three
+// sources of an object, then one per failure. A storage index only; the label is
+// owner_lookup_result's.
+constexpr std::size_t owner_source_count = 3;
+constexpr std::size_t owner_result_slots = owner_source_count + core::lookup_failure_count;
+std::size_t owner_result_slot(lookup_source source, std::optional<core::lookup_failure> failure) {
+  return failure ? owner_source_count + static_cast<std::size_t>(*failure)
+                 : static_cast<std::size_t>(source);
+}
 
 // The name the series past a table's slots share.
 constexpr std::string_view overflow_name = "(overflow)";
@@ -94,6 +101,45 @@ prom::Counter& cached(std::atomic<prom::Counter*>& cell, Add add) {
 
 }  // namespace
 
+std::string_view owner_lookup_result(lookup_source source,
+                                     std::optional<core::lookup_failure> failure) {
+  using core::lookup_failure;
+  if (failure) {
+    switch (*failure) {
+      case lookup_failure::not_found:
+        return "not_found";
+      case lookup_failure::uid_mismatch:
+        return "uid_mismatch";
+      case lookup_failure::unauthorized:
+        return "unauthorized";
+      case lookup_failure::forbidden:
+        return "forbidden";
+      case lookup_failure::server_error:
+        return "server_error";
+      case lookup_failure::malformed:
+        return "malformed";
+      case lookup_failure::too_large:
+        return "too_large";
+      case lookup_failure::timeout:
+        return "timeout";
+      case lookup_failure::unreachable:
+        return "unreachable";
+      case lookup_failure::no_access:
+        return "no_access";
+    }
+    return "server_error";  // not reached: every failure is named above
+  }
+  switch (source) {
+    case lookup_source::cached:
+      return "hit";
+    case lookup_source::shared:
+      return "shared";
+    case lookup_source::fetched:
+      break;
+  }
+  return "ok";
+}
+
 struct metrics::impl {
   // Family::Add takes the family's lock and hashes the labels. The request path instead finds its
   // counters by name in a lock-free table (named_series), each counter added to its family once,
@@ -103,7 +149,7 @@ struct metrics::impl {
     std::atomic<prom::Counter*> patch_ops{nullptr};
   };
   struct owner_series {
-    std::array<std::atomic<prom::Counter*>, owner_lookup_label_count> lookups{};
+    std::array<std::atomic<prom::Counter*>, owner_result_slots> lookups{};
   };
 
   impl()
@@ -237,19 +283,19 @@ void metrics::on_readiness(bool ready) {
   impl_->ready.Set(ready ? 1 : 0);
 }
 
-void metrics::on_owner_lookup(std::string_view kind, owner_lookup_label result,
+void metrics::on_owner_lookup(std::string_view kind, lookup_source source,
+                              std::optional<core::lookup_failure> failure,
                               std::chrono::nanoseconds duration) {
   auto& m = *impl_;
   const auto found = m.owner_kinds.find_or_add(kind);
   auto& series = found.first;
   const std::string_view label = found.second;
-  const auto r = static_cast<std::size_t>(result);
-  cached(series.lookups[r], [&]() -> prom::Counter& {
-    return m.owner_lookups.Add(
-        {{"kind", std::string(label)}, {"result", std::string(owner_lookup_names[r])}});
+  cached(series.lookups[owner_result_slot(source, failure)], [&]() -> prom::Counter& {
+    return m.owner_lookups.Add({{"kind", std::string(label)},
+                                {"result", std::string(owner_lookup_result(source, failure))}});
   }).Increment();
   // No lookup was made: nothing to time.
-  if (result != owner_lookup_label::no_access)
+  if (failure != core::lookup_failure::no_access)
     m.owner_latency.Observe(std::chrono::duration<double>(duration).count());
 }
 void metrics::on_pod_unrecognised() {
@@ -267,11 +313,12 @@ std::uint64_t metrics::reloads(reload_kind kind, bool ok) const {
       impl_->reloads[static_cast<std::size_t>(kind)][ok ? 1 : 0].get().Value());
 }
 
-std::uint64_t metrics::owner_lookups(std::string_view kind, owner_lookup_label result) const {
+std::uint64_t metrics::owner_lookups(std::string_view kind, lookup_source source,
+                                     std::optional<core::lookup_failure> failure) const {
   const auto* series = impl_->owner_kinds.find(kind);
   const auto* counter =
       series != nullptr
-          ? series->lookups[static_cast<std::size_t>(result)].load(std::memory_order_acquire)
+          ? series->lookups[owner_result_slot(source, failure)].load(std::memory_order_acquire)
           : nullptr;
   return counter != nullptr ? static_cast<std::uint64_t>(counter->Value()) : 0;
 }

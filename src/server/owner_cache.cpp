@@ -47,7 +47,7 @@ void check_uid(lookup_result& result, const std::string& expected_uid) {
   if (!result.ok() || expected_uid.empty()) return;
   const auto uid = uid_of(*result.object);
   if (uid == expected_uid) return;
-  result.status = lookup_status::uid_mismatch;
+  result.failure = core::lookup_failure::uid_mismatch;
   result.message = "metadata.uid is " + core::quote(uid) + ", the owner reference's is " +
                    core::quote(expected_uid) + " (the object was recreated)";
   result.object.reset();
@@ -112,12 +112,11 @@ struct owner_cache::state {
     return it->second.object;
   }
 
-  // A fresh stored object as a counted hit. Keyed by uid, it was checked against that uid
+  // A fresh stored object as a hit. Keyed by uid, it was checked against that uid
   // when stored; keyed by path, there is no uid to check.
   std::optional<lookup_result> hit_locked(const std::string& key, clock_type::time_point start) {
     auto object = find_locked(key);
     if (object == nullptr) return std::nullopt;
-    counters.hits.fetch_add(1, std::memory_order_relaxed);
     lookup_result hit;
     hit.object = std::move(object);
     hit.http_status = 200;
@@ -168,7 +167,6 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
   }
 
   if (!leader) {
-    s->counters.shared.fetch_add(1, std::memory_order_relaxed);
     co_await s->wait_for(f, asio::as_tuple(asio::use_awaitable));
     lookup_result joined;
     {
@@ -185,13 +183,11 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
     fetched = co_await s->fetch(path, budget);
   } catch (const std::exception& e) {  // out of memory and the like: waiters must still wake
     fetched = lookup_result{};
-    fetched.status = lookup_status::server_error;
+    fetched.failure = core::lookup_failure::server_error;
     fetched.message = std::string("lookup failed: ") + e.what();
   }
   check_uid(fetched, expected_uid);
   fetched.source = lookup_source::fetched;
-  s->counters.fetches[static_cast<std::size_t>(fetched.status)].fetch_add(
-      1, std::memory_order_relaxed);
   {
     const std::lock_guard lock(s->mutex);
     if (fetched.ok()) s->store_locked(key, fetched.object);

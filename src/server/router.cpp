@@ -124,11 +124,11 @@ std::optional<http_response> router::check_header(const http_request& header) co
   const unsigned version = header.version();
   const bool keep_alive = header.keep_alive();
   if (r == route::other) {
-    return error_response(http::status::not_found,
-                          admission_routes_
-                              ? "no such path; try /mutate, /preview, /preview/job, /healthz or /readyz"
-                              : "no such path; try /metrics, /healthz or /readyz",
-                          version, keep_alive);
+    return error_response(
+        http::status::not_found,
+        admission_routes_ ? "no such path; try /mutate, /preview, /preview/job, /healthz or /readyz"
+                          : "no such path; try /metrics, /healthz or /readyz",
+        version, keep_alive);
   }
   const bool is_post_route = r == route::mutate || r == route::preview || r == route::preview_job;
   const auto method = header.method();

@@ -131,7 +131,7 @@ TEST_CASE("a Trainer torch pod with no trainenv annotation is sized from its Job
   CHECK(env_of(a.pod, "WORLD_SIZE") == "3");
   CHECK(env_of(a.pod, "RANK") == "1");
   CHECK(f.api.total_gets() >= 1);
-  CHECK(server.state.metrics.owner_lookups("jobset", server::owner_lookup_label::ok) == 1);
+  CHECK(server.state.metrics.owner_lookups("jobset", server::lookup_source::fetched) == 1);
   // A second pod of the job: every owner from the cache, no further GET.
   const auto gets = f.api.total_gets();
   const auto again = admit(server.tls_port(), review_of("trainer-torch-pod.yaml", "u-torch-2"));
@@ -141,8 +141,8 @@ TEST_CASE("a Trainer torch pod with no trainenv annotation is sized from its Job
   // answer is the one the walk gave when it fetched them.
   for (const auto* kind : {"job", "jobset", "trainjob", "clustertrainingruntime"}) {
     INFO(kind);
-    CHECK(server.state.metrics.owner_lookups(kind, server::owner_lookup_label::ok) == 1);
-    CHECK(server.state.metrics.owner_lookups(kind, server::owner_lookup_label::hit) == 1);
+    CHECK(server.state.metrics.owner_lookups(kind, server::lookup_source::fetched) == 1);
+    CHECK(server.state.metrics.owner_lookups(kind, server::lookup_source::cached) == 1);
   }
   CHECK(again.response["patch"] == a.response["patch"]);
   CHECK(again.response.value("warnings", json::array()) ==
@@ -169,7 +169,8 @@ TEST_CASE("with no API access a Trainer pod passes unrecognised, with a warning"
   CHECK_FALSE(a.response.contains("patch"));
   REQUIRE(a.response.contains("warnings"));
   CHECK(server.state.metrics.pods_unrecognised() == 1);
-  CHECK(server.state.metrics.owner_lookups("job", server::owner_lookup_label::no_access) == 1);
+  CHECK(server.state.metrics.owner_lookups("job", server::lookup_source::fetched,
+                                           core::lookup_failure::no_access) == 1);
 }
 
 TEST_CASE("each lookup failure denies within the budget with a message naming the owner",

@@ -122,7 +122,8 @@ class owner_kind_set {
   std::vector<owner_kind> kinds_;
 };
 
-// Why an owner object could not be had. The shell maps its transport's failures onto these.
+// Why an owner object could not be had: the one name of a lookup's failure, which the shell's
+// API client and cache report directly and its metrics label.
 enum class lookup_failure : std::uint8_t {
   not_found,     // 404, or not in the --owners file
   uid_mismatch,  // an object of that name exists, but it is not the owner (recreated)
@@ -135,6 +136,7 @@ enum class lookup_failure : std::uint8_t {
   unreachable,   // no connection or no TLS session with the API server
   no_access,     // no API access configured
 };
+inline constexpr std::size_t lookup_failure_count = 10;  // the enumerators above
 [[nodiscard]] std::string_view failure_name(lookup_failure f);  // "not found", "forbidden", ...
 
 // The status code of a denial because an owner could not be read (docs/contract.md §6): 404 it

@@ -9,8 +9,12 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "trainenv/core/owners.hpp"
+#include "trainenv/server/lookup_result.hpp"
 
 namespace trainenv::server {
 
@@ -29,25 +33,12 @@ inline constexpr std::size_t route_count = 7;
 inline constexpr std::size_t decision_count = 4;
 inline constexpr std::size_t reload_kind_count = 2;
 
-// How one owner lookup of a pod's walk ended: from the cache (hit), joined to another lookup's
-// GET (shared), fetched (ok), or a failure, named as lookup_status names it; no_access when no
-// API access is configured. A shared lookup that failed counts under its failure.
-enum class owner_lookup_label : std::uint8_t {
-  hit,
-  shared,
-  ok,
-  not_found,
-  unauthorized,
-  forbidden,
-  server_error,
-  malformed,
-  too_large,
-  timeout,
-  unreachable,
-  uid_mismatch,
-  no_access,
-};
-inline constexpr std::size_t owner_lookup_label_count = 13;
+// The `result` label of trainenv_owner_lookups_total, an operator-facing contract
+// (docs/operations.md): a failure by its snake_case name ("not_found", "timeout", ...,
+// "no_access"; a shared lookup that failed counts under its failure), else where the object came
+// from: "hit" (the cache), "shared" (joined another lookup's GET) or "ok" (fetched).
+[[nodiscard]] std::string_view owner_lookup_result(lookup_source source,
+                                                   std::optional<core::lookup_failure> failure);
 
 class metrics {
  public:
@@ -77,9 +68,11 @@ class metrics {
   void on_certificate(std::int64_t not_after);
   void on_readiness(bool ready);
   // One owner object looked up for a pod: its kind (the OwnerKind's name, "job", "jobset"; a
-  // bounded set, as the owner kinds are data), how it ended and how long it took (zero when no
-  // lookup was made: no_access, or a budget already spent).
-  void on_owner_lookup(std::string_view kind, owner_lookup_label result,
+  // bounded set, as the owner kinds are data), how it ended (where from, or how it failed:
+  // owner_lookup_result names it) and how long it took (zero when no lookup was made: no_access,
+  // or a budget already spent).
+  void on_owner_lookup(std::string_view kind, lookup_source source,
+                       std::optional<core::lookup_failure> failure,
                        std::chrono::nanoseconds duration);
   // A pod allowed unchanged because its Job could not be read to recognise it (fails open).
   void on_pod_unrecognised();
@@ -87,7 +80,9 @@ class metrics {
   [[nodiscard]] std::int64_t open_connections() const;
   [[nodiscard]] std::uint64_t refused_connections() const;
   [[nodiscard]] std::uint64_t reloads(reload_kind kind, bool ok) const;
-  [[nodiscard]] std::uint64_t owner_lookups(std::string_view kind, owner_lookup_label result) const;
+  [[nodiscard]] std::uint64_t owner_lookups(
+      std::string_view kind, lookup_source source,
+      std::optional<core::lookup_failure> failure = std::nullopt) const;
   [[nodiscard]] std::uint64_t pods_unrecognised() const;
 
   [[nodiscard]] std::string render() const;

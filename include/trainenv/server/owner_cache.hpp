@@ -29,16 +29,10 @@ struct owner_cache_options {
   std::size_t max_entries = 512;
 };
 
-// For metrics: each lookup counts once, as a hit, as shared, or as a fetch by its result.
+// Lookups are counted by whoever asks for them (metrics' on_owner_lookup, by owner kind, from
+// each result's source and failure); the cache counts only what no result shows.
 struct owner_cache_counters {
-  std::atomic<std::uint64_t> hits{0};
-  std::atomic<std::uint64_t> shared{0};
-  std::array<std::atomic<std::uint64_t>, lookup_status_count> fetches{};
   std::atomic<std::uint64_t> evictions{0};
-
-  [[nodiscard]] std::uint64_t fetched(lookup_status s) const {
-    return fetches[static_cast<std::size_t>(s)].load(std::memory_order_relaxed);
-  }
 };
 
 class owner_cache {
@@ -61,8 +55,8 @@ class owner_cache {
       std::chrono::milliseconds budget = std::chrono::milliseconds(2000)) const;
 
   // The stored object under `key` (the owner's uid when the reference names one, else its API
-  // path: what get() keys by) if it is still fresh, without waiting, counted as a hit; nullopt
-  // when only get() can answer.
+  // path: what get() keys by) if it is still fresh, without waiting (a hit); nullopt when only
+  // get() can answer.
   [[nodiscard]] std::optional<lookup_result> cached(const std::string& key) const;
 
   [[nodiscard]] const owner_cache_counters& counters() const;

@@ -5,8 +5,8 @@
 #pragma once
 
 #include <chrono>
-#include <memory>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,9 +34,6 @@ struct owner_lookup {
   // With neither: why a needed owner cannot be read, in the words of the caller's flags.
   std::string no_access = "the webhook has no API access (serve --kubeconfig, or run in a cluster)";
 };
-
-// The core's name for a lookup's failure (not ok).
-[[nodiscard]] core::lookup_failure failure_of(lookup_status status);
 
 // core::decide, with each owner fetched through `lookup` and counted in `m`.
 [[nodiscard]] boost::asio::awaitable<core::decision> decide_with_owners(
