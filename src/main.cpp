@@ -71,14 +71,20 @@ core::result<inputs::owner_file> read_owners(const std::string& path) {
   return inputs::owner_file::parse(text.str(), path);
 }
 
-// An owner cache on `ioc` for `credentials`, or the reason it cannot be made.
+// An owner cache on `ioc` for `credentials`, counting what it does in `m`, or the reason it
+// cannot be made.
 core::result<server::owner_cache> make_owner_cache(boost::asio::io_context& ioc,
                                                    inputs::kube_credentials credentials,
-                                                   std::chrono::milliseconds ttl) {
-  auto client = server::kube_client::create(ioc.get_executor(), std::move(credentials));
+                                                   std::chrono::milliseconds ttl,
+                                                   server::metrics& m) {
+  server::kube_client_options client_options;
+  client_options.events = &m;
+  auto client =
+      server::kube_client::create(ioc.get_executor(), std::move(credentials), client_options);
   if (!client) return std::move(client).take_error();
   server::owner_cache_options options;
   options.ttl = ttl;
+  options.events = &m;
   return server::owner_cache(ioc.get_executor(), std::move(*client), options);
 }
 
@@ -133,7 +139,8 @@ int run_serve(const std::vector<std::string>& args) {
   } else if (*credentials) {
     const auto server_url = (*credentials)->server_url();
     const auto source = (*credentials)->source;
-    auto cache = make_owner_cache(ioc, std::move(**credentials), config.owner_cache_ttl);
+    auto cache =
+        make_owner_cache(ioc, std::move(**credentials), config.owner_cache_ttl, state.metrics);
     if (!cache) {
       spdlog::critical("not starting: {}", cache.message());
       return exit_violation;
@@ -218,7 +225,7 @@ int run_serve(const std::vector<std::string>& args) {
 // Where the CLI reads owners (a pod's, a TrainJob's runtime): --owners FILE, else the cluster
 // of --kubeconfig FILE, else nowhere; the server's own lookup, on an io_context of its own.
 core::result<server::owner_lookup> cli_owners(const inputs::preview_config& config,
-                                              boost::asio::io_context& ioc) {
+                                              boost::asio::io_context& ioc, server::metrics& m) {
   server::owner_lookup lookup;
   lookup.budget = config.lookup_timeout;
   lookup.no_access = "no API access (give --owners FILE or --kubeconfig FILE)";
@@ -229,7 +236,7 @@ core::result<server::owner_lookup> cli_owners(const inputs::preview_config& conf
   } else if (!config.kubeconfig.empty()) {
     auto credentials = api_credentials(config.kubeconfig, false);
     if (!credentials) return std::move(credentials).take_error();
-    auto cache = make_owner_cache(ioc, std::move(**credentials), std::chrono::milliseconds(0));
+    auto cache = make_owner_cache(ioc, std::move(**credentials), std::chrono::milliseconds(0), m);
     if (!cache) return std::move(cache).take_error();
     lookup.cache.emplace(std::move(*cache));
   }
@@ -246,7 +253,8 @@ int run_job_preview(const inputs::preview_config& config, const core::policy_set
     return exit_usage;
   }
   boost::asio::io_context ioc;
-  auto lookup = cli_owners(config, ioc);
+  server::metrics unused;
+  auto lookup = cli_owners(config, ioc, unused);
   if (!lookup) {
     std::cerr << "trainenv: " << lookup.message() << "\n";
     return exit_usage;
@@ -293,7 +301,8 @@ int run_preview(const std::vector<std::string>& args) {
     return exit_usage;
   }
   boost::asio::io_context ioc;
-  auto lookup = cli_owners(config, ioc);
+  server::metrics unused;
+  auto lookup = cli_owners(config, ioc, unused);
   if (!lookup) {
     std::cerr << "trainenv: " << lookup.message() << "\n";
     return exit_usage;
@@ -301,7 +310,6 @@ int run_preview(const std::vector<std::string>& args) {
   // The server's own driver over the pod's owners; a review of anything but a pod CREATE is
   // answered without any.
   const core::mutate_options options{config.policy};
-  server::metrics unused;
   auto d = input->decides_pod()
                ? server::run_to_end(ioc, server::decide_with_owners(input->pod, *loaded.policies,
                                                                     options, *lookup, unused))

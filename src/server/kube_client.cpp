@@ -54,8 +54,8 @@ bool is_ip_address(const std::string& host) {
 class token_source {
  public:
   token_source(std::string literal, std::string file, std::chrono::milliseconds recheck,
-               kube_client_counters& counters)
-      : token_(std::move(literal)), file_(std::move(file)), recheck_(recheck), counters_(counters) {
+               metrics* events)
+      : token_(std::move(literal)), file_(std::move(file)), recheck_(recheck), events_(events) {
     if (!file_.empty()) {
       const std::lock_guard lock(mutex_);
       read_locked(true);
@@ -88,7 +88,7 @@ class token_source {
     if (!token) return;
     mtime_ = mtime;
     size_ = size;
-    if (*token != token_) counters_.token_reloads.fetch_add(1, std::memory_order_relaxed);
+    if (*token != token_ && events_ != nullptr) events_->on_token_reload();
     token_ = std::move(*token);
   }
 
@@ -96,7 +96,7 @@ class token_source {
   std::string token_;
   const std::string file_;
   const std::chrono::milliseconds recheck_;
-  kube_client_counters& counters_;
+  metrics* events_;
   clock_type::time_point checked_{};
   std::filesystem::file_time_type mtime_{};
   std::uintmax_t size_ = 0;
@@ -151,7 +151,7 @@ struct kube_client::state {
         options(std::move(options)),
         tls(std::move(context)),
         tokens(this->credentials.token, this->credentials.token_file, this->options.token_recheck,
-               counters),
+               this->options.events),
         host_header(this->credentials.authority()) {}
 
   std::shared_ptr<connection> take_idle() {
@@ -182,7 +182,6 @@ struct kube_client::state {
   asio::any_io_executor executor;
   inputs::kube_credentials credentials;
   kube_client_options options;
-  kube_client_counters counters;
   ssl::context tls;
   token_source tokens;
   std::string host_header;
@@ -249,7 +248,7 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
                      "cannot connect to " + where + ": " + cec.message());
     }
     socket.socket().set_option(tcp::no_delay(true), ec);
-    counters.connections_opened.fetch_add(1, std::memory_order_relaxed);
+    if (options.events != nullptr) options.events->on_api_connection();
     if (auto [hec] = co_await c->stream.async_handshake(ssl::stream_base::client, use_nothrow);
         hec) {
       if (auto t = timed_out(hec, "TLS handshake")) co_return std::move(*t);
@@ -270,7 +269,7 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
   request.set(http::field::user_agent, user_agent);
   request.set(http::field::accept, "application/json");
   if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-  counters.requests_sent.fetch_add(1, std::memory_order_relaxed);
+  if (options.events != nullptr) options.events->on_api_request();
   http::response_parser<http::string_body> parser;
   parser.header_limit(max_header_bytes);
   parser.body_limit(options.max_response_bytes);
@@ -408,9 +407,6 @@ asio::awaitable<lookup_result> kube_client::get(std::string path,
   co_return out;
 }
 
-const kube_client_counters& kube_client::counters() const {
-  return state_->counters;
-}
 
 const inputs::kube_credentials& kube_client::credentials() const {
   return state_->credentials;

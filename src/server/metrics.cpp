@@ -198,6 +198,19 @@ struct metrics::impl {
         pods_unrecognised(counter(
             "trainenv_pods_unrecognised_total",
             "Pods allowed unchanged because their Job could not be read to recognise them.")),
+        pods_unknown_framework(counter("trainenv_pods_unknown_framework_total",
+                                       "Pods allowed unchanged because their TrainJob's runtime "
+                                       "names a framework no policy lists.")),
+        api_connections(counter("trainenv_api_connections_total",
+                                "TLS connections the API client opened to the API server.")),
+        api_requests(counter("trainenv_api_requests_total",
+                             "GETs the API client sent to the API server, retries included.")),
+        token_reloads(counter("trainenv_api_token_reloads_total",
+                              "Times the service-account token file was re-read with a new "
+                              "token (rotation).")),
+        owner_cache_evictions(counter("trainenv_owner_cache_evictions_total",
+                                      "Owner objects evicted from the cache at its size bound "
+                                      "(before their time to live).")),
         ready(gauge("trainenv_ready", "1 when /readyz answers 200.")) {
     prom::BuildGauge()
         .Name("trainenv_build_info")
@@ -229,6 +242,11 @@ struct metrics::impl {
   prom::Family<prom::Counter>& owner_lookups;
   prom::Histogram& owner_latency;
   prom::Counter& pods_unrecognised;
+  prom::Counter& pods_unknown_framework;
+  prom::Counter& api_connections;
+  prom::Counter& api_requests;
+  prom::Counter& token_reloads;
+  prom::Counter& owner_cache_evictions;
   prom::Gauge& ready;
   named_series<policy_series, 512> policies;
   named_series<owner_series, 32> owner_kinds;
@@ -301,6 +319,21 @@ void metrics::on_owner_lookup(std::string_view kind, lookup_source source,
 void metrics::on_pod_unrecognised() {
   impl_->pods_unrecognised.Increment();
 }
+void metrics::on_pod_unknown_framework() {
+  impl_->pods_unknown_framework.Increment();
+}
+void metrics::on_api_connection() {
+  impl_->api_connections.Increment();
+}
+void metrics::on_api_request() {
+  impl_->api_requests.Increment();
+}
+void metrics::on_token_reload() {
+  impl_->token_reloads.Increment();
+}
+void metrics::on_owner_cache_eviction() {
+  impl_->owner_cache_evictions.Increment();
+}
 
 std::int64_t metrics::open_connections() const {
   return static_cast<std::int64_t>(impl_->open_connections.Value());
@@ -324,6 +357,21 @@ std::uint64_t metrics::owner_lookups(std::string_view kind, lookup_source source
 }
 std::uint64_t metrics::pods_unrecognised() const {
   return static_cast<std::uint64_t>(impl_->pods_unrecognised.Value());
+}
+std::uint64_t metrics::pods_unknown_framework() const {
+  return static_cast<std::uint64_t>(impl_->pods_unknown_framework.Value());
+}
+std::uint64_t metrics::api_connections() const {
+  return static_cast<std::uint64_t>(impl_->api_connections.Value());
+}
+std::uint64_t metrics::api_requests() const {
+  return static_cast<std::uint64_t>(impl_->api_requests.Value());
+}
+std::uint64_t metrics::token_reloads() const {
+  return static_cast<std::uint64_t>(impl_->token_reloads.Value());
+}
+std::uint64_t metrics::owner_cache_evictions() const {
+  return static_cast<std::uint64_t>(impl_->owner_cache_evictions.Value());
 }
 
 std::string metrics::render() const {

@@ -1,6 +1,7 @@
 #include "trainenv/server/owner_cache.hpp"
 
 #include <exception>
+#include <vector>
 #include <list>
 #include <mutex>
 #include <unordered_map>
@@ -9,6 +10,7 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 namespace trainenv::server {
@@ -18,14 +20,14 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-// One GET in flight and the lookups waiting for it. The waiters are suspended on a timer that
-// never expires; the GET's end cancels it, which resumes each on its own executor.
+// One GET in flight and the lookups waiting for it. Each waiter is suspended on a timer of its
+// own that expires with its own budget; the GET's end cancels the timers still registered, which
+// resumes each waiter on its own executor. Registration, cancellation and deregistration are
+// all made under the cache's lock, so a timer is never touched once its waiter has left.
 struct flight {
-  explicit flight(const asio::any_io_executor& executor)
-      : wake(executor, clock_type::time_point::max()) {}
-  asio::steady_timer wake;
   bool done = false;
   lookup_result result;
+  std::vector<asio::steady_timer*> waiters;
 };
 
 struct entry {
@@ -63,23 +65,6 @@ struct owner_cache::state {
   state(asio::any_io_executor executor, fetch_function fetch, owner_cache_options options)
       : executor(std::move(executor)), fetch(std::move(fetch)), options(options) {}
 
-  // Suspends until `f` is done; at once if it already is. The check and the wait are made
-  // under the lock that the GET's end takes, so no wake-up is missed.
-  template <class Token>
-  auto wait_for(const std::shared_ptr<flight>& f, Token&& token) {
-    return asio::async_initiate<Token, void(boost::system::error_code)>(
-        [this, f](auto handler) {
-          std::unique_lock lock(mutex);
-          if (!f->done) return f->wake.async_wait(std::move(handler));
-          lock.unlock();
-          const auto handler_executor = asio::get_associated_executor(handler, executor);
-          asio::post(handler_executor, [h = std::move(handler)]() mutable {
-            std::move(h)(boost::system::error_code());
-          });
-        },
-        token);
-  }
-
   // Stores `object` as the freshest entry, evicting the least recently used beyond the bound.
   void store_locked(const std::string& key, std::shared_ptr<const nlohmann::json> object) {
     if (options.ttl.count() <= 0 || options.max_entries == 0) return;
@@ -95,7 +80,7 @@ struct owner_cache::state {
     while (entries.size() > options.max_entries) {
       entries.erase(recency.back());
       recency.pop_back();
-      counters.evictions.fetch_add(1, std::memory_order_relaxed);
+      if (options.events != nullptr) options.events->on_owner_cache_eviction();
     }
   }
 
@@ -128,7 +113,6 @@ struct owner_cache::state {
   asio::any_io_executor executor;
   fetch_function fetch;
   owner_cache_options options;
-  owner_cache_counters counters;
   mutable std::mutex mutex;
   std::unordered_map<std::string, entry> entries;
   std::list<std::string> recency;  // keys, most recently used first
@@ -160,18 +144,36 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
     if (auto hit = s->hit_locked(key, start)) co_return std::move(*hit);
     auto& slot = s->in_flight[key];
     if (!slot) {
-      slot = std::make_shared<flight>(s->executor);
+      slot = std::make_shared<flight>();
       leader = true;
     }
     f = slot;
   }
 
   if (!leader) {
-    co_await s->wait_for(f, asio::as_tuple(asio::use_awaitable));
+    // Joined another lookup's GET: wait for it, but no longer than this lookup's own budget
+    // (the GET goes on, and fills the cache for whoever asks next).
+    asio::steady_timer deadline(co_await asio::this_coro::executor, budget);
+    bool registered = false;
+    {
+      const std::lock_guard lock(s->mutex);
+      if (!f->done) {
+        f->waiters.push_back(&deadline);
+        registered = true;
+      }
+    }
+    if (registered) co_await deadline.async_wait(asio::as_tuple(asio::use_awaitable));
     lookup_result joined;
     {
       const std::lock_guard lock(s->mutex);  // f->result was written under it
-      joined = f->result;
+      std::erase(f->waiters, &deadline);
+      if (f->done) {
+        joined = f->result;
+      } else {
+        joined.failure = core::lookup_failure::timeout;
+        joined.message = "waited " + std::to_string(budget.count()) +
+                         " ms, the lookup's budget, on another request's GET of the same object";
+      }
     }
     joined.source = lookup_source::shared;
     joined.latency = since(start);
@@ -194,7 +196,7 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
     f->result = fetched;
     f->done = true;
     s->in_flight.erase(key);
-    f->wake.cancel();
+    for (auto* waiter : f->waiters) waiter->cancel();
   }
   fetched.latency = since(start);
   co_return fetched;
@@ -206,9 +208,6 @@ std::optional<lookup_result> owner_cache::cached(const std::string& key) const {
   return state_->hit_locked(key, start);
 }
 
-const owner_cache_counters& owner_cache::counters() const {
-  return state_->counters;
-}
 
 std::size_t owner_cache::size() const {
   const std::lock_guard lock(state_->mutex);

@@ -259,6 +259,7 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
       if (!decided) throw std::runtime_error(failure);
       const auto& d = *decided;
       if (d.unrecognised) state_.metrics.on_pod_unrecognised();
+      if (d.unknown_framework) state_.metrics.on_pod_unknown_framework();
       result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
                           : decision_label::denied,
                 d.policy, d.patch_ops};
@@ -270,7 +271,8 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
         const core::pod_view pod(review->object);
         const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
         log_field message{"message", {}};  // only on a denial or a pass with a warning
-        if (!d.allowed || d.unrecognised) message.value = std::string_view(d.message);
+        if (!d.allowed || d.unrecognised || d.unknown_framework)
+          message.value = std::string_view(d.message);
         const auto sources = sources_text(d);
         log_field sources_field{"sources", {}};  // only when counts were resolved
         if (!sources.empty()) sources_field.value = std::string_view(sources);

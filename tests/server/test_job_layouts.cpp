@@ -398,3 +398,46 @@ TEST_CASE("an owner that cannot be read denies with the code of whose fault it i
     if (r.remove) api.add_object(created->objects[0]);  // back for the next row
   }
 }
+
+// One budget per admission covers a wait on another request's GET (docs/contract.md §2.1): pod B
+// spends 0.7 s on its Job, then joins the JobSet GET pod A started, which takes 1.9 s; B answers
+// when its own 2 s are spent, not when A's GET ends.
+TEST_CASE("a lookup that joins another pod's GET is bounded by its own admission's budget",
+          "[layouts][server]") {
+  test::fake_apiserver api;
+  std::string job_path;
+  std::string jobset_path;
+  for (const auto& path : api.load_yaml(std::string(TRAINENV_SOURCE_DIR) +
+                                        "/examples/owners/trainer-torch-owners.yaml")) {
+    if (path.find("/jobs/") != std::string::npos) job_path = path;
+    if (path.find("/jobsets/") != std::string::npos) jobset_path = path;
+  }
+  REQUIRE_FALSE(job_path.empty());
+  REQUIRE_FALSE(jobset_path.empty());
+  api.misbehave(job_path, {700ms, test::fault::none});
+  api.misbehave(jobset_path, {1900ms, test::fault::none});
+  test::server_options options;
+  options.api = api.credentials();
+  options.lookup_timeout = 2000ms;
+  test::running_server server(options);
+  const auto pod_b = document("examples/owners/trainer-torch-pod.yaml");  // through its Job
+  auto pod_a = pod_b;  // the ancestor label of its own: straight to the JobSet
+  pod_a["metadata"]["labels"]["trainer.kubeflow.org/trainjob-ancestor-step"] = "trainer";
+  const auto started = std::chrono::steady_clock::now();
+  std::pair<json, json> b;
+  std::chrono::steady_clock::duration took_b{};
+  std::thread client_b([&] {
+    b = admit(server.tls_port(), pod_b, "u-b");
+    took_b = std::chrono::steady_clock::now() - started;
+  });
+  std::this_thread::sleep_for(500ms);
+  const auto a = admit(server.tls_port(), pod_a, "u-a");
+  client_b.join();
+  CHECK(a.first["allowed"] == true);  // A's GET ended within A's budget
+  INFO(b.first.dump());
+  CHECK(b.first["allowed"] == false);
+  CHECK(b.first["status"]["code"] == 503);
+  CHECK_THAT(b.first["status"]["message"].get<std::string>(), Contains("another request's GET"));
+  CHECK(took_b < 2300ms);  // not the 2.4 s A's GET took to end
+  CHECK(took_b >= 1900ms);
+}

@@ -71,6 +71,7 @@ struct io_threads {
   T run(asio::awaitable<T> a) {
     return asio::co_spawn(ioc, std::move(a), asio::use_future).get();
   }
+  server::metrics metrics;  // where the clients and caches of a test count what they do
   asio::io_context ioc;
   asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(ioc);
   std::vector<std::thread> threads;
@@ -78,6 +79,7 @@ struct io_threads {
 
 server::kube_client make_client(io_threads& io, inputs::kube_credentials credentials,
                                 server::kube_client_options options = {}) {
+  options.events = &io.metrics;
   auto client = server::kube_client::create(io.ioc.get_executor(), std::move(credentials), options);
   REQUIRE(client.ok());
   return std::move(*client);
@@ -310,8 +312,8 @@ TEST_CASE("GET returns the object, over one kept-alive TLS connection", "[kube]"
   CHECK(api.gets(job_path) == 5);
   CHECK(api.gets(jobset_path) == 5);
   CHECK(api.accepts() == 1);
-  CHECK(client.counters().connections_opened == 1);
-  CHECK(client.counters().requests_sent == 10);
+  CHECK(io.metrics.api_connections() == 1);
+  CHECK(io.metrics.api_requests() == 10);
 }
 
 TEST_CASE("each failure comes back as its kind, with the Status message", "[kube]") {
@@ -421,7 +423,7 @@ TEST_CASE("idle connections past their age are not reused", "[kube]") {
   auto client = make_client(io, api.credentials(), {.max_idle_age = 0ms});
   for (int i = 0; i < 3; ++i) REQUIRE(get(io, client, job_path).ok());
   CHECK(api.accepts() == 3);
-  CHECK(client.counters().connections_opened == 3);
+  CHECK(io.metrics.api_connections() == 3);
 }
 
 TEST_CASE("in-cluster credentials end to end: the service account mount and the service",
@@ -528,8 +530,8 @@ TEST_CASE("many lookups of many owners at once, from four threads, share the poo
     results.clear();
   }
   CHECK(api.total_gets() == 120);
-  CHECK(client.counters().requests_sent == 120);
-  CHECK(api.handshakes() == client.counters().connections_opened);
+  CHECK(io.metrics.api_requests() == 120);
+  CHECK(api.handshakes() == io.metrics.api_connections());
   CHECK(api.handshakes() < 120);  // connections were reused across rounds
 }
 
@@ -569,7 +571,8 @@ TEST_CASE("a rotated token file is re-read on a 401 and the GET retried once", "
   auto r = get(io, client, job_path);
   REQUIRE(r.ok());
   CHECK(api.gets(job_path) == 3);  // one 401, one retry
-  CHECK(client.counters().token_reloads == 1);
+  CHECK(io.metrics.token_reloads() == 1);
+  CHECK_THAT(io.metrics.render(), Catch::Contains("trainenv_api_token_reloads_total 1"));
   REQUIRE(get(io, client, job_path).ok());
   CHECK(api.gets(job_path) == 4);  // the new token is kept
 
@@ -595,7 +598,7 @@ TEST_CASE("a changed token file is picked up before any 401", "[kube]") {
   api.set_tokens({"token-two"});
   REQUIRE(get(io, client, job_path).ok());
   CHECK(api.gets(job_path) == 2);  // no 401 on the way
-  CHECK(client.counters().token_reloads == 1);
+  CHECK(io.metrics.token_reloads() == 1);
 }
 
 TEST_CASE("a pooled connection the server closed is replaced once, transparently", "[kube]") {
@@ -610,7 +613,7 @@ TEST_CASE("a pooled connection the server closed is replaced once, transparently
   REQUIRE(r.ok());
   CHECK(api.gets(job_path) == 2);
   CHECK(api.accepts() == 2);
-  CHECK(client.counters().connections_opened == 2);
+  CHECK(io.metrics.api_connections() == 2);
 }
 
 TEST_CASE("a slow lookup does not hold up other work on the same io_context", "[kube]") {
@@ -687,14 +690,15 @@ TEST_CASE("owner cache: the size bound evicts the least recently used", "[kube]"
   const auto b = api.load_yaml(owners_dir + "/volcano-pytorch.yaml");
   io_threads io;
   server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()),
-                            {.max_entries = 2});
+                            {.max_entries = 2, .events = &io.metrics});
   const auto lookup = [&](const std::string& path) { REQUIRE(io.run(cache.get(path, "")).ok()); };
   lookup(a[0]);
   lookup(a[1]);
   lookup(a[0]);  // a[0] is now the most recent; a[1] the least
   lookup(b[0]);  // evicts a[1]
   CHECK(cache.size() == 2);
-  CHECK(cache.counters().evictions == 1);
+  CHECK(io.metrics.owner_cache_evictions() == 1);
+  CHECK_THAT(io.metrics.render(), Catch::Contains("trainenv_owner_cache_evictions_total 1"));
   lookup(a[0]);
   lookup(b[0]);
   CHECK(api.gets(a[0]) == 1);
@@ -773,4 +777,32 @@ TEST_CASE("owner cache: waiters of a failed GET all get its failure, and none is
   for (auto& f : results) CHECK(f.get().failure == lookup_failure::server_error);
   CHECK(api.gets(jobset_path) == 1);
   CHECK(cache.size() == 0);
+}
+
+// One budget per admission (docs/contract.md §2.1): a lookup that joins another's GET waits no
+// longer than its own budget, even when the GET it joined has a longer one; that GET goes on and
+// fills the cache.
+TEST_CASE("owner cache: a lookup joined to another's GET waits at most its own budget", "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  api.misbehave(jobset_path, {.delay = 1500ms});
+  io_threads io(2);
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  auto leader =
+      asio::co_spawn(io.ioc, cache.get(jobset_path, jobset_uid, 3000ms), asio::use_future);
+  std::this_thread::sleep_for(100ms);  // the leader's GET is out
+  const auto started = std::chrono::steady_clock::now();
+  const auto joined = io.run(cache.get(jobset_path, jobset_uid, 200ms));
+  const auto waited = std::chrono::steady_clock::now() - started;
+  CHECK(joined.source == server::lookup_source::shared);
+  CHECK(joined.failure == lookup_failure::timeout);
+  CHECK_THAT(joined.message, Catch::Contains("another request's GET"));
+  CHECK(waited >= 180ms);
+  CHECK(waited < 900ms);  // not the 1.4 s left of the GET it joined
+  const auto led = leader.get();
+  CHECK(led.ok());
+  const auto after = io.run(cache.get(jobset_path, jobset_uid, 200ms));
+  CHECK(after.ok());
+  CHECK(after.source == server::lookup_source::cached);
+  CHECK(api.gets(jobset_path) == 1);
 }

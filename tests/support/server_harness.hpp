@@ -57,6 +57,7 @@ struct server_options {
   // Owner lookups through this API server (none: no API access), with this budget.
   std::optional<inputs::kube_credentials> api = std::nullopt;
   std::chrono::milliseconds lookup_timeout{2000};
+  std::optional<std::size_t> owner_cache_entries = std::nullopt;  // its bound, if not the default
   int io_threads = 2;
 };
 
@@ -82,9 +83,14 @@ struct running_server {
     }
     state.owners.budget = options.lookup_timeout;
     if (options.api) {
-      auto client = server::kube_client::create(ioc.get_executor(), *options.api);
+      server::kube_client_options client_options;
+      client_options.events = &state.metrics;
+      auto client = server::kube_client::create(ioc.get_executor(), *options.api, client_options);
       REQUIRE(client.ok());
-      state.owners.cache.emplace(ioc.get_executor(), std::move(*client));
+      server::owner_cache_options cache_options;
+      cache_options.events = &state.metrics;
+      if (options.owner_cache_entries) cache_options.max_entries = *options.owner_cache_entries;
+      state.owners.cache.emplace(ioc.get_executor(), std::move(*client), cache_options);
     }
     server = std::make_unique<server::server>(ioc, limits, state);
     auto bound = server->start({"127.0.0.1", 0}, {"127.0.0.1", 0});

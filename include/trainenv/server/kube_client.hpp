@@ -21,6 +21,7 @@
 #include "trainenv/core/result.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
 #include "trainenv/server/lookup_result.hpp"
+#include "trainenv/server/metrics.hpp"
 
 namespace trainenv::server {
 
@@ -39,13 +40,9 @@ struct kube_client_options {
   // every minute; kubelet rotates projected tokens at 80% of their life, 48 min at the least).
   std::chrono::milliseconds token_recheck{5'000};
   std::string user_agent = "trainenv";
-};
-
-// What the client has done, for tests and metrics.
-struct kube_client_counters {
-  std::atomic<std::uint64_t> connections_opened{0};
-  std::atomic<std::uint64_t> requests_sent{0};
-  std::atomic<std::uint64_t> token_reloads{0};
+  // Where its connections, requests and token reloads are counted (the server's metrics, which
+  // must outlive the client); none: not counted.
+  metrics* events = nullptr;
 };
 
 class kube_client {
@@ -61,7 +58,6 @@ class kube_client {
   [[nodiscard]] boost::asio::awaitable<lookup_result> get(
       std::string path, std::chrono::milliseconds budget = std::chrono::milliseconds(2000)) const;
 
-  [[nodiscard]] const kube_client_counters& counters() const;
   [[nodiscard]] const inputs::kube_credentials& credentials() const;
 
   struct state;

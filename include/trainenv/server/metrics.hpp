@@ -76,6 +76,14 @@ class metrics {
                        std::chrono::nanoseconds duration);
   // A pod allowed unchanged because its Job could not be read to recognise it (fails open).
   void on_pod_unrecognised();
+  // A pod allowed unchanged because its runtime names a framework no policy lists.
+  void on_pod_unknown_framework();
+  // The API client: a TLS connection opened, a GET sent, the service-account token re-read
+  // with a new value. The owner cache: an object evicted at its size bound.
+  void on_api_connection();
+  void on_api_request();
+  void on_token_reload();
+  void on_owner_cache_eviction();
 
   [[nodiscard]] std::int64_t open_connections() const;
   [[nodiscard]] std::uint64_t refused_connections() const;
@@ -84,6 +92,11 @@ class metrics {
       std::string_view kind, lookup_source source,
       std::optional<core::lookup_failure> failure = std::nullopt) const;
   [[nodiscard]] std::uint64_t pods_unrecognised() const;
+  [[nodiscard]] std::uint64_t pods_unknown_framework() const;
+  [[nodiscard]] std::uint64_t api_connections() const;
+  [[nodiscard]] std::uint64_t api_requests() const;
+  [[nodiscard]] std::uint64_t token_reloads() const;
+  [[nodiscard]] std::uint64_t owner_cache_evictions() const;
 
   [[nodiscard]] std::string render() const;
 

@@ -18,6 +18,7 @@
 
 #include "trainenv/server/kube_client.hpp"
 #include "trainenv/server/lookup_result.hpp"
+#include "trainenv/server/metrics.hpp"
 
 namespace trainenv::server {
 
@@ -27,13 +28,13 @@ struct owner_cache_options {
   std::chrono::milliseconds ttl{10'000};
   // A JobSet with its pod templates is some tens of KiB in memory: 512 stay well under 50 MiB.
   std::size_t max_entries = 512;
+  // Where evictions are counted (the server's metrics, which must outlive the cache); none: not
+  // counted.
+  metrics* events = nullptr;
 };
 
 // Lookups are counted by whoever asks for them (metrics' on_owner_lookup, by owner kind, from
 // each result's source and failure); the cache counts only what no result shows.
-struct owner_cache_counters {
-  std::atomic<std::uint64_t> evictions{0};
-};
 
 class owner_cache {
  public:
@@ -49,7 +50,8 @@ class owner_cache {
 
   // The object at `path`. With `expected_uid`, it is the key, and an object whose
   // metadata.uid differs is a uid_mismatch (a recreated object of the same name is not the
-  // owner). A lookup that joins another's GET waits at most as long as that GET's budget.
+  // owner). A lookup that joins another's GET waits for it at most its own `budget`, then
+  // answers timeout (the GET goes on, and fills the cache).
   [[nodiscard]] boost::asio::awaitable<lookup_result> get(
       std::string path, std::string expected_uid,
       std::chrono::milliseconds budget = std::chrono::milliseconds(2000)) const;
@@ -59,7 +61,6 @@ class owner_cache {
   // get() can answer.
   [[nodiscard]] std::optional<lookup_result> cached(const std::string& key) const;
 
-  [[nodiscard]] const owner_cache_counters& counters() const;
   [[nodiscard]] std::size_t size() const;  // objects stored now
 
   struct state;
