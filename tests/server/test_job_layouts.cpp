@@ -76,6 +76,7 @@ struct served_job {
   std::vector<core::previewed_pod> pods;
   std::vector<core::job_problem> problems;
   std::size_t gets = 0;  // the GETs its pods cost
+  std::uint64_t unknown_framework = 0;  // pods counted as passed for their runtime's framework
 
   [[nodiscard]] const core::previewed_pod& pod(const std::string& name) const {
     for (const auto& p : pods) {
@@ -124,6 +125,7 @@ served_job serve(const json& applied, const std::vector<json>& given = {},
   }
   out.problems = core::check_job(out.job, out.pods, *server.state.policies.read());
   out.gets = api.total_gets();
+  out.unknown_framework = server.state.metrics.pods_unknown_framework();
   return out;
 }
 
@@ -223,6 +225,7 @@ TEST_CASE("a TrainJob on Trainer's flux runtime passes unchanged, with a warning
   const auto s = serve(tj, runtimes());
   INFO(s.problem_text());
   CHECK(s.problems.empty());
+  CHECK(s.unknown_framework == 2);  // counted, for the operator
   for (const auto& p : s.pods) {
     CHECK(p.d.allowed);
     CHECK(p.admitted == p.created.pod);  // nothing added
