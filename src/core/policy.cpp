@@ -105,6 +105,13 @@ result<policy_set> policy_set::build(std::vector<policy> policies, owner_kind_se
       return error{p.source + ": spec.replaces.policy: a policy cannot replace itself"};
     set.replacements_[p.replaces->policy].push_back(&p);
   }
+  for (const auto& kind : set.owner_kinds_.all()) {
+    if (!kind.default_policy.empty() && set.by_name(kind.default_policy) == nullptr) {
+      return error{kind.source + ": owner kind \"" + kind.name +
+                   "\": spec.defaultPolicy: no policy " + "is named \"" + kind.default_policy +
+                   "\"; name a loaded policy"};
+    }
+  }
   return set;
 }
 

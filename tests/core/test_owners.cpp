@@ -326,3 +326,59 @@ TEST_CASE("owner values take an object at hand as if it had been fetched", "[own
   CHECK(*stale->failure == lookup_failure::uid_mismatch);
   CHECK(asked == std::vector<std::string>{"a", "b", "stale"});
 }
+
+TEST_CASE("an OwnerKind's naming, replicas default, default policy and wiredBy parse",
+          "[owners][naming]") {
+  const auto kind = parse_owner_kind(json::parse(R"({
+      "apiVersion": "trainenv.io/v1alpha1", "kind": "OwnerKind", "metadata": {"name": "vc"},
+      "spec": {"apiGroup": "batch.volcano.sh", "versions": ["v1alpha1"], "kind": "Job",
+               "resource": "jobs",
+               "roles": {"list": "spec.tasks", "name": "name", "replicas": "replicas",
+                         "replicasDefault": 0, "podTemplate": "template"},
+               "naming": {"hostname": "${job}-${role}-${index}", "subdomainDefault": "${job}",
+                          "podLabel": "volcano.sh/job-name"},
+               "defaultPolicy": "volcano-pytorch"}})"),
+                                     "owners.yaml");
+  REQUIRE(kind);
+  CHECK(kind->roles->replicas_default == 0);
+  REQUIRE(kind->naming);
+  CHECK(kind->naming->hostname.source() == "${job}-${role}-${index}");
+  CHECK(kind->naming->job_label == "volcano.sh/job-name");
+  CHECK(kind->default_policy == "volcano-pytorch");
+  // A task without replicas counts none (Volcano omits a zero).
+  const auto roles = read_roles(*kind, json::parse(R"({"spec": {"tasks": [
+      {"name": "master", "replicas": 1, "template": {}}, {"name": "standby", "template": {}}]}})"),
+                                {"batch.volcano.sh/v1alpha1", "Job", "a", "b", "u"}, "x");
+  REQUIRE(roles);
+  CHECK((*roles)[1].pods == 0);
+
+  const auto wired = parse_owner_kind(json::parse(R"({
+      "apiVersion": "trainenv.io/v1alpha1", "kind": "OwnerKind", "metadata": {"name": "tfjob"},
+      "spec": {"apiGroup": "kubeflow.org", "versions": ["v1"], "kind": "TFJob",
+               "wiredBy": "Kubeflow's training operator"}})"),
+                                      "owners.yaml");
+  REQUIRE(wired);
+  CHECK(wired->wired_by == "Kubeflow's training operator");
+  CHECK(wired->resource.empty());  // never read
+}
+
+TEST_CASE("a naming rule must end with the index and name a Job at most once", "[owners][naming]") {
+  const auto parse = [](const std::string& naming) {
+    return parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",
+        "kind": "OwnerKind", "metadata": {"name": "x"}, "spec": {"versions": ["v1"],
+        "kind": "Job", "resource": "jobs", "roles": {"own": {"podTemplate": "spec.template"}},
+        "naming": )" + naming + "}}"),
+                            "o.yaml");
+  };
+  CHECK(parse(R"({"hostname": "${job}-${index}"})").ok());
+  CHECK_THAT(parse(R"({"hostname": "${index}-${job}"})").message(),
+             Catch::StartsWith("o.yaml: spec.naming.hostname: must end with ${index}"));
+  CHECK_THAT(parse(R"({"hostname": "${job}-${jobIndex}-${jobIndex}-${index}"})").message(),
+             Catch::StartsWith("o.yaml: spec.naming.hostname: must end with ${index}"));
+  CHECK_THAT(parse(R"({"hostname": "${job}-${numNodes}-${index}"})").message(),
+             Catch::Contains("may use only ${job}, ${role}, ${jobIndex} and ${index}"));
+  CHECK_THAT(parse(R"({"hostname": "${job}-${index}", "subdomainDefault": "${role}"})").message(),
+             Catch::Contains("spec.naming.subdomainDefault: may use only ${job}"));
+  CHECK_THAT(parse(R"({"hostname": "${job}-${index}", "bogus": 1})").message(),
+             Catch::Contains("spec.naming: unknown field \"bogus\""));
+}

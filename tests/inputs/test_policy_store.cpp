@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include "../test_support.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
 
 using Catch::Matchers::Contains;
@@ -293,4 +294,20 @@ TEST_CASE("dangling symlinks beside a valid policy do not fail the load", "[poli
   INFO("errors:\n" << joined(load.errors));
   CHECK(load.errors.empty());
   CHECK(load.policies != nullptr);
+}
+
+TEST_CASE("an owner kind's default policy must be a loaded policy", "[policies][owners]") {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("trainenv-default-policy-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "torch.yaml")
+      << trainenv::test::read_file(std::string(TRAINENV_POLICIES_DIR) + "/torch.yaml");
+  std::ofstream(dir / "owners.yaml")
+      << trainenv::test::read_file(std::string(TRAINENV_POLICIES_DIR) + "/owners.yaml");
+  // volcano-job names volcano-pytorch, which this directory does not hold.
+  const auto load = load_policy_dir(dir.string());
+  std::filesystem::remove_all(dir);
+  REQUIRE(load.errors.size() == 1);
+  CHECK_THAT(load.errors[0], Catch::Contains("owner kind \"volcano-job\": spec.defaultPolicy: no "
+                                             "policy is named \"volcano-pytorch\""));
 }

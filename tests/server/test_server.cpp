@@ -451,9 +451,11 @@ TEST_CASE("a new policy in a swapped ConfigMap directory applies within 2 s, req
   const auto shipped = [](const char* name) {
     return test::read_file(std::string(TRAINENV_POLICIES_DIR) + "/" + name);
   };
-  std::map<std::string, std::string> files = {{"torch.yaml", shipped("torch.yaml")},
-                                              {"platform.yaml", shipped("platform.yaml")},
-                                              {"owners.yaml", shipped("owners.yaml")}};
+  std::map<std::string, std::string> files = {
+      {"torch.yaml", shipped("torch.yaml")},
+      {"platform.yaml", shipped("platform.yaml")},
+      {"owners.yaml", shipped("owners.yaml")},
+      {"volcano-pytorch.yaml", shipped("volcano-pytorch.yaml")}};
   dir.publish(files);
   running_server server(test_limits(), dir.path());
 
