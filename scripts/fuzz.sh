@@ -32,7 +32,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_review fuzz_policy fuzz_quantity fuzz_preview fuzz_owners)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_review fuzz_policy fuzz_quantity fuzz_preview fuzz_owners fuzz_job)
 
 log() { printf 'fuzz.sh: %s\n' "$*" >&2; }
 
@@ -46,12 +46,13 @@ cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
 # shipped policies, and hand-written quantities.
 seeds="$build_dir/seeds"
 rm -rf "$seeds"
-mkdir -p "$seeds"/{fuzz_review,fuzz_policy,fuzz_quantity,fuzz_preview,fuzz_owners}
+mkdir -p "$seeds"/{fuzz_review,fuzz_policy,fuzz_quantity,fuzz_preview,fuzz_owners,fuzz_job}
 cp tests/fixtures/*.json "$seeds/fuzz_review/"
 cp tests/fixtures/*.json examples/*.yaml "$seeds/fuzz_preview/"
 cp policies/*.yaml "$seeds/fuzz_policy/"
 rm -f "$seeds/fuzz_policy/kustomization.yaml"
 cp tests/fuzz/seeds/quantity/* "$seeds/fuzz_quantity/"
+cp examples/jobs/*.yaml tests/fixtures/owners/*.yaml "$seeds/fuzz_job/"
 /usr/bin/python3 - "$seeds/fuzz_review" examples/*.yaml <<'PY'
 import json, os, sys, yaml
 out = sys.argv[1]

@@ -11,9 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-// Counts past this are refused: a preview lays out every pod.
-constexpr std::int64_t max_preview_pods = 20'000;
-
 std::string text_at(const json& object, std::initializer_list<const char*> path,
                     const std::string& fallback = {}) {
   const json* at = &object;
@@ -66,6 +63,14 @@ struct builder {
   created_job& out;
   uid_source& uids;
   std::string ns;
+  std::size_t max_pods;
+
+  // Whether `more` pods fit the preview's bound: it lays out every pod, each decided.
+  result<bool> room_for(std::int64_t more) const {
+    if (more >= 0 && out.pods.size() + static_cast<std::size_t>(more) <= max_pods) return true;
+    return error{"trainenv: the job runs more than " + std::to_string(max_pods) +
+                 " pods; this preview lays out at most that many"};
+  }
 
   // The Job controller (pkg/controller/job): min(parallelism, completions) pods run at once; an
   // Indexed Job's pod carries its completion index (annotation and label) and the hostname
@@ -77,10 +82,7 @@ struct builder {
     const auto parallelism = int_at(spec, {"parallelism"}).value_or(1);
     const auto completions = int_at(spec, {"completions"}).value_or(parallelism);
     const auto pods = std::min(parallelism, completions);
-    if (pods < 0 || out.pods.size() + static_cast<std::size_t>(pods) > max_preview_pods) {
-      return error{"trainenv: the job runs more than " + std::to_string(max_preview_pods) +
-                   " pods; a preview lays out at most that many"};
-    }
+    if (auto ok = room_for(pods); !ok) return ok;
     const bool indexed = text_at(spec, {"completionMode"}) == "Indexed";
     const std::string name = job["metadata"]["name"];
     const std::string uid = job["metadata"]["uid"];
@@ -204,9 +206,7 @@ struct builder {
       const auto& task = (*tasks)[t];
       const auto task_name = text_at(task, {"name"}, "default" + std::to_string(t));
       const auto replicas = int_at(task, {"replicas"}).value_or(0);
-      if (replicas < 0 || out.pods.size() + static_cast<std::size_t>(replicas) > max_preview_pods)
-        return error{"trainenv: the job runs more than " + std::to_string(max_preview_pods) +
-                     " pods; a preview lays out at most that many"};
+      if (auto ok = room_for(replicas); !ok) return ok;
       for (std::int64_t i = 0; i < replicas; ++i) {
         const json tmpl = task.value("template", json::object());
         json metadata = tmpl.value("metadata", json::object());
@@ -516,7 +516,8 @@ std::vector<owner_ref> job_needs(const json& job) {
   return {};
 }
 
-result<created_job> create_job(const json& job_object, const std::vector<json>& given) {
+result<created_job> create_job(const json& job_object, const std::vector<json>& given,
+                               std::size_t max_pods) {
   if (!job_object.is_object()) return error{"trainenv: the job is not an object"};
   const auto kind = text_at(job_object, {"kind"});
   const auto api_version = text_at(job_object, {"apiVersion"});
@@ -534,7 +535,7 @@ result<created_job> create_job(const json& job_object, const std::vector<json>& 
   if (text_at(job, {"metadata", "uid"}).empty())
     job["metadata"]["uid"] = uids.next("applied", name);
   out.objects.push_back(job);
-  builder b{out, uids, out.namespace_name};
+  builder b{out, uids, out.namespace_name, max_pods};
   const auto group = api_version.substr(0, api_version.find('/'));
   if (kind == "JobSet" && group == "jobset.x-k8s.io") {
     out.kind = "JobSet";

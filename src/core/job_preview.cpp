@@ -365,9 +365,9 @@ std::vector<job_problem> check_job(const created_job& job, std::vector<previewed
 }
 
 result<job_preview> preview_job(const json& job, const std::vector<json>& given,
-                                const policy_set& policies) {
+                                const policy_set& policies, std::size_t max_pods) {
   try {
-    auto created = create_job(job, given);
+    auto created = create_job(job, given, max_pods);
     if (!created) return std::move(created).take_error();
     job_preview out;
     out.job = std::move(*created);

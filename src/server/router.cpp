@@ -26,6 +26,9 @@ using nlohmann::json;
 
 using route = route_label;
 
+// The largest job POST /preview/job lays out (docs/security.md).
+constexpr std::size_t max_served_preview_pods = 2'000;
+
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
@@ -364,7 +367,9 @@ boost::asio::awaitable<http_response> router::preview_job(const http_request& re
   co_return [&]() -> http_response {
     try {
       if (!failure.empty()) throw std::runtime_error(failure);
-      auto preview = core::preview_job(*job, given, *policies);
+      // On the webhook's own threads a preview is bounded harder than the CLI's: its pods
+      // are each decided (a 2,000-pod job takes ~0.1 s here); larger ones preview with the CLI.
+      auto preview = core::preview_job(*job, given, *policies, max_served_preview_pods);
       if (!preview) {
         return error_response(http::status::unprocessable_entity, preview.message(),
                               request.version(), request.keep_alive());

@@ -43,9 +43,14 @@ struct created_job {
 // runtime.
 [[nodiscard]] std::vector<owner_ref> job_needs(const nlohmann::json& job);
 
+// The most pods a preview lays out by default (each is decided, so the cost grows with them).
+inline constexpr std::size_t max_preview_pods = 20'000;
+
 // Lays out `job` (a TrainJob, JobSet, batch/v1 Job or Volcano Job) as its controllers would;
-// `given` holds what job_needs named. An error names what is missing or not understood.
+// `given` holds what job_needs named. An error names what is missing or not understood, or a
+// job of more than `max_pods` pods.
 [[nodiscard]] result<created_job> create_job(const nlohmann::json& job_object,
-                                             const std::vector<nlohmann::json>& given);
+                                             const std::vector<nlohmann::json>& given,
+                                             std::size_t max_pods = max_preview_pods);
 
 }  // namespace trainenv::core

@@ -59,7 +59,8 @@ struct job_preview {
 // with `policies`, and checks the whole. An error means the job itself could not be laid out.
 [[nodiscard]] result<job_preview> preview_job(const nlohmann::json& job,
                                               const std::vector<nlohmann::json>& given,
-                                              const policy_set& policies);
+                                              const policy_set& policies,
+                                              std::size_t max_pods = max_preview_pods);
 
 // The checks alone, over pods already decided (what preview_job runs last).
 [[nodiscard]] std::vector<job_problem> check_job(const created_job& job,

@@ -136,7 +136,7 @@ enum class lookup_failure : std::uint8_t {
   unreachable,   // no connection or no TLS session with the API server
   no_access,     // no API access configured
 };
-inline constexpr std::size_t lookup_failure_count = 10;  // the enumerators above
+inline constexpr std::size_t lookup_failure_count = 10;         // the enumerators above
 [[nodiscard]] std::string_view failure_name(lookup_failure f);  // "not found", "forbidden", ...
 
 // The status code of a denial because an owner could not be read (docs/contract.md §6): 404 it
