@@ -40,10 +40,10 @@ json& object_member(json& parent, const char* key) {
 
 // What every created object shares: the controller reference to its owner.
 json controller_ref(const json& owner) {
-  return {{"apiVersion", owner["apiVersion"]},
-          {"kind", owner["kind"]},
-          {"name", owner["metadata"]["name"]},
-          {"uid", owner["metadata"]["uid"]},
+  return {{"apiVersion", text_at(owner, {"apiVersion"})},
+          {"kind", text_at(owner, {"kind"})},
+          {"name", text_at(owner, {"metadata", "name"})},
+          {"uid", text_at(owner, {"metadata", "uid"})},
           {"controller", true},
           {"blockOwnerDeletion", true}};
 }
@@ -78,14 +78,17 @@ struct builder {
   result<bool> job_pods(const json& job, const std::string& role) {
     const auto* labels = find_path(job, {"metadata", "labels"});
     const auto* step = labels != nullptr ? string_member(*labels, keys::ancestor_step) : nullptr;
-    const auto& spec = job["spec"];
+    // Read only through member(): a const json's operator[] on a missing key is undefined.
+    static const json none = json::object();
+    const auto* found_spec = member(job, "spec");
+    const auto& spec = found_spec != nullptr && found_spec->is_object() ? *found_spec : none;
     const auto parallelism = int_at(spec, {"parallelism"}).value_or(1);
     const auto completions = int_at(spec, {"completions"}).value_or(parallelism);
     const auto pods = std::min(parallelism, completions);
     if (auto ok = room_for(pods); !ok) return ok;
     const bool indexed = text_at(spec, {"completionMode"}) == "Indexed";
-    const std::string name = job["metadata"]["name"];
-    const std::string uid = job["metadata"]["uid"];
+    const std::string name = text_at(job, {"metadata", "name"});
+    const std::string uid = text_at(job, {"metadata", "uid"});
     for (std::int64_t i = 0; i < pods; ++i) {
       json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
       const json tmpl = spec.value("template", json::object());
@@ -121,8 +124,8 @@ struct builder {
   // JobSet's labels on the Job and its pod template and, with DNS hostnames (the default), the
   // subdomain (spec.network.subdomain, else the JobSet's name) on the pod template.
   result<bool> jobset(const json& js) {
-    const std::string name = js["metadata"]["name"];
-    const std::string uid = js["metadata"]["uid"];
+    const std::string name = text_at(js, {"metadata", "name"});
+    const std::string uid = text_at(js, {"metadata", "uid"});
     const auto* network = find_path(js, {"spec", "network"});
     const bool dns = network == nullptr || !network->contains("enableDNSHostnames") ||
                      (*network)["enableDNSHostnames"] != false;
@@ -188,7 +191,7 @@ struct builder {
   // webhook adds for pytorch, mpi, tensorflow and ray) hostname = the pod's name and subdomain =
   // the job's, unless the task's template sets them.
   result<bool> volcano(const json& vj) {
-    const std::string name = vj["metadata"]["name"];
+    const std::string name = text_at(vj, {"metadata", "name"});
     const auto* plugins = find_path(vj, {"spec", "plugins"});
     bool svc = false;
     if (plugins != nullptr && plugins->is_object()) {
@@ -320,7 +323,7 @@ class trainer_plugins {
     json js = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"}, {"kind", "JobSet"}};
     json metadata = tmpl->value("metadata", json::object());
     metadata["name"] = name_;
-    metadata["namespace"] = tj_["metadata"]["namespace"];
+    metadata["namespace"] = text_at(tj_, {"metadata", "namespace"});
     metadata["uid"] = uids.next("jobset", name_);
     metadata["ownerReferences"] = json::array({controller_ref(tj_)});
     js["metadata"] = std::move(metadata);
@@ -451,7 +454,7 @@ class trainer_plugins {
             {"kind", "ConfigMap"},
             {"metadata",
              {{"name", name_ + "-mpi-hostfile"},
-              {"namespace", tj_["metadata"]["namespace"]},
+              {"namespace", text_at(tj_, {"metadata", "namespace"})},
               {"uid", uids.next("configmap", name_)},
               {"ownerReferences", json::array({controller_ref(tj_)})}}},
             {"data", {{"hostfile", hostfile}}}};
