@@ -407,7 +407,6 @@ asio::awaitable<lookup_result> kube_client::get(std::string path,
   co_return out;
 }
 
-
 const inputs::kube_credentials& kube_client::credentials() const {
   return state_->credentials;
 }

@@ -1,10 +1,10 @@
 #include "trainenv/server/owner_cache.hpp"
 
 #include <exception>
-#include <vector>
 #include <list>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/async_result.hpp>
@@ -207,7 +207,6 @@ std::optional<lookup_result> owner_cache::cached(const std::string& key) const {
   const std::lock_guard lock(state_->mutex);
   return state_->hit_locked(key, start);
 }
-
 
 std::size_t owner_cache::size() const {
   const std::lock_guard lock(state_->mutex);

@@ -75,7 +75,7 @@ struct served_job {
   core::created_job job;
   std::vector<core::previewed_pod> pods;
   std::vector<core::job_problem> problems;
-  std::size_t gets = 0;  // the GETs its pods cost
+  std::size_t gets = 0;                 // the GETs its pods cost
   std::uint64_t unknown_framework = 0;  // pods counted as passed for their runtime's framework
 
   [[nodiscard]] const core::previewed_pod& pod(const std::string& name) const {
