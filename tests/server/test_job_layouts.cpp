@@ -444,3 +444,18 @@ TEST_CASE("a lookup that joins another pod's GET is bounded by its own admission
   CHECK(took_b < 2300ms);  // not the 2.4 s A's GET took to end
   CHECK(took_b >= 1900ms);
 }
+
+TEST_CASE(
+    "a TrainJob that sets numProcPerNode gets no warning: its value is read from the TrainJob",
+    "[layouts][server]") {
+  auto tj = document("examples/jobs/trainjob-torch.yaml");
+  tj["spec"]["trainer"]["numProcPerNode"] = 4;
+  const auto s = serve(tj, runtimes());
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  for (const auto& p : s.pods) {
+    CHECK(p.d.warnings.empty());
+    CHECK(env_of(p.admitted, "PET_NPROC_PER_NODE") ==
+          "4");  // Trainer's, which trainenv agrees with
+  }
+}
