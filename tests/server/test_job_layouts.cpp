@@ -459,3 +459,22 @@ TEST_CASE(
           "4");  // Trainer's, which trainenv agrees with
   }
 }
+
+TEST_CASE("replicas alone on an MPI launcher: the workers' names and GPUs still from its JobSet",
+          "[layouts][server]") {
+  auto launcher = replicated("launcher", 1, 1, {{"trainenv.io/replicas", "launcher=1,node=4"}});
+  launcher["template"]["spec"]["template"]["metadata"]["labels"]["trainer.kubeflow.org/framework"] =
+      "mpi";
+  // The workers run as 2 Jobs of 2: only the JobSet tells their names past the first Job.
+  const auto s = serve(
+      jobset("rl", json::array({launcher, replicated("node", 2, 2, json::object(),
+                                                     {{"limits", {{"nvidia.com/gpu", "2"}}}})})),
+      {}, 1);
+  const auto& p = s.pods.front();
+  INFO(p.d.message);
+  REQUIRE(p.d.allowed);
+  CHECK(s.gets >= 1);
+  CHECK(env_of(p.admitted, "OMPI_MCA_orte_set_default_slots") == "2");
+  CHECK(p.hostfile == std::vector<std::string>{"rl-node-0-0.rl", "rl-node-0-1.rl", "rl-node-1-0.rl",
+                                               "rl-node-1-1.rl"});
+}
