@@ -222,6 +222,11 @@ int run_serve(const std::vector<std::string>& args) {
   return exit_ok;
 }
 
+// How messages name the preview's input.
+std::string input_name(const inputs::preview_config& config) {
+  return config.file == "-" ? std::string("standard input") : config.file;
+}
+
 // Where the CLI reads owners (a pod's, a TrainJob's runtime): --owners FILE, else the cluster
 // of --kubeconfig FILE, else nowhere; the server's own lookup, on an io_context of its own.
 core::result<server::owner_lookup> cli_owners(const inputs::preview_config& config,
@@ -245,23 +250,16 @@ core::result<server::owner_lookup> cli_owners(const inputs::preview_config& conf
 
 // preview --job: the whole job, its runtime (a TrainJob's) from the owners' source.
 int run_job_preview(const inputs::preview_config& config, const core::policy_set& policies,
-                    const std::string& text) {
-  const auto where = config.file == "-" ? std::string("standard input") : config.file;
+                    const std::string& text, boost::asio::io_context& ioc,
+                    server::owner_lookup& lookup) {
   auto job = inputs::read_job(text);
   if (!job) {
-    std::cerr << "trainenv: " << where << ": " << job.message() << "\n";
-    return exit_usage;
-  }
-  boost::asio::io_context ioc;
-  server::metrics unused;
-  auto lookup = cli_owners(config, ioc, unused);
-  if (!lookup) {
-    std::cerr << "trainenv: " << lookup.message() << "\n";
+    std::cerr << "trainenv: " << input_name(config) << ": " << job.message() << "\n";
     return exit_usage;
   }
   const auto given =
-      server::run_to_end(ioc, server::fetch_objects(core::job_needs(*job), policies, *lookup));
-  lookup->cache.reset();  // its pooled connections are sockets of `ioc`
+      server::run_to_end(ioc, server::fetch_objects(core::job_needs(*job), policies, lookup));
+  lookup.cache.reset();  // its pooled connections are sockets of `ioc`
   auto preview = core::preview_job(*job, given, policies);
   if (!preview) {
     std::cerr << preview.message() << "\n";
@@ -293,18 +291,17 @@ int run_preview(const std::vector<std::string>& args) {
     }
     text << in.rdbuf();
   }
-  if (config.job) return run_job_preview(config, *loaded.policies, text.str());
-  const auto where = config.file == "-" ? std::string("standard input") : config.file;
-  auto input = inputs::read_preview(text.str());
-  if (!input) {
-    std::cerr << "trainenv: " << where << ": " << input.message() << "\n";
-    return exit_usage;
-  }
   boost::asio::io_context ioc;
   server::metrics unused;
   auto lookup = cli_owners(config, ioc, unused);
   if (!lookup) {
     std::cerr << "trainenv: " << lookup.message() << "\n";
+    return exit_usage;
+  }
+  if (config.job) return run_job_preview(config, *loaded.policies, text.str(), ioc, *lookup);
+  auto input = inputs::read_preview(text.str());
+  if (!input) {
+    std::cerr << "trainenv: " << input_name(config) << ": " << input.message() << "\n";
     return exit_usage;
   }
   // The server's own driver over the pod's owners; a review of anything but a pod CREATE is

@@ -34,24 +34,12 @@ std::vector<json> runtimes() {
   return std::move(*docs);
 }
 
-json review_of(const json& pod, const std::string& uid) {
-  return {{"apiVersion", "admission.k8s.io/v1"},
-          {"kind", "AdmissionReview"},
-          {"request",
-           {{"uid", uid},
-            {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
-            {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-            {"namespace", pod["metadata"].value("namespace", "default")},
-            {"operation", "CREATE"},
-            {"object", pod}}}};
-}
-
 // One /mutate: the response and the pod with its patch applied.
 std::pair<json, json> admit(unsigned short port, const json& pod, const std::string& uid = "u") {
   test::tls_client client(port);
   REQUIRE_FALSE(client.handshake());
   const auto res = client.send(
-      test::make_request(test::http::verb::post, "/mutate", review_of(pod, uid).dump()));
+      test::make_request(test::http::verb::post, "/mutate", test::pod_review(pod, uid).dump()));
   REQUIRE(res.result_int() == 200);
   const auto response = json::parse(res.body()).at("response");
   json admitted = pod;

@@ -39,22 +39,8 @@ json owner_of(const std::string& owners_file, const std::string& kind) {
   return {};
 }
 
-json review_of_pod(const json& pod, const std::string& uid) {
-  const std::string ns = pod["metadata"].value("namespace", "default");
-  return {{"apiVersion", "admission.k8s.io/v1"},
-          {"kind", "AdmissionReview"},
-          {"request",
-           {{"uid", uid},
-            {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
-            {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-            {"namespace", ns},
-            {"operation", "CREATE"},
-            {"userInfo", {{"username", "system:serviceaccount:kube-system:job-controller"}}},
-            {"object", pod}}}};
-}
-
 json review_of(const std::string& pod_file, const std::string& uid) {
-  return review_of_pod(pod_of(pod_file), uid);
+  return test::pod_review(pod_of(pod_file), uid);
 }
 
 // The AdmissionReview response's `response`, and the pod with its patch applied.
@@ -272,7 +258,7 @@ TEST_CASE("a pod whose labels and annotations give everything causes no GET", "[
   pod["metadata"]["labels"]["trainer.kubeflow.org/framework"] = "torch";
   pod["metadata"]["annotations"]["trainenv.io/num-nodes"] = "3";
   pod["metadata"]["annotations"]["trainenv.io/nproc-per-node"] = "2";
-  const auto a = admit(server.tls_port(), review_of_pod(pod, "u-annotated"));
+  const auto a = admit(server.tls_port(), test::pod_review(pod, "u-annotated"));
   INFO(a.response.dump());
   REQUIRE(a.response["allowed"] == true);
   CHECK(env_of(a.pod, "WORLD_SIZE") == "3");
@@ -297,7 +283,7 @@ TEST_CASE(
   evaluator["metadata"]["annotations"]["volcano.sh/task-spec"] = "evaluator";
   evaluator["metadata"]["annotations"]["volcano.sh/template-uid"] = "mnist-evaluator";
   evaluator["spec"]["hostname"] = "mnist-evaluator-0";
-  const auto e = admit(server.tls_port(), review_of_pod(evaluator, "u-vc-e"));
+  const auto e = admit(server.tls_port(), test::pod_review(evaluator, "u-vc-e"));
   INFO(e.response.dump());
   REQUIRE(e.response["allowed"] == true);
   CHECK(env_of(e.pod, "WORLD_SIZE").empty());
@@ -332,7 +318,7 @@ TEST_CASE("while one lookup waits on a slow API server, other requests are answe
   for (int i = 0; i < 5; ++i) {
     const auto started = std::chrono::steady_clock::now();
     const auto a =
-        admit(server.tls_port(), review_of_pod(annotated, "u-fast-" + std::to_string(i)));
+        admit(server.tls_port(), test::pod_review(annotated, "u-fast-" + std::to_string(i)));
     CHECK(std::chrono::steady_clock::now() - started < 500ms);
     CHECK(a.response["allowed"] == true);
   }

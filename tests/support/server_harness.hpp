@@ -121,6 +121,20 @@ struct running_server {
 
 using response = http::response<http::string_body>;
 
+// An AdmissionReview of a pod CREATE, as the kube-apiserver sends it for `pod`.
+inline nlohmann::json pod_review(const nlohmann::json& pod, const std::string& uid) {
+  return {{"apiVersion", "admission.k8s.io/v1"},
+          {"kind", "AdmissionReview"},
+          {"request",
+           {{"uid", uid},
+            {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+            {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+            {"namespace", pod["metadata"].value("namespace", "default")},
+            {"operation", "CREATE"},
+            {"userInfo", {{"username", "system:serviceaccount:kube-system:job-controller"}}},
+            {"object", pod}}}};
+}
+
 inline http::request<http::string_body> make_request(
     http::verb verb, const std::string& target, std::string body = {},
     const std::string& content_type = "application/json") {
