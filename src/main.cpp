@@ -92,6 +92,10 @@ int run_serve(const std::vector<std::string>& args) {
   const auto parsed = inputs::parse_serve(args);
   if (int code = 0; usage_failed(parsed, code)) return code;
   const auto& config = parsed.config;
+  // A webhook must not die because nobody reads its log: with SIGPIPE ignored, a write to a
+  // closed pipe (standard error or output whose reader went away) fails with EPIPE, and the log
+  // writer counts the lines it loses. Sockets never raised it (Asio sends with MSG_NOSIGNAL).
+  std::signal(SIGPIPE, SIG_IGN);
   server::setup_logging(config.log_format, config.log_level);
 
   server::server_state state;

@@ -24,13 +24,12 @@ void file_reloader::reload() {
     // Not remembering the fingerprint lets the next poll try again; remembering it reports a
     // broken state once rather than at every poll.
     if (!source_.retry_refused) fingerprint_ = fingerprint;
-    spdlog::error("{} reload failed, keeping the last good one: {}", source_.what,
-                  loaded.message());
+    spdlog::error("{}: {}", source_.refused, loaded.message());
     if (on_reload_) on_reload_(false);
     return;
   }
   fingerprint_ = fingerprint;
-  spdlog::info("{} reloaded: {}", source_.what, *loaded);
+  spdlog::info("{}: {}", source_.reloaded, *loaded);
   if (on_reload_) on_reload_(true);
 }
 

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <mutex>
@@ -89,23 +90,35 @@ class json_formatter final : public spdlog::formatter {
   }
 };
 
-// Writes `bytes` to standard error whole, waiting out EINTR and a non-blocking descriptor's
-// EAGAIN (for at most a second each time). Gives up on any other error: logs are not worth
-// stopping for.
-void write_stderr(std::string_view bytes) {
+// Every line dropped since start, stalled or failed output alike: /metrics reads it.
+std::atomic<std::uint64_t> dropped_total{0};
+
+// Writes `bytes` to `fd` whole, waiting out EINTR and a non-blocking descriptor's EAGAIN (for at
+// most a second each time). Gives up on any other error (EPIPE: the reader went away; the server
+// ignores SIGPIPE) and returns what was not written: logs are not worth stopping for.
+std::string_view write_all(int fd, std::string_view bytes) {
   while (!bytes.empty()) {
-    const auto n = ::write(STDERR_FILENO, bytes.data(), bytes.size());
+    const auto n = ::write(fd, bytes.data(), bytes.size());
     if (n > 0) {
       bytes.remove_prefix(static_cast<std::size_t>(n));
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      pollfd out{STDERR_FILENO, POLLOUT, 0};
-      if (::poll(&out, 1, 1000) <= 0) return;
+      pollfd out{fd, POLLOUT, 0};
+      if (::poll(&out, 1, 1000) <= 0) break;
     } else {
-      return;
+      break;
     }
   }
+  return bytes;
+}
+
+// The lines in what a write left unwritten: a line cut short counts as dropped.
+std::uint64_t lines_in(std::string_view unwritten) {
+  if (unwritten.empty()) return 0;
+  const auto newlines =
+      static_cast<std::uint64_t>(std::count(unwritten.begin(), unwritten.end(), '\n'));
+  return unwritten.back() == '\n' ? newlines : newlines + 1;
 }
 
 // Standard error, written in batches by a thread of its own. A request thread formats its line
@@ -115,11 +128,12 @@ void write_stderr(std::string_view bytes) {
 // flush_on) cuts the wait short. spdlog's own console sink writes and flushes every line, and its
 // async logger wakes its thread for every line: at one line per admission that was about a fifth of
 // the throughput on small pods (docs/performance.md). If standard error stops draining, pending
-// text stops growing at `max_pending` and later lines are dropped, counted, and reported once
-// it drains; a request thread never waits on the output.
+// text stops growing at `max_pending` and later lines are dropped; if a write fails (the reader
+// closed the pipe), the lines it held are dropped. Both are counted (dropped_total) and reported
+// in one line once a write succeeds again; a request thread never waits on the output.
 class batched_stderr_sink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
-  batched_stderr_sink() : writer_([this] { write_batches(); }) {}
+  explicit batched_stderr_sink(int fd) : fd_(fd), writer_([this] { write_batches(); }) {}
   ~batched_stderr_sink() override {
     {
       const std::lock_guard lock(mutex_);
@@ -135,7 +149,7 @@ class batched_stderr_sink final : public spdlog::sinks::base_sink<std::mutex> {
   // Called with mutex_ held.
   void sink_it_(const spdlog::details::log_msg& msg) override {
     if (pending_.size() >= max_pending) {
-      ++dropped_;
+      drop(1);
       return;
     }
     spdlog::memory_buf_t formatted;
@@ -154,6 +168,12 @@ class batched_stderr_sink final : public spdlog::sinks::base_sink<std::mutex> {
   static constexpr std::size_t max_pending = std::size_t{4} * 1024 * 1024;
   static constexpr std::chrono::milliseconds batch_window{100};
 
+  // Called with mutex_ held.
+  void drop(std::uint64_t lines) {
+    unreported_ += lines;
+    dropped_total.fetch_add(lines, std::memory_order_relaxed);
+  }
+
   void write_batches() {
     std::string batch;
     std::unique_lock lock(mutex_);
@@ -163,34 +183,39 @@ class batched_stderr_sink final : public spdlog::sinks::base_sink<std::mutex> {
                      [&] { return stopping_ || urgent_ || pending_.size() >= batch_bytes; });
       batch.swap(pending_);
       urgent_ = false;
-      const auto dropped = std::exchange(dropped_, 0);
+      const auto unreported = std::exchange(unreported_, 0);
       const bool stop = stopping_;
       lock.unlock();
-      write_stderr(batch);
+      const auto lost = lines_in(write_all(fd_, batch));
       batch.clear();
-      if (dropped != 0) {
-        write_stderr("trainenv: " + std::to_string(dropped) +
-                     " log lines dropped: standard error was not being read\n");
+      bool reported = unreported == 0;
+      if (!reported && lost == 0) {
+        reported = write_all(fd_, "trainenv: " + std::to_string(unreported) +
+                                      " log lines dropped: standard error was not being read\n")
+                       .empty();
       }
       if (stop) return;
       lock.lock();
+      if (!reported) unreported_ += unreported;  // said with the next batch that gets through
+      if (lost != 0) drop(lost);
     }
   }
 
+  int fd_;
   std::condition_variable wake_;
   std::string pending_;  // guarded by mutex_, as are the three below
   bool urgent_ = false;  // a warning, an error or a flush is pending
   bool stopping_ = false;
-  std::uint64_t dropped_ = 0;
-  std::thread writer_;  // last: starts once the members above exist
+  std::uint64_t unreported_ = 0;  // dropped lines not yet reported on the output
+  std::thread writer_;            // last: starts once the members above exist
 };
 
 }  // namespace
 
-void setup_logging(const std::string& format, const std::string& level) {
+void setup_logging(const std::string& format, const std::string& level, int fd) {
   json_lines = format == "json";
   auto logger =
-      std::make_shared<spdlog::logger>("trainenv", std::make_shared<batched_stderr_sink>());
+      std::make_shared<spdlog::logger>("trainenv", std::make_shared<batched_stderr_sink>(fd));
   if (json_lines) {
     logger->set_formatter(std::make_unique<json_formatter>());
   } else {
@@ -204,6 +229,10 @@ void setup_logging(const std::string& format, const std::string& level) {
 
 void stop_logging() {
   spdlog::shutdown();
+}
+
+std::uint64_t log_lines_dropped() {
+  return dropped_total.load(std::memory_order_relaxed);
 }
 
 bool info_enabled() {

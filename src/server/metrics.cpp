@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,6 +15,8 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+
+#include "trainenv/server/logging.hpp"
 
 namespace trainenv::server {
 namespace {
@@ -211,6 +214,9 @@ struct metrics::impl {
         owner_cache_evictions(counter("trainenv_owner_cache_evictions_total",
                                       "Owner objects evicted from the cache at its size bound "
                                       "(before their time to live).")),
+        log_lines_dropped(counter("trainenv_log_lines_dropped_total",
+                                  "Log lines dropped: standard error stalled, or its reader went "
+                                  "away.")),
         ready(gauge("trainenv_ready", "1 when /readyz answers 200.")) {
     prom::BuildGauge()
         .Name("trainenv_build_info")
@@ -247,6 +253,11 @@ struct metrics::impl {
   prom::Counter& api_requests;
   prom::Counter& token_reloads;
   prom::Counter& owner_cache_evictions;
+  // The log writer counts its drops itself (it is process-wide and runs before any metrics
+  // exist); render() brings this counter up to its total.
+  prom::Counter& log_lines_dropped;
+  std::mutex log_lines_seen_mutex;
+  std::uint64_t log_lines_seen = 0;  // guarded by the mutex above
   prom::Gauge& ready;
   named_series<policy_series, 512> policies;
   named_series<owner_series, 32> owner_kinds;
@@ -375,6 +386,12 @@ std::uint64_t metrics::owner_cache_evictions() const {
 }
 
 std::string metrics::render() const {
+  {
+    const std::lock_guard lock(impl_->log_lines_seen_mutex);
+    const auto total = server::log_lines_dropped();
+    impl_->log_lines_dropped.Increment(static_cast<double>(total - impl_->log_lines_seen));
+    impl_->log_lines_seen = total;
+  }
   return prom::TextSerializer().Serialize(impl_->registry.Collect());
 }
 

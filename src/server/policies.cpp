@@ -7,7 +7,8 @@ namespace trainenv::server {
 
 reload_source policy_source(std::string dir, policy_snapshot& target) {
   reload_source source;
-  source.what = "policies";
+  source.reloaded = "policies reloaded";
+  source.refused = "policy reload failed, keeping the last good set";
   source.fingerprint = [dir] { return inputs::policy_dir_fingerprint(dir); };
   source.load = [dir, &target]() -> core::result<std::string> {
     auto loaded = inputs::load_policy_dir(dir);
@@ -19,7 +20,7 @@ reload_source policy_source(std::string dir, policy_snapshot& target) {
     std::string names;
     for (const auto& p : loaded.policies->all()) names += (names.empty() ? "" : ",") + p.name;
     target.publish(std::move(loaded.policies));
-    return "from " + dir + ": [" + names + "]";
+    return "[" + names + "] from " + dir;
   };
   source.retry_refused = false;
   source.dir = std::move(dir);  // last: the lambdas above keep their own copies

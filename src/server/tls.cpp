@@ -5,9 +5,15 @@
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 namespace trainenv::server {
 namespace {
@@ -30,6 +36,16 @@ std::string openssl_reason(const boost::system::error_code& ec) {
   }
   ERR_clear_error();
   return out;
+}
+
+// Why `path` cannot be opened for reading, in the system's words ("Permission denied"), or
+// nothing. OpenSSL's own message for a file it cannot open names neither the file nor, in most
+// builds, the reason.
+std::optional<std::string> unreadable(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::string(std::strerror(errno));
+  ::close(fd);
+  return std::nullopt;
 }
 
 std::string read_all(const std::string& path) {
@@ -78,6 +94,12 @@ core::result<tls_bundle> load_server_tls(const tls_files& files) {
   if (SSL_CTX_set_cipher_list(native, tls12_ciphers) != 1)
     return core::error{"cannot set the TLS cipher list"};
 
+  const std::pair<const char*, const std::string*> inputs[] = {
+      {"--tls-cert ", &files.cert}, {"--tls-key ", &files.key}, {"--client-ca ", &files.client_ca}};
+  for (const auto& [flag, path] : inputs) {
+    if (path->empty()) continue;
+    if (auto why = unreadable(*path)) return core::error{flag + *path + ": cannot read: " + *why};
+  }
   boost::system::error_code ec;
   ctx->use_certificate_chain_file(files.cert, ec);
   if (ec)
@@ -128,7 +150,8 @@ std::string directory_of(const std::string& path) {
 
 reload_source certificate_source(tls_files files, tls_snapshot& target) {
   reload_source source;
-  source.what = "certificate";
+  source.reloaded = "certificate reloaded";
+  source.refused = "certificate reload failed, keeping the current certificate";
   source.dir = directory_of(files.cert);
   source.fingerprint = [files] { return files_fingerprint(files); };
   source.load = [files = std::move(files), &target]() -> core::result<std::string> {

@@ -132,7 +132,8 @@ check "an unknown command exits 2" exit_code 2 "$bin" frobnicate
 "$src/certs/mint.sh" "$work/certs" >/dev/null 2>&1 || { echo "FAILED: certs/mint.sh" >&2; exit 1; }
 check "serve refuses a missing certificate" exit_code 1 "$bin" serve --tls-cert "$work/none.crt" --tls-key "$work/certs/tls.key" \
   --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --policies "$src/policies"
-check "naming the flag and file" contains "$work/err" "--tls-cert $work/none.crt: cannot load the certificate"
+check "naming the flag, the file and the system's reason" contains "$work/err" \
+  "--tls-cert $work/none.crt: cannot read: No such file or directory"
 check "serve refuses a bad --listen" exit_code 2 "$bin" serve --listen nowhere
 check "serve refuses invalid policies" exit_code 1 "$bin" serve --policies "$work/bad" --tls-cert "$work/certs/tls.crt" \
   --tls-key "$work/certs/tls.key" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Operating the real process: /metrics checked by promtool and counting what was sent, JSON log
 # lines, SIGTERM in the middle of a stream of requests on several connections, the connection
-# limit and the header limit. Loopback only; every wait is bounded.
+# limit and the header limit, the reload lines operators grep for, and standard error read by
+# nobody. Loopback only; every wait is bounded.
 #   test_operations.sh BINARY SOURCE_DIR
 set -uo pipefail
 bin="$1"
@@ -129,6 +130,81 @@ check "the owner lookup histogram counts them" [ "$(metric 'trainenv_owner_looku
 check "promtool accepts /metrics with owner series" bash -c "curl -s http://127.0.0.1:$http_port/metrics | promtool check metrics"
 kill -TERM "$server_pid"; wait "$server_pid"
 check "the admission line says where the counts came from" bash -c "grep '\"msg\":\"admission\"' '$work/owners.log' | grep -q 'JobSet team-a/bert'"
+
+# --- the log lines operators grep for: written as docs/operations.md quotes them ------------------
+mkdir -p "$work/reload/certs"
+cp -r "$src/policies" "$work/reload/policies"
+cp "$work/certs/tls.crt" "$work/certs/tls.key" "$work/reload/certs/"
+start "$work/reload.log" --policies "$work/reload/policies" --tls-cert "$work/reload/certs/tls.crt" \
+  --tls-key "$work/reload/certs/tls.key"
+logged() {  # logged PHRASE: whether the reload log has it within 10 s
+  for _ in $(seq 1 100); do grep -qF -- "$1" "$work/reload.log" && return 0; sleep 0.1; done
+  return 1
+}
+printf 'name: [broken\n' >"$work/reload/policies/zz-broken.yaml"
+logged "policy reload failed, keeping the last good set: "
+rm "$work/reload/policies/zz-broken.yaml"
+logged "policies reloaded: ["
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/reload/certs/tls.key" 2>/dev/null
+logged "certificate reload failed, keeping the current certificate: "
+"$src/certs/mint.sh" "$work/certs2" >/dev/null 2>&1
+cp "$work/certs2/tls.key" "$work/certs2/tls.crt" "$work/reload/certs/"
+logged "certificate reloaded: serial "
+kill -TERM "$server_pid"; wait "$server_pid"
+for phrase in "policy reload failed, keeping the last good set: " "policies reloaded: [" \
+  "certificate reload failed, keeping the current certificate: " "certificate reloaded: serial "; do
+  check "the log says \"$phrase\"" grep -qF -- "$phrase" "$work/reload.log"
+  check "docs/operations.md quotes \"$phrase\"" grep -qF -- "$phrase" "$src/docs/operations.md"
+done
+
+# --- standard error read by nobody: requests answered, lines counted as dropped, no SIGPIPE death --
+# start_piped: serve with standard error on a FIFO this shell holds open on descriptor 5, reading
+# it only up to the line that gives the ports.
+start_piped() {
+  rm -f "$work/stderr.fifo"
+  mkfifo "$work/stderr.fifo"
+  "$bin" serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --tls-cert "$work/certs/tls.crt" \
+    --tls-key "$work/certs/tls.key" --policies "$src/policies" 2>"$work/stderr.fifo" &
+  server_pid=$!
+  pids+=("$server_pid")
+  exec 5<"$work/stderr.fifo"
+  https_port=""
+  local line
+  while IFS= read -r -t 10 line <&5; do
+    if [[ $line =~ listening\ https=127\.0\.0\.1:([0-9]+)\ http=127\.0\.0\.1:([0-9]+) ]]; then
+      https_port=${BASH_REMATCH[1]}
+      http_port=${BASH_REMATCH[2]}
+      break
+    fi
+  done
+  [ -n "$https_port" ] || { echo "FAILED: server did not start" >&2; exit 1; }
+}
+mutate_many() {  # mutate_many N: N admissions on one keep-alive connection; prints how many got 200
+  local urls=()
+  for _ in $(seq 1 "$1"); do urls+=("https://localhost:$https_port/mutate"); done
+  curl -s --max-time 60 --cacert "$work/certs/ca.crt" -H 'Content-Type: application/json' \
+    --data-binary @"$review" -w '\ncode=%{http_code}\n' "${urls[@]}" | grep -c '^code=200$'
+}
+
+start_piped
+exec 5<&-  # the reader goes away
+check "after the log's reader went away, 50 admissions answered 200" [ "$(mutate_many 50)" = 50 ]
+check "the server is alive" kill -0 "$server_pid"
+sleep 0.5  # the writer's batch window
+check "their log lines are counted as dropped" [ "$(metric trainenv_log_lines_dropped_total)" -ge 50 ]
+check "promtool accepts /metrics with the dropped lines" bash -c "curl -s http://127.0.0.1:$http_port/metrics | promtool check metrics"
+kill -TERM "$server_pid"; wait "$server_pid"
+check "it stops on SIGTERM with exit code 0 (141 would be death by SIGPIPE)" [ "$?" = 0 ]
+
+start_piped  # the reader stays but stops reading: the pipe's 64 KiB fill up
+check "while the log's reader stalls, 600 admissions answered 200" [ "$(mutate_many 600)" = 600 ]
+exec 5<&-  # then goes: the write blocked on the full pipe fails
+check "after it went, 50 more answered 200" [ "$(mutate_many 50)" = 50 ]
+check "the server is alive" kill -0 "$server_pid"
+sleep 0.5
+check "the lines the pipe did not take are counted as dropped" [ "$(metric trainenv_log_lines_dropped_total)" -ge 50 ]
+kill -TERM "$server_pid"; wait "$server_pid"
+check "it stops on SIGTERM with exit code 0" [ "$?" = 0 ]
 
 # --- the alert rules docs/operations.md recommends -------------------------------------------
 sed -n '/^groups:/,/^```$/p' "$src/docs/operations.md" | sed '$d' >"$work/rules.yaml"

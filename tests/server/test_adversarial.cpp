@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <csignal>
 #include <functional>
 #include <random>
 #include <thread>
@@ -799,4 +800,39 @@ TEST_CASE("a client that half-closes after its request is let go at once, not at
     CHECK(since(start) < 1000ms * slow);
   }
   require_healthy(server);
+}
+
+TEST_CASE("clients that go away before their answers raise no SIGPIPE: the process serves on",
+          "[adversarial][sigpipe]") {
+  // The default action, so a write that raised SIGPIPE would end this test process. trainenv
+  // serve ignores SIGPIPE besides (for its log), but no socket write may depend on that.
+  const auto previous = std::signal(SIGPIPE, SIG_DFL);
+  running_server server;
+  // Previews of a pod with 256 KiB of annotation: each answer echoes it, so the answers are
+  // still being written when the client is gone.
+  json pod = fixture("review-torch-jobset-node3.json")["request"]["object"];
+  pod["metadata"]["annotations"]["example.com/padding"] = std::string(256 * 1024, 'p');
+  const auto one = request_bytes(http::verb::post, "/preview", pod.dump());
+  const std::string previews = one + one + one + one;
+  std::string scrapes;
+  for (int i = 0; i < 50; ++i) scrapes += request_bytes(http::verb::get, "/metrics", "", "");
+
+  for (int i = 0; i < 20; ++i) {
+    asio::io_context ioc;
+    auto ctx = verifying_client_context();
+    beast::ssl_stream<beast::tcp_stream> gone(ioc, ctx);
+    prepare_client_stream(gone);
+    beast::get_lowest_layer(gone).expires_after(5s * slow);
+    beast::get_lowest_layer(gone).connect(loopback(server.tls_port()));
+    gone.handshake(ssl::stream_base::client);
+    asio::write(gone, asio::buffer(previews));
+    // Closed with answers unread: the kernel answers the server's next writes with a reset.
+    beast::get_lowest_layer(gone).close();
+
+    raw_connection scraper(server.plain_port());
+    REQUIRE_FALSE(scraper.write(scrapes));
+  }  // and the scraper goes too, its answers unread
+  CHECK(open_connections_fall_to(server, 0, 5s * slow));
+  require_healthy(server);
+  std::signal(SIGPIPE, previous);
 }

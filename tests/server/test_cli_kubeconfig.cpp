@@ -1,7 +1,7 @@
-// The preview command against a cluster (`--kubeconfig`): the built binary, run as a user runs
-// it, reads a pod's owners and a TrainJob's runtime from the fake API server over HTTPS with a
-// bearer token, through a kubeconfig written here. Hidden ([.cli]): ctest runs it as its own
-// test, server/cli-kubeconfig, with TRAINENV_BINARY set.
+// The built binary against a cluster (`--kubeconfig`), run as a user runs it: preview reads a
+// pod's owners and a TrainJob's runtime from the fake API server over HTTPS with a bearer token,
+// through a kubeconfig written here; serve keeps reading them while the token file rotates.
+// Hidden ([.cli]): ctest runs it as its own test, server/cli-kubeconfig, with TRAINENV_BINARY set.
 #include <catch2/catch.hpp>
 
 #include <array>
@@ -10,8 +10,16 @@
 #include <fstream>
 #include <map>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <chrono>
+#include <regex>
+#include <thread>
+
 #include "fake_apiserver.hpp"
+#include "server_harness.hpp"
 #include "trainenv/core/admission.hpp"
+#include "trainenv/inputs/yaml.hpp"
 
 namespace {
 
@@ -22,15 +30,17 @@ std::string source(const std::string& path) {
   return std::string(TRAINENV_SOURCE_DIR) + "/" + path;
 }
 
-// A kubeconfig whose current context is the fake API server, its CA inline, a bearer token.
-std::string write_kubeconfig(const test::fake_apiserver& api, const std::filesystem::path& dir) {
+// A kubeconfig whose current context is the fake API server, its CA inline, a bearer token
+// (`user` is the kubeconfig's user entry: a token, or a tokenFile).
+std::string write_kubeconfig(const test::fake_apiserver& api, const std::filesystem::path& dir,
+                             const std::string& user = "token: test-token") {
   const auto path = dir / "kubeconfig";
   std::ofstream(path) << "apiVersion: v1\nkind: Config\n"
                       << "clusters:\n- name: fake\n  cluster:\n    server: https://127.0.0.1:"
                       << api.port()
                       << "\n    certificate-authority-data: " << core::base64_encode(api.ca().cert)
                       << "\n"
-                      << "users:\n- name: tester\n  user:\n    token: test-token\n"
+                      << "users:\n- name: tester\n  user:\n    " << user << "\n"
                       << "contexts:\n- name: fake\n  context: {cluster: fake, user: tester}\n"
                       << "current-context: fake\n";
   return path.string();
@@ -49,6 +59,79 @@ std::pair<std::string, int> run(const std::string& args) {
     out.append(buffer.data(), n);
   const int status = ::pclose(pipe);
   return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+// `trainenv serve` as a process of its own on loopback port 0, standard error in `log`; its ports
+// read from the log's "listening" line; stopped with SIGTERM.
+class serve_process {
+ public:
+  serve_process(const std::string& args, const std::filesystem::path& log) : log_(log) {
+    const char* binary = std::getenv("TRAINENV_BINARY");
+    REQUIRE(binary != nullptr);
+    const auto command = "exec " + std::string(binary) +
+                         " serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --tls-cert " +
+                         test::cert_dir() + "/tls.crt --tls-key " + test::cert_dir() + "/tls.key " +
+                         args + " 2>" + log.string();
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    static const std::regex listening(
+        R"(listening https=127\.0\.0\.1:(\d+) http=127\.0\.0\.1:(\d+))");
+    for (int i = 0; i < 200 && https_port.empty(); ++i) {
+      std::smatch m;
+      const auto text = log_text();
+      if (std::regex_search(text, m, listening)) {
+        https_port = m[1];
+        http_port = m[2];
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    INFO(log_text());
+    REQUIRE_FALSE(https_port.empty());
+  }
+  ~serve_process() { stop(); }
+  serve_process(const serve_process&) = delete;
+  serve_process& operator=(const serve_process&) = delete;
+
+  // SIGTERM, then its exit status (-1: killed by a signal).
+  int stop() {
+    if (pid_ <= 0) return exit_status_;
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = 0;
+    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return exit_status_;
+  }
+  // The log so far ("" until the shell has created it).
+  [[nodiscard]] std::string log_text() const {
+    std::ifstream in(log_);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+
+  std::string https_port;
+  std::string http_port;
+
+ private:
+  std::filesystem::path log_;
+  pid_t pid_ = 0;
+  int exit_status_ = 0;
+};
+
+// What a command prints on standard output, bounded in time.
+std::string output_of(const std::string& command) {
+  FILE* pipe = ::popen(("timeout 30 " + command).c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  std::array<char, 4096> buffer{};
+  while (const auto n = std::fread(buffer.data(), 1, buffer.size(), pipe))
+    out.append(buffer.data(), n);
+  ::pclose(pipe);
+  return out;
 }
 
 struct temp_dir {
@@ -110,4 +193,51 @@ TEST_CASE("preview --job --kubeconfig reads the TrainJob's runtime from the clus
   CHECK(answer["ok"] == true);
   CHECK(answer["pods"].size() == 4);
   CHECK(api.total_gets() == 1);  // the runtime; the job's own objects are laid out, not read
+}
+
+TEST_CASE("serve --kubeconfig with a tokenFile: a rotated token reaches the running server",
+          "[.cli]") {
+  test::fake_apiserver api({.tokens = {"token-1"}});
+  api.load_yaml(source("examples/owners/trainer-torch-owners.yaml"));
+  temp_dir dir;
+  const auto token_file = dir.path / "token";
+  std::ofstream(token_file) << "token-1\n";
+  const auto kubeconfig = write_kubeconfig(api, dir.path, "tokenFile: " + token_file.string());
+  auto pod =
+      inputs::parse_document(test::read_file(source("examples/owners/trainer-torch-pod.yaml")));
+  REQUIRE(pod.ok());
+  std::ofstream(dir.path / "review.json") << test::pod_review(*pod, "u-rotation").dump();
+  // A cache that keeps nothing for long: each admission reads the owners again.
+  serve_process serve("--policies " + source("policies") + " --kubeconfig " + kubeconfig +
+                          " --owner-cache-ttl 0.001",
+                      dir.path / "serve.log");
+  const auto admit = [&] {
+    const auto out = output_of("curl -s --cacert " + test::cert_dir() +
+                               "/ca.crt -H 'Content-Type: application/json' --data-binary @" +
+                               (dir.path / "review.json").string() +
+                               " https://localhost:" + serve.https_port + "/mutate");
+    INFO(out);
+    const auto answer = json::parse(out);
+    return answer["response"].value("allowed", false) && answer["response"].contains("patch");
+  };
+  const auto metric = [&](const std::string& name) {
+    const auto text = output_of("curl -s http://127.0.0.1:" + serve.http_port + "/metrics");
+    const auto at = text.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
+  };
+
+  CHECK(admit());
+  const auto gets_before = api.total_gets();
+  CHECK(metric("trainenv_api_token_reloads_total") == 0);
+
+  // The kubelet writes a new token; the API server stops accepting the old one.
+  std::ofstream(token_file) << "token-2\n";
+  api.set_tokens({"token-2"});
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the cached owners expire
+  CHECK(admit());
+  CHECK(api.total_gets() > gets_before);
+  CHECK(metric("trainenv_api_token_reloads_total") == 1);
+  CHECK(metric("trainenv_owner_lookups_total{kind=\"job\",result=\"unauthorized\"}") == -1);
+  INFO(serve.log_text());
+  CHECK(serve.stop() == 0);
 }

@@ -58,7 +58,8 @@ struct watched_value {
     write(dir / "value", "one");
     value.publish(std::make_shared<const std::string>("one"));
     reload_source source;
-    source.what = "value";
+    source.reloaded = "value reloaded";
+    source.refused = "value reload failed, keeping the last good one";
     source.dir = dir.string();
     source.fingerprint = [this] { return std::hash<std::string>{}(read(dir / "value")); };
     source.load = [this]() -> trainenv::core::result<std::string> {

@@ -2,8 +2,14 @@
 // swapped the way a Secret volume swaps them, while requests flow.
 #include <catch2/catch.hpp>
 
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <array>
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include "server_harness.hpp"
@@ -89,6 +95,60 @@ TEST_CASE("load_server_tls refuses a mismatched key, an expired and a not-yet-va
   CHECK_THAT(try_pair(expired.cert, expired.key).message(), Catch::Contains("expired"));
   CHECK_THAT(try_pair(future.cert, future.key).message(), Catch::Contains("not valid yet"));
   CHECK_THAT(try_pair("not a certificate", good.key).message(), Catch::Contains("--tls-cert"));
+}
+
+namespace {
+
+// Runs `load` in a child process that file modes bind: root reads any file whatever its mode,
+// so the child gives up the capabilities that let it (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) and
+// stays root otherwise, so the test's directories stay its own. Returns what `load` says.
+std::string as_unprivileged(const std::function<std::string()>& load) {
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::close(out[0]);
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    std::array<__user_cap_data_struct, 2> caps{};
+    if (::syscall(SYS_capget, &header, caps.data()) != 0) ::_exit(2);
+    for (const int cap : {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH})
+      caps[0].effective &= ~(1U << static_cast<unsigned>(cap));
+    if (::syscall(SYS_capset, &header, caps.data()) != 0) ::_exit(2);
+    const auto said = load();
+    const bool written =
+        ::write(out[1], said.data(), said.size()) == static_cast<ssize_t>(said.size());
+    ::_exit(written ? 0 : 3);
+  }
+  ::close(out[1]);
+  std::string said;
+  char buffer[4096];
+  for (ssize_t n = 0; (n = ::read(out[0], buffer, sizeof buffer)) > 0;) said.append(buffer, n);
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return said;
+}
+
+}  // namespace
+
+TEST_CASE("a certificate or key that cannot be read is refused with the system's reason", "[tls]") {
+  const test_ca ca;
+  secret_dir dir;
+  const auto good = ca.issue();
+  write_file(dir.file("a.crt"), good.cert);
+  write_file(dir.file("a.key"), good.key);
+  fs::permissions(dir.file("a.key"), fs::perms::none);
+  const server::tls_files files{dir.file("a.crt"), dir.file("a.key"), ""};
+  CHECK(as_unprivileged([&] { return server::load_server_tls(files).message(); }) ==
+        "--tls-key " + dir.file("a.key") + ": cannot read: Permission denied");
+  CHECK(server::load_server_tls({dir.file("none.crt"), dir.file("a.key"), ""}).message() ==
+        "--tls-cert " + dir.file("none.crt") + ": cannot read: No such file or directory");
+  CHECK(server::load_server_tls({dir.file("a.crt"), dir.file("a.key"), dir.file("none.pem")})
+            .message() ==
+        "--client-ca " + dir.file("none.pem") + ": cannot read: No such file or directory");
 }
 
 TEST_CASE(

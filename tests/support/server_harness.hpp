@@ -30,16 +30,25 @@ namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using namespace std::chrono_literals;
 
+// The test certificates (certs/mint.sh), minted once per process into a directory of its own
+// and removed when the process exits.
 inline const std::string& cert_dir() {
-  static const std::string dir = [] {
+  struct minted {
+    std::string path;
+    ~minted() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const minted dir{[] {
     auto path = std::filesystem::temp_directory_path() /
                 ("trainenv-test-certs-" + std::to_string(::getpid()));
     const auto command = std::string(TRAINENV_SOURCE_DIR) + "/certs/mint.sh --force " +
                          path.string() + " >/dev/null 2>&1";
     if (std::system(command.c_str()) != 0) throw std::runtime_error("certs/mint.sh failed");
     return path.string();
-  }();
-  return dir;
+  }()};
+  return dir.path;
 }
 
 inline server::session_limits test_limits() {

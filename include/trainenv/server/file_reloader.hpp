@@ -18,8 +18,11 @@ namespace trainenv::server {
 
 // What one reloaded input is and how to read it.
 struct reload_source {
-  std::string what;  // names the input in log lines: "policies", "certificate"
-  std::string dir;   // the directory watched
+  // The log lines, which operators grep for (docs/operations.md): "<reloaded>: <what load
+  // says>" and "<refused>: <why>".
+  std::string reloaded;  // "policies reloaded"
+  std::string refused;   // "policy reload failed, keeping the last good set"
+  std::string dir;       // the directory watched
   // A cheap fingerprint of the files as they are now.
   std::function<std::size_t()> fingerprint;
   // Loads the files and publishes them; a line for the log, or why they were refused.

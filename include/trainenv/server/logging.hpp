@@ -1,6 +1,7 @@
 // Log set-up: spdlog to standard error, as readable text or as one JSON object per line.
 #pragma once
 
+#include <unistd.h>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -12,8 +13,13 @@ namespace trainenv::server {
 // `format` is "text" or "json"; `level` one of spdlog's level names. A request thread formats
 // its line into a buffer and goes on; a writer thread writes the buffer to standard error in
 // batches, within 100 ms, at once after a warning or an error. A request thread never waits on
-// standard error: if it stops draining, lines beyond 4 MiB pending are dropped and counted.
-void setup_logging(const std::string& format, const std::string& level);
+// standard error: if it stops draining, lines beyond 4 MiB pending are dropped and counted; if a
+// write fails (nobody reads the pipe any more), its lines are dropped and counted too. `fd` is
+// standard error but for the logging tests.
+void setup_logging(const std::string& format, const std::string& level, int fd = STDERR_FILENO);
+
+// Log lines dropped since start, for /metrics (trainenv_log_lines_dropped_total).
+[[nodiscard]] std::uint64_t log_lines_dropped();
 
 // Writes what is pending and stops the writer thread (at exit).
 void stop_logging();
