@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end benchmark: trainenv against the webhook a team would write in Go (bench/peers/
-# go-webhook: net/http, crypto/tls, encoding/json), both over real HTTPS on loopback, driven by
-# wrk, with real AdmissionReview bodies (build/bench/pod_bodies: small, typical, large, huge).
+# go-webhook: net/http, crypto/tls, encoding/json) and against a floor (nginx answering the same
+# POST with trainenv's answer as a static file: what TLS, HTTP and the kernel cost alone), all
+# over real HTTPS on loopback, driven by wrk, with real AdmissionReview bodies
+# (build/bench/pod_bodies: small, typical, large, huge).
 #
 #   bench/e2e.sh [--duration S] [--quick] [--out FILE] [--bodies DIR] [--requests N] [--keep]
 #
@@ -11,11 +13,11 @@
 #   --bodies DIR   use DIR/{small,typical,large,huge}.json instead of building pod_bodies
 #   --requests N   requests for the RSS-flatness run (default 1000000)
 #   --keep         keep the work directory (wrk outputs, logs, responses, results.jsonl)
-#   --small-only   only the correctness check and the small-body runs (step 4's second half)
+#   --floor-only   only the correctness check and the floor runs (step 4's second half)
 #
 # Environment: BUILD_DIR (default build) and BUILD_TYPE (default Release), as for
 # scripts/dev.sh, which builds trainenv and pod_bodies. Needs wrk, go (standard library only,
-# built offline), curl, python3 (with python3-jsonpatch: installed through apt if missing).
+# built offline), nginx-light, curl, python3-jsonpatch: Debian packages, installed if missing.
 #
 # What it does, in order (every server and client on 127.0.0.1, every step bounded in time):
 #  1. builds trainenv, pod_bodies and the Go peer; mints throw-away certificates; starts both
@@ -29,8 +31,10 @@
 #  4. keep-alive load with the typical body at 1, 8, 64 and 256 connections, alternating the
 #     servers: req/s, p50/p99/p99.9, server CPU, wrk CPU, everything else's CPU, peak RSS;
 #     any wrk error (socket error, non-2xx, timeout) fails the run; then the small body (a
-#     plain pod: the fixed cost of a request) at 64 and 8 connections, three rounds of trainenv
-#     at warn, trainenv at info and the Go peer, in turn (--small-only: steps 1, 2 and this);
+#     plain pod: the fixed cost of a request) and the typical body at 64 and 8 connections,
+#     three rounds of trainenv at warn, trainenv at info, the Go peer and the floor (nginx
+#     answering the same POST with trainenv's answer as a static file), in turn
+#     (--floor-only: steps 1, 2 and this);
 #  5. a new TLS connection per request ("Connection: close"), checked against the kernel's
 #     count of accepted connections: handshakes/s;
 #  6. the four body shapes at 1 and 8 connections;
@@ -51,7 +55,7 @@ startups=10
 out=""
 bodies=""
 keep=0
-small_only=0
+floor_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration="$2"; shift ;;
@@ -60,8 +64,8 @@ while [ $# -gt 0 ]; do
     --bodies) bodies="$(cd "$2" && pwd)"; shift ;;
     --requests) flat_requests="$2"; shift ;;
     --keep) keep=1 ;;
-    --small-only) small_only=1 ;;
-    -h|--help) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --floor-only) floor_only=1 ;;
+    -h|--help) sed -n '2,45p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "e2e.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -71,23 +75,17 @@ done
 log() { printf 'e2e: %s\n' "$*" >&2; }
 die() { printf 'e2e: FAILED: %s\n' "$*" >&2; exit 1; }
 
-for tool in wrk go curl python3 jq openssl ss timeout; do
-  command -v "$tool" >/dev/null || die "$tool is not installed"
+# The tools, all Debian packages, installed through scripts/dev.sh deps when missing: wrk, Go
+# (the peer), nginx-light (the floor), python3-jsonpatch (the correctness check's applier).
+bench_packages=(wrk golang-go nginx-light python3-jsonpatch curl jq openssl iproute2)
+missing=()
+for p in "${bench_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-
-# A python3 that has jsonpatch (the RFC 6902 applier used for the correctness check).
-py=""
-for candidate in python3 /usr/bin/python3; do
-  if "$candidate" -c 'import jsonpatch' 2>/dev/null; then py="$candidate"; break; fi
-done
-if [ -z "$py" ]; then
-  log "installing python3-jsonpatch"
-  sudo=()
-  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends python3-jsonpatch >/dev/null
-  py=/usr/bin/python3
-fi
+[ ${#missing[@]} -eq 0 ] || scripts/dev.sh deps --build "${missing[@]}"
+# Debian's python3, which has jsonpatch (a python3 earlier on PATH may not).
+py=/usr/bin/python3
+"$py" -c 'import jsonpatch' || die "python3-jsonpatch is not importable by $py"
 
 # 1000 idle connections plus wrk's need descriptors in this shell's children (the servers).
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
@@ -97,6 +95,8 @@ work="$(mktemp -d /tmp/trainenv-e2e.XXXXXX)"
 pids=()
 cleanup() {
   local pid
+  # nginx's workers outlive a killed master: they go first.
+  [ -z "${nginx_pid:-}" ] || pkill -KILL -P "$nginx_pid" 2>/dev/null || true
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [ "$keep" = 1 ]; then log "work directory kept: $work"; else rm -rf "$work"; fi
@@ -133,14 +133,14 @@ go_webhook="$build_dir/e2e-go/go-webhook"
 certs/mint.sh "$work/certs" >/dev/null 2>&1
 ca="$work/certs/ca.crt"
 
-# Five distinct free loopback ports, held open together so they differ. A command
+# Seven distinct free loopback ports, held open together so they differ. A command
 # substitution (not "read < <(...)") so the picker has exited, and freed them, before use.
 ports="$("$py" -c '
 import socket
-ss = [socket.socket() for _ in range(5)]
+ss = [socket.socket() for _ in range(7)]
 for s in ss: s.bind(("127.0.0.1", 0))
 print(*(s.getsockname()[1] for s in ss))')"
-read -r tls_port metrics_port go_port info_port info_metrics_port <<< "$ports"
+read -r tls_port metrics_port go_port info_port info_metrics_port floor_small_port floor_typical_port <<< "$ports"
 
 trainenv_common=(--tls-cert "$work/certs/tls.crt" --tls-key "$work/certs/tls.key"
   --policies "$root/policies" --max-connections 20000)
@@ -177,12 +177,38 @@ log "trainenv pid $trainenv_pid on :$tls_port (metrics :$metrics_port), go pid $
 server_pid() {
   case "$1" in trainenv) echo "$trainenv_pid" ;; trainenv-info) echo "$info_pid" ;; *) echo "$go_pid" ;; esac
 }
-server_port() {
-  case "$1" in trainenv) echo "$tls_port" ;; trainenv-info) echo "$info_port" ;; *) echo "$go_port" ;; esac
+# server_pids SERVER: its processes, nginx's master and workers alike (the floor's CPU is theirs
+# together).
+server_pids() {
+  case "$1" in
+    nginx) echo "$nginx_pid" $(pgrep -P "$nginx_pid") ;;
+    *) server_pid "$1" ;;
+  esac
 }
-# utime+stime in clock ticks; the fields after "(comm)" are counted from the closing paren.
-cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+# server_port SERVER [SHAPE]: the floor has one port per body, each answering with its answer.
+server_port() {
+  case "$1" in
+    trainenv) echo "$tls_port" ;;
+    trainenv-info) echo "$info_port" ;;
+    nginx) [ "${2:-}" = small ] && echo "$floor_small_port" || echo "$floor_typical_port" ;;
+    *) echo "$go_port" ;;
+  esac
+}
+# utime+stime in clock ticks, summed over PIDs; the fields after "(comm)" are counted from the
+# closing paren.
+cpu_ticks() {
+  local pid total=0
+  for pid in "$@"; do total=$((total + $(sed 's/.*) //' "/proc/$pid/stat" | awk '{print $12 + $13}'))); done
+  echo "$total"
+}
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+# status_kb_sum FIELD PID...: a /proc status field (kB) summed over PIDs.
+status_kb_sum() {
+  local field="$1" pid total=0
+  shift
+  for pid in "$@"; do total=$((total + $(status_kb "$pid" "$field"))); done
+  echo "$total"
+}
 # Connections the kernel accepted (all loopback traffic here is ours).
 passive_opens() { awk '$1 == "Tcp:" && $2 ~ /^[0-9]/ {print $6}' /proc/net/snmp; }
 hz="$(getconf CLK_TCK)"
@@ -213,6 +239,69 @@ for s in "${shapes[@]}"; do body_files+=("$bodies/$s.json"); done
 "$py" "$here/check_patches.py" "$work/responses" "${body_files[@]}" | sed 's/^/e2e: /' >&2 ||
   die "correctness check: the servers must inject the same env and ports (like for like)"
 
+# ---- the floor: nginx answering /mutate with trainenv's own answer, as a static file ----
+# What answering costs with no JSON work at all: the same certificate, TLS settings a browser
+# would get, HTTP/1.1 keep-alive, the kernel. Two workers for the two cores (trainenv runs a
+# thread per core); no access log; keep-alive without a request limit, as trainenv's. nginx
+# answers a POST to a static file 405; error_page turns that into the file, 200, the body read
+# and discarded first. One port per body, each answering with trainenv's answer to that body.
+
+floor_dir="$work/nginx"
+mkdir -p "$floor_dir/tmp"
+for s in small typical; do
+  mkdir -p "$floor_dir/$s"
+  cp "$work/responses/trainenv-$s.json" "$floor_dir/$s/mutate"
+done
+floor_user=""
+[ "$(id -u)" -ne 0 ] || floor_user="user root;"  # its workers read files in a 0700 directory
+floor_server() {  # floor_server PORT SHAPE
+  cat <<EOF
+  server {
+    listen 127.0.0.1:$1 ssl;
+    root $floor_dir/$2;
+    location = /mutate { error_page 405 =200 \$uri; }
+  }
+EOF
+}
+cat > "$floor_dir/nginx.conf" <<EOF
+$floor_user
+worker_processes 2;
+daemon off;
+pid $floor_dir/nginx.pid;
+error_log $floor_dir/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  default_type application/json;
+  etag off;
+  keepalive_timeout 600s;
+  keepalive_requests 1000000000;
+  client_body_buffer_size 64k;
+  client_body_temp_path $floor_dir/tmp/body;
+  proxy_temp_path $floor_dir/tmp/proxy;
+  fastcgi_temp_path $floor_dir/tmp/fastcgi;
+  uwsgi_temp_path $floor_dir/tmp/uwsgi;
+  scgi_temp_path $floor_dir/tmp/scgi;
+  ssl_certificate $work/certs/tls.crt;
+  ssl_certificate_key $work/certs/tls.key;
+  ssl_protocols TLSv1.2 TLSv1.3;
+  ssl_session_tickets off;
+$(floor_server "$floor_small_port" small)
+$(floor_server "$floor_typical_port" typical)
+}
+EOF
+nginx -p "$floor_dir" -c "$floor_dir/nginx.conf" -e "$floor_dir/error.log" > "$floor_dir/stdout.log" 2>&1 &
+nginx_pid=$!
+pids+=("$nginx_pid")
+wait_for "nginx (the floor)" curl -sf --max-time 1 --cacert "$ca" "https://127.0.0.1:$floor_typical_port/mutate"
+for s in small typical; do
+  code="$(curl -sS --max-time 10 --cacert "$ca" -H 'Content-Type: application/json' --data-binary @"$bodies/$s.json" \
+    -o "$work/responses/nginx-$s.json" -w '%{http_code}' "https://127.0.0.1:$(server_port nginx "$s")/mutate")"
+  [ "$code" = 200 ] && cmp -s "$work/responses/nginx-$s.json" "$work/responses/trainenv-$s.json" ||
+    die "nginx (the floor) does not answer the $s body 200 with trainenv's answer (got $code)"
+done
+log "nginx (the floor) pid $nginx_pid, workers $(pgrep -P "$nginx_pid" | tr '\n' ' ')on :$floor_small_port (small), :$floor_typical_port (typical)"
+
 # ---- measuring one wrk run ----
 
 # run_wrk KIND SERVER CONNECTIONS SHAPE [close]: one wrk run of $duration seconds (or $run_for
@@ -220,13 +309,13 @@ for s in "${shapes[@]}"; do body_files+=("$bodies/$s.json"); done
 last=""
 run_wrk() {
   local kind="$1" server="$2" conc="$3" shape="$4" mode="${5:-}"
-  local secs="${run_for:-$duration}" pid threads url wout t0 t1 o0 o1 m0 m1 line user sys
-  pid="$(server_pid "$server")"
+  local secs="${run_for:-$duration}" pids threads url wout t0 t1 o0 o1 m0 m1 line user sys p
+  read -r -a pids <<< "$(server_pids "$server")"
   threads=$((conc < 2 ? conc : 2))  # two cores: wrk never gets more than two threads
-  url="https://127.0.0.1:$(server_port "$server")/mutate"
+  url="https://127.0.0.1:$(server_port "$server" "$shape")/mutate"
   wout="$work/wrk-$kind-$server-$shape-c$conc.out"
-  echo 5 > "/proc/$pid/clear_refs"  # resets VmHWM so the peak is this run's
-  t0="$(cpu_ticks "$pid")"
+  for p in "${pids[@]}"; do echo 5 > "/proc/$p/clear_refs"; done  # resets VmHWM: this run's peak
+  t0="$(cpu_ticks "${pids[@]}")"
   o0="$(passive_opens)"
   m0="$(machine_busy)"
   local TIMEFORMAT='%U %S'  # wrk's own CPU (user, system), via bash's time
@@ -235,7 +324,7 @@ run_wrk() {
   { time timeout $((secs + 30)) wrk -t"$threads" -c"$conc" -d"${secs}s" --timeout 5s --latency \
       -s "$here/post.lua" "$url" -- "${args[@]}" > "$wout" 2>&1; } 2> "$wout.time" ||
     { cat "$wout" >&2; die "wrk failed ($kind $server c=$conc $shape)"; }
-  t1="$(cpu_ticks "$pid")"
+  t1="$(cpu_ticks "${pids[@]}")"
   o1="$(passive_opens)"
   m1="$(machine_busy)"
   read -r user sys < "$wout.time"
@@ -244,7 +333,7 @@ run_wrk() {
   last="$(jq -c --arg kind "$kind" --arg server "$server" --arg shape "$shape" --arg mode "${mode:-keep-alive}" \
     --argjson conc "$conc" --argjson threads "$threads" --argjson ticks $((t1 - t0)) --argjson hz "$hz" \
     --argjson opens $((o1 - o0)) --argjson busy $((m1 - m0)) --argjson wrk_user "$user" --argjson wrk_sys "$sys" \
-    --argjson hwm "$(status_kb "$pid" VmHWM)" --argjson rss "$(status_kb "$pid" VmRSS)" \
+    --argjson hwm "$(status_kb_sum VmHWM "${pids[@]}")" --argjson rss "$(status_kb_sum VmRSS "${pids[@]}")" \
     '. + {kind: $kind, server: $server, shape: $shape, mode: $mode, conc: $conc, threads: $threads,
           rps: (.requests / (.duration_us / 1e6)), server_cpu_s: ($ticks / $hz),
           wrk_cpu_s: ($wrk_user + $wrk_sys), machine_cpu_s: ($busy / $hz), passive_opens: $opens, hwm_kb: $hwm, rss_kb: $rss}' <<< "$line")"
@@ -259,23 +348,27 @@ run_wrk() {
   fi
 }
 
-# ---- 4b. the small body: the fixed cost of a request, and the price of the log line ----
-# Three rounds in turn, so that a noisy moment touches each server alike; report.py takes each
-# server's median.
+# ---- 4b. the floor, trainenv and the Go peer on the small and the typical body ----
+# CPU per request against nginx answering the same bytes (the floor) and the Go peer: each body
+# at 64 and 8 connections, three rounds of trainenv at warn, trainenv at info (the default: one
+# line per admission, standard error read through a pipe), the Go peer and the floor, in turn,
+# so that a noisy moment touches each alike; report.py takes each server's median.
 
-small_body_runs() {
-  local conc round server
-  log "small body (a plain pod), ${duration} s per run: trainenv at warn, at info, the Go peer"
-  for conc in 64 8; do
-    for round in 1 2 3; do
-      for server in trainenv trainenv-info go; do run_wrk small "$server" "$conc" small; done
+floor_runs() {
+  local shape conc round server
+  log "small and typical bodies, ${duration} s per run: trainenv at warn, at info, the Go peer, the floor"
+  for shape in small typical; do
+    for conc in 64 8; do
+      for round in 1 2 3; do
+        for server in trainenv trainenv-info go nginx; do run_wrk floor "$server" "$conc" "$shape"; done
+      done
     done
   done
 }
 
-if [ "$small_only" = 1 ]; then
-  small_body_runs
-  steps_run="correctness, small body"
+if [ "$floor_only" = 1 ]; then
+  floor_runs
+  steps_run="correctness, floor"
 else  # the whole run: steps 3 to 8
 
 # ---- 3. startup to ready ----
@@ -292,7 +385,7 @@ log "keep-alive load, typical body, ${duration} s per run"
 for conc in 1 8 64 256; do
   for server in trainenv go; do run_wrk load "$server" "$conc" typical; done
 done
-small_body_runs
+floor_runs
 
 # ---- 5. a new TLS connection per request ----
 
@@ -380,15 +473,16 @@ fi
 kill -0 "$trainenv_pid" || die "trainenv died during the run"
 kill -0 "$go_pid" || die "the Go peer died during the run"
 kill -0 "$info_pid" || die "trainenv at info died during the run"
+kill -0 "$nginx_pid" || die "nginx (the floor) died during the run"
 git_rev="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 git diff --quiet HEAD 2>/dev/null || git_rev="$git_rev (with uncommitted changes)"
 jq -nc --arg date "$(date -u +%Y-%m-%dT%H:%M:%SZ)" --arg git "$git_rev" --arg nproc "$(nproc)" \
   --arg cpu "$(lscpu | sed -n 's/^Model name: *//p' | head -1)" --arg kernel "$(uname -r)" \
-  --arg go "$(go version)" --arg wrk "$(wrk -v 2>&1 | head -1)" --arg openssl "$(openssl version)" \
+  --arg go "$(go version)" --arg nginx "$(nginx -v 2>&1)" --arg wrk "$(wrk -v 2>&1 | head -1)" --arg openssl "$(openssl version)" \
   --arg duration "$duration" --argjson quiet "$quiet_pct" --arg flags "${trainenv_flags[*]}" --arg bodies "$bodies" --arg steps "$steps_run" \
   --arg sizes "$(for s in "${shapes[@]}"; do printf '%s=%s ' "$s" "$(stat -c %s "$bodies/$s.json")"; done)" \
   '{kind: "meta", date: $date, git: $git, nproc: $nproc, cpu: $cpu, kernel: $kernel, go: $go,
-    wrk: $wrk, openssl: $openssl, duration: $duration, busy_before_pct: $quiet, trainenv_flags: $flags, body_sizes: $sizes,
+    nginx: $nginx, wrk: $wrk, openssl: $openssl, duration: $duration, busy_before_pct: $quiet, trainenv_flags: $flags, body_sizes: $sizes,
     steps: $steps}' >> "$results"
 mkdir -p "$(dirname "$out")"
 "$py" "$here/report.py" "$results" | tee "$out"

@@ -23,6 +23,25 @@ def ratio(a, b):
     return f"{a / b:.2f}" if b else "n/a"
 
 
+def without_empty_sections(lines):
+    """Drops the sections a partial run (--floor-only) has nothing for: a heading followed by
+    nothing but a table's header."""
+    kept, section = [], []
+
+    def flush():
+        body = [l for l in section[1:] if l.strip() and not l.startswith("|---")]
+        if not section or not section[0].startswith("## ") or len(body) > 1 or (body and not body[0].startswith("|")):
+            kept.extend(section)
+
+    for line in lines:
+        if line.startswith("## "):
+            flush()
+            section = []
+        section.append(line)
+    flush()
+    return kept
+
+
 def main():
     rows = load(sys.argv[1])
     meta = next(r for r in rows if r["kind"] == "meta")
@@ -46,7 +65,7 @@ def main():
     w("")
     w(f"- git: {meta['git']}")
     w(f"- machine: {meta['nproc']} CPUs, {meta['cpu']}, kernel {meta['kernel']}")
-    w(f"- tools: {meta['wrk']}; {meta['go']}; {meta['openssl']}")
+    w(f"- tools: {meta['wrk']}; {meta['go']}; {meta.get('nginx', '')}; {meta['openssl']}")
     w(f"- trainenv serve {meta['trainenv_flags']} (threads: one per core)")
     w("- Go peer: bench/peers/go-webhook (net/http, crypto/tls, encoding/json; GOMAXPROCS = cores)")
     w(f"- bodies (bytes): {meta['body_sizes']}")
@@ -80,35 +99,71 @@ def main():
             ratios.append((conc, t, g))
     w("")
 
-    # The small body: three rounds per server; each server's median run by req/s.
-    small = {}
-    for conc in (64, 8):
-        for server in ("trainenv", "trainenv-info", "go"):
-            found = sorted(runs("small", server=server, conc=conc), key=lambda r: r["rps"])
-            if found:
-                small[(conc, server)] = (found[len(found) // 2], [r["rps"] for r in found])
-    if small:
-        w("## Small body (a plain pod): the fixed cost of a request, and the log line")
-        w("")
-        w("trainenv at warn (no line per admission), at info (the default: one line per admission,"
-          " standard error read through a pipe) and the Go peer, in turn, three rounds; each row is"
-          " that server's median round.")
-        w("")
-        w("| c | server | req/s (rounds) | p50 ms | p99 ms | server CPU us/req | wrk CPU % | other CPU % |")
-        w("|---|---|---:|---:|---:|---:|---:|---:|")
-        for (conc, server), (r, all_rps) in small.items():
-            w(f"| {conc} | {server} | {r['rps']:.0f} ({', '.join(f'{x:.0f}' for x in all_rps)}) | "
-              f"{ms(r['p50_us'])} | {ms(r['p99_us'])} | {1e6 * r['server_cpu_s'] / r['requests']:.1f} | "
-              f"{cpu_pct(r, 'wrk_cpu_s'):.0f} | {other_pct(r):.0f} |")
-        w("")
+    # The floor runs: per body and connection count, three rounds per server in turn; each
+    # figure is that server's median over its rounds.
+    def median(xs):
+        xs = sorted(xs)
+        return xs[len(xs) // 2]
+
+    def cpu_us(r):
+        return 1e6 * r["server_cpu_s"] / r["requests"]
+
+    floor = {}
+    for shape in ("small", "typical"):
         for conc in (64, 8):
-            t, i, g = (small.get((conc, s)) for s in ("trainenv", "trainenv-info", "go"))
-            if t and i and g:
-                t, i, g = t[0], i[0], g[0]
-                w(f"- c={conc}: trainenv / go {ratio(t['rps'], g['rps'])} at warn, "
-                  f"{ratio(i['rps'], g['rps'])} at info; the info line costs "
-                  f"{100 * (1 - i['rps'] / t['rps']):.1f}% of throughput; p99 {ms(t['p99_us'])} ms "
-                  f"(warn), {ms(i['p99_us'])} ms (info), go {ms(g['p99_us'])} ms")
+            for server in ("trainenv", "trainenv-info", "go", "nginx"):
+                found = runs("floor", server=server, conc=conc, shape=shape)
+                if found:
+                    floor[(shape, conc, server)] = found
+    if floor:
+        w("## Against the floor: nginx answering the same bytes, and the Go peer")
+        w("")
+        w("The floor is nginx (2 workers, no access log) answering each POST with trainenv's own"
+          " answer to that body from a static file: TLS, HTTP and the kernel, no JSON work."
+          " trainenv at warn (no line per admission), at info (the default: one line per"
+          " admission, standard error read through a pipe), the Go peer and the floor ran in"
+          " turn, three rounds; each figure is the server's median round (all rounds in brackets).")
+        w("")
+        w("| body | c | server | req/s (rounds) | p50 ms | p99 ms | server CPU us/req (rounds) | CPU / floor's |")
+        w("|---|---|---|---:|---:|---:|---:|---:|")
+        for (shape, conc, server), found in floor.items():
+            base = floor.get((shape, conc, "nginx"))
+            base_cpu = median([cpu_us(r) for r in base]) if base else 0
+            cpu = median([cpu_us(r) for r in found])
+            rps_rounds = ", ".join(f"{r['rps']:.0f}" for r in found)
+            cpu_rounds = ", ".join(f"{cpu_us(r):.1f}" for r in found)
+            w(f"| {shape} | {conc} | {server} | {median([r['rps'] for r in found]):.0f} ({rps_rounds}) | "
+              f"{ms(median([r['p50_us'] for r in found]))} | {ms(median([r['p99_us'] for r in found]))} | "
+              f"{cpu:.1f} ({cpu_rounds}) | {ratio(cpu, base_cpu)} |")
+        w("")
+
+        def med(shape, conc, server, key):
+            found = floor.get((shape, conc, server))
+            if not found:
+                return None
+            return median([cpu_us(r) if key == "cpu" else r[key] for r in found])
+
+        def target(name, value, bound, fmt, ok):
+            if value is None:
+                return
+            w(f"- {name}: {fmt(value)} (target {bound}): {'met' if ok(value) else 'MISSED'}")
+
+        w("Targets (issue 22), at info unless said:")
+        w("")
+        for shape, limit in (("small", 2.0), ("typical", 2.5)):
+            t, f = med(shape, 64, "trainenv-info", "cpu"), med(shape, 64, "nginx", "cpu")
+            if t and f:
+                target(f"{shape} body, c=64: trainenv CPU per request / the floor's", t / f,
+                       f"<= {limit}x", lambda v: f"{v:.2f}x ({t:.1f} vs {f:.1f} us)", lambda v, l=limit: v <= l)
+        for shape in ("small", "typical"):
+            t, g = med(shape, 64, "trainenv-info", "rps"), med(shape, 64, "go", "rps")
+            if t and g:
+                target(f"{shape} body, c=64: trainenv req/s / the Go peer's", t / g, ">= 2x",
+                       lambda v: f"{v:.2f}x ({t:.0f} vs {g:.0f})", lambda v: v >= 2)
+        for shape in ("small", "typical"):
+            p = med(shape, 8, "trainenv-info", "p99_us")
+            target(f"{shape} body, c=8: trainenv p99", p, "< 1 ms", lambda v: f"{ms(v)} ms",
+                   lambda v: v < 1000)
         w("")
 
     w("## New TLS connection per request (Connection: close, c=8)")
@@ -185,7 +240,7 @@ def main():
         t, g = flat["trainenv"], flat["go"]
         w(f"| RSS MiB after {t['requests']} requests | {t['rss_end_kb'] / 1024:.1f} | {g['rss_end_kb'] / 1024:.1f} | "
           f"{ratio(t['rss_end_kb'], g['rss_end_kb'])} |")
-    print("\n".join(out))
+    print("\n".join(without_empty_sections(out)))
 
 
 if __name__ == "__main__":

@@ -268,9 +268,9 @@ func mutate(pod *Pod) ([]PatchOp, error) {
 	}
 
 	addr, portText := fmt.Sprintf("%s-node-0-0.%s", job, job), strconv.Itoa(port)
-	nodeRank := EnvVar{Name: "PET_NODE_RANK", ValueFrom: &struct {
-		FieldRef FieldRef `json:"fieldRef"`
-	}{FieldRef{"v1", "metadata.annotations['" + indexKey + "']"}}}
+	// The node rank as a literal, as trainenv writes it since its layout work (SPEC §2.2): for a
+	// one-Job replicated job, the pod's completion index.
+	nodeRank := EnvVar{Name: "PET_NODE_RANK", Value: strconv.Itoa(index)}
 	want := []EnvVar{{Name: "PET_NNODES", Value: strconv.Itoa(nodes)}, {Name: "PET_NPROC_PER_NODE", Value: nproc}, nodeRank,
 		{Name: "PET_MASTER_ADDR", Value: addr}, {Name: "PET_MASTER_PORT", Value: portText},
 		{Name: "MASTER_ADDR", Value: addr}, {Name: "MASTER_PORT", Value: portText}}

@@ -41,7 +41,8 @@ struct owner_lookup {
     const core::mutate_options& options, const owner_lookup& lookup, metrics& m);
 
 // Runs `work` on `ioc` until it ends, and returns its result (or throws its exception): the CLI
-// uses the server's own driver this way, on an io_context of its own.
+// uses the server's own driver this way, on an io_context of its own. `ioc` may have run before
+// (a run that ended leaves it stopped until restarted).
 template <class T>
 T run_to_end(boost::asio::io_context& ioc, boost::asio::awaitable<T> work) {
   std::optional<T> out;
@@ -53,6 +54,7 @@ T run_to_end(boost::asio::io_context& ioc, boost::asio::awaitable<T> work) {
       out = std::move(value);
     }
   });
+  ioc.restart();
   ioc.run();
   if (failure) std::rethrow_exception(failure);
   return std::move(*out);
