@@ -62,10 +62,15 @@ struct io_threads {
   explicit io_threads(int n = 2) {
     for (int i = 0; i < n; ++i) threads.emplace_back([this] { ioc.run(); });
   }
-  ~io_threads() {
+  ~io_threads() { stop(); }
+  io_threads(const io_threads&) = delete;
+  io_threads& operator=(const io_threads&) = delete;
+  void stop() {
     work.reset();
     ioc.stop();
-    for (auto& t : threads) t.join();
+    for (auto& t : threads) {
+      if (t.joinable()) t.join();
+    }
   }
   template <class T>
   T run(asio::awaitable<T> a) {
@@ -75,6 +80,15 @@ struct io_threads {
   asio::io_context ioc;
   asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(ioc);
   std::vector<std::thread> threads;
+};
+
+// Stops the threads of `io` when it goes out of scope. Declared right after a test's client or
+// cache, it goes before them: nothing they own (pooled connections, their timers) is destroyed
+// while a thread may still run one of their handlers, as the server destroys its cache only once
+// its threads are joined.
+struct stop_first {
+  io_threads& io;
+  ~stop_first() { io.stop(); }
 };
 
 server::kube_client make_client(io_threads& io, inputs::kube_credentials credentials,
@@ -299,6 +313,7 @@ TEST_CASE("GET returns the object, over one kept-alive TLS connection", "[kube]"
   REQUIRE(paths == std::vector<std::string>{jobset_path, job_path});
   io_threads io;
   auto client = make_client(io, api.credentials());
+  const stop_first stop_io{io};
 
   auto r = get(io, client, job_path);
   REQUIRE(r.ok());
@@ -321,6 +336,7 @@ TEST_CASE("each failure comes back as its kind, with the Status message", "[kube
   api.load_yaml(owners_dir + "/jobset-torch.yaml");
   io_threads io;
   auto client = make_client(io, api.credentials());
+  const stop_first stop_io{io};
   const auto within_budget = [](const lookup_result& r) { CHECK(r.latency < 2s); };
 
   SECTION("404 NotFound") {
@@ -408,6 +424,7 @@ TEST_CASE("the budget covers the TLS handshake too", "[kube]") {
   api.misbehave({.delay = 2000ms, .what = fault::stall});  // accepts, then never answers
   io_threads io;
   auto client = make_client(io, api.credentials());
+  const stop_first stop_io{io};
   const auto start = std::chrono::steady_clock::now();
   auto r = get(io, client, job_path, 200ms);
   CHECK(r.failure == lookup_failure::timeout);
@@ -421,6 +438,7 @@ TEST_CASE("idle connections past their age are not reused", "[kube]") {
   api.load_yaml(owners_dir + "/jobset-torch.yaml");
   io_threads io;
   auto client = make_client(io, api.credentials(), {.max_idle_age = 0ms});
+  const stop_first stop_io{io};
   for (int i = 0; i < 3; ++i) REQUIRE(get(io, client, job_path).ok());
   CHECK(api.accepts() == 3);
   CHECK(io.metrics.api_connections() == 3);
@@ -438,6 +456,7 @@ TEST_CASE("in-cluster credentials end to end: the service account mount and the 
   REQUIRE(credentials.ok());
   io_threads io;
   auto client = make_client(io, *credentials);
+  const stop_first stop_io{io};
   auto r = get(io, client, "/apis/batch.volcano.sh/v1alpha1/namespaces/team-a/jobs/mnist");
   REQUIRE(r.ok());
   CHECK((*r.object)["metadata"]["uid"] == "6631f6c9-c9fd-a940-2357-82a11209bcfe");
@@ -455,6 +474,7 @@ TEST_CASE("no API server, or not the one the CA vouches for: unreachable", "[kub
     auto credentials = api.credentials();
     credentials.port = port;
     auto client = make_client(io, credentials);
+    const stop_first stop_io{io};
     auto r = get(io, client, job_path);
     CHECK(r.failure == lookup_failure::unreachable);
     CHECK_THAT(r.message, Catch::StartsWith("cannot connect to 127.0.0.1:" + std::to_string(port)));
@@ -465,6 +485,7 @@ TEST_CASE("no API server, or not the one the CA vouches for: unreachable", "[kub
     auto credentials = api.credentials();
     credentials.ca_pem = other.ca().cert;
     auto client = make_client(io, credentials);
+    const stop_first stop_io{io};
     auto r = get(io, client, job_path);
     CHECK(r.failure == lookup_failure::unreachable);
     CHECK_THAT(r.message, Catch::EndsWith("failed: certificate verify failed: certificate "
@@ -476,6 +497,7 @@ TEST_CASE("no API server, or not the one the CA vouches for: unreachable", "[kub
     auto credentials = api.credentials();
     credentials.server_name = "kubernetes.default.svc";
     auto client = make_client(io, credentials);
+    const stop_first stop_io{io};
     auto r = get(io, client, job_path);
     CHECK(r.failure == lookup_failure::unreachable);
     CHECK_THAT(r.message, Catch::EndsWith("certificate verify failed: hostname mismatch"));
@@ -486,6 +508,7 @@ TEST_CASE("no API server, or not the one the CA vouches for: unreachable", "[kub
     auto credentials = api.credentials();
     credentials.server_name = "127.0.0.2";
     auto client = make_client(io, credentials);
+    const stop_first stop_io{io};
     auto r = get(io, client, job_path);
     CHECK(r.failure == lookup_failure::unreachable);
     CHECK_THAT(r.message, Catch::EndsWith("certificate verify failed: IP address mismatch"));
@@ -496,6 +519,7 @@ TEST_CASE("no API server, or not the one the CA vouches for: unreachable", "[kub
     auto credentials = api.credentials();
     credentials.host = "localhost";
     auto client = make_client(io, credentials);
+    const stop_first stop_io{io};
     CHECK(get(io, client, job_path).ok());
   }
 }
@@ -504,6 +528,7 @@ TEST_CASE("a path that is not an object path never reaches the wire", "[kube]") 
   fake_apiserver api;
   io_threads io;
   auto client = make_client(io, api.credentials());
+  const stop_first stop_io{io};
   for (const std::string path : {"/apis/batch/v1/namespaces/a/jobs/x\r\nX-Evil: 1",
                                  "/apis/batch/v1/namespaces/a/jobs/x y", "jobs/x", ""}) {
     auto r = get(io, client, path);
@@ -520,6 +545,7 @@ TEST_CASE("many lookups of many owners at once, from four threads, share the poo
   api.misbehave(paths[0], {.delay = 20ms});
   io_threads io(4);
   auto client = make_client(io, api.credentials());
+  const stop_first stop_io{io};
   std::vector<std::future<lookup_result>> results;
   for (int round = 0; round < 3; ++round) {
     for (std::size_t i = 0; i < 40; ++i) {
@@ -545,10 +571,12 @@ TEST_CASE("a client certificate authenticates without a token", "[kube]") {
     credentials.client_cert_pem = me.cert;
     credentials.client_key_pem = me.key;
     auto client = make_client(io, credentials);
+    const stop_first stop_io{io};
     CHECK(get(io, client, job_path).ok());
   }
   SECTION("without it the handshake is refused") {
     auto client = make_client(io, credentials);
+    const stop_first stop_io{io};
     CHECK(get(io, client, job_path).failure == lookup_failure::unreachable);
   }
 }
@@ -562,6 +590,7 @@ TEST_CASE("a rotated token file is re-read on a 401 and the GET retried once", "
   credentials.token_file = dir.file("token");
   io_threads io;
   auto client = make_client(io, credentials, {.token_recheck = 1h});
+  const stop_first stop_io{io};
   REQUIRE(get(io, client, job_path).ok());
   CHECK(api.gets(job_path) == 1);
 
@@ -593,6 +622,7 @@ TEST_CASE("a changed token file is picked up before any 401", "[kube]") {
   credentials.token_file = dir.file("token");
   io_threads io;
   auto client = make_client(io, credentials, {.token_recheck = 0ms});
+  const stop_first stop_io{io};
   REQUIRE(get(io, client, job_path).ok());
   write_file(dir.file("token"), "token-two");  // another size, so a changed file even in 1 s
   api.set_tokens({"token-two"});
@@ -607,6 +637,7 @@ TEST_CASE("a pooled connection the server closed is replaced once, transparently
   api.misbehave({.what = fault::close_after_answer});
   io_threads io;
   auto client = make_client(io, api.credentials());
+  const stop_first stop_io{io};
   REQUIRE(get(io, client, job_path).ok());
   std::this_thread::sleep_for(50ms);  // the close reaches the client
   auto r = get(io, client, job_path);
@@ -622,6 +653,7 @@ TEST_CASE("a slow lookup does not hold up other work on the same io_context", "[
   api.misbehave(jobset_path, {.delay = 700ms});
   io_threads io(1);  // one thread: a blocking lookup would stall everything
   auto client = make_client(io, api.credentials());
+  const stop_first stop_io{io};
   std::mutex mutex;
   std::vector<std::string> finished;
   const auto lookup = [&](std::string path) -> asio::awaitable<bool> {
@@ -655,6 +687,7 @@ TEST_CASE("a kubeconfig end to end: CA data, tokenFile", "[kube]") {
   REQUIRE(credentials.ok());
   io_threads io;
   auto client = make_client(io, *credentials);
+  const stop_first stop_io{io};
   auto r = get(io, client,
                "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/torch-distributed");
   REQUIRE(r.ok());
@@ -668,6 +701,7 @@ TEST_CASE("owner cache: hits within the TTL, a refetch after it", "[kube]") {
   api.load_yaml(owners_dir + "/jobset-torch.yaml");
   io_threads io;
   server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()), {.ttl = 1s});
+  const stop_first stop_io{io};
   auto first = io.run(cache.get(jobset_path, jobset_uid));
   REQUIRE(first.ok());
   CHECK(first.source == server::lookup_source::fetched);
@@ -691,6 +725,7 @@ TEST_CASE("owner cache: the size bound evicts the least recently used", "[kube]"
   io_threads io;
   server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()),
                             {.max_entries = 2, .events = &io.metrics});
+  const stop_first stop_io{io};
   const auto lookup = [&](const std::string& path) { REQUIRE(io.run(cache.get(path, "")).ok()); };
   lookup(a[0]);
   lookup(a[1]);
@@ -712,6 +747,7 @@ TEST_CASE("owner cache: a recreated object of the same name is not the owner", "
   api.load_yaml(owners_dir + "/jobset-torch.yaml");
   io_threads io;
   server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  const stop_first stop_io{io};
   auto r = io.run(cache.get(jobset_path, "00000000-old-uid"));
   CHECK(r.failure == lookup_failure::uid_mismatch);
   CHECK_FALSE(r.object);
@@ -728,6 +764,7 @@ TEST_CASE("owner cache: failures are not cached", "[kube]") {
   fake_apiserver api;
   io_threads io;
   server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  const stop_first stop_io{io};
   CHECK(io.run(cache.get(jobset_path, jobset_uid)).failure == lookup_failure::not_found);
   api.load_yaml(owners_dir + "/jobset-torch.yaml");  // the JobSet appears
   const auto found = io.run(cache.get(jobset_path, jobset_uid));
@@ -742,6 +779,7 @@ TEST_CASE("owner cache: 64 concurrent lookups of one owner share one GET", "[kub
   api.misbehave(jobset_path, {.delay = 100ms});  // all 64 arrive while the GET is out
   io_threads io(2);
   server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  const stop_first stop_io{io};
   std::vector<std::future<lookup_result>> results;
   for (int i = 0; i < 64; ++i) {
     results.push_back(asio::co_spawn(io.ioc, cache.get(jobset_path, jobset_uid), asio::use_future));
@@ -770,6 +808,7 @@ TEST_CASE("owner cache: waiters of a failed GET all get its failure, and none is
   api.misbehave(jobset_path, {.delay = 100ms, .what = fault::server_error});
   io_threads io(2);
   server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  const stop_first stop_io{io};
   std::vector<std::future<lookup_result>> results;
   for (int i = 0; i < 16; ++i) {
     results.push_back(asio::co_spawn(io.ioc, cache.get(jobset_path, jobset_uid), asio::use_future));
@@ -788,6 +827,7 @@ TEST_CASE("owner cache: a lookup joined to another's GET waits at most its own b
   api.misbehave(jobset_path, {.delay = 1500ms});
   io_threads io(2);
   server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  const stop_first stop_io{io};
   auto leader =
       asio::co_spawn(io.ioc, cache.get(jobset_path, jobset_uid, 3000ms), asio::use_future);
   std::this_thread::sleep_for(100ms);  // the leader's GET is out
