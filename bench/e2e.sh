@@ -95,9 +95,12 @@ work="$(mktemp -d /tmp/trainenv-e2e.XXXXXX)"
 pids=()
 cleanup() {
   local pid
-  # nginx's workers outlive a killed master: they go first.
-  [ -z "${nginx_pid:-}" ] || pkill -KILL -P "$nginx_pid" 2>/dev/null || true
+  # nginx's workers outlive a killed master, and a master that sees a worker die starts another:
+  # the workers are listed first, then the master goes, then they do.
+  local floor_workers=()
+  [ -z "${nginx_pid:-}" ] || read -r -a floor_workers <<< "$(pgrep -P "$nginx_pid" | tr '\n' ' ')"
   for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${floor_workers[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   if [ "$keep" = 1 ]; then log "work directory kept: $work"; else rm -rf "$work"; fi
 }
