@@ -125,22 +125,29 @@ std::string encode_response(const admission_request& request, const decision& d)
 
 std::string base64_encode(std::string_view bytes) {
   std::string out((bytes.size() + 2) / 3 * 4, '=');
-  auto* o = out.data();
+  // Locals, not the globals: a store through char* may alias anything, and with the table and
+  // the input read through globals the compiler reloads them after every character written.
+  const char* const table = alphabet.data();
   const auto* in = reinterpret_cast<const unsigned char*>(bytes.data());
-  std::size_t i = 0;
-  for (; i + 2 < bytes.size(); i += 3) {
+  const std::size_t whole = bytes.size() / 3 * 3;
+  char* o = out.data();
+  for (std::size_t i = 0; i < whole; i += 3, o += 4) {
     const unsigned n = (unsigned{in[i]} << 16) | (unsigned{in[i + 1]} << 8) | in[i + 2];
-    *o++ = alphabet[(n >> 18) & 63];
-    *o++ = alphabet[(n >> 12) & 63];
-    *o++ = alphabet[(n >> 6) & 63];
-    *o++ = alphabet[n & 63];
+    const char c0 = table[(n >> 18) & 63];
+    const char c1 = table[(n >> 12) & 63];
+    const char c2 = table[(n >> 6) & 63];
+    const char c3 = table[n & 63];
+    o[0] = c0;
+    o[1] = c1;
+    o[2] = c2;
+    o[3] = c3;
   }
-  if (const auto left = bytes.size() - i; left > 0) {
-    unsigned n = unsigned{in[i]} << 16;
-    if (left == 2) n |= unsigned{in[i + 1]} << 8;
-    *o++ = alphabet[(n >> 18) & 63];
-    *o++ = alphabet[(n >> 12) & 63];
-    if (left == 2) *o = alphabet[(n >> 6) & 63];  // else the '=' already there
+  if (const auto left = bytes.size() - whole; left > 0) {
+    unsigned n = unsigned{in[whole]} << 16;
+    if (left == 2) n |= unsigned{in[whole + 1]} << 8;
+    o[0] = table[(n >> 18) & 63];
+    o[1] = table[(n >> 12) & 63];
+    if (left == 2) o[2] = table[(n >> 6) & 63];  // else the '=' already there
   }
   return out;
 }

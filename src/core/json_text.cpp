@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
 #include <simdjson.h>
@@ -189,25 +190,49 @@ constexpr auto byte_classes = [] {
   return table;
 }();
 
+// Whether any of the eight bytes in `word` is not plain: below 0x20, from 0x80, '"' or '\\'.
+// Bit tricks (one subtraction per test, no branch per byte): the strings written are nearly
+// always plain, and a byte at a time this loop was a tenth of the encode's instructions.
+constexpr bool any_special(std::uint64_t word) {
+  constexpr std::uint64_t ones = 0x0101010101010101;
+  constexpr std::uint64_t highs = 0x8080808080808080;
+  const auto has_zero = [](std::uint64_t v) { return (v - ones) & ~v & highs; };
+  const auto below_space = (word - ones * 0x20) & ~word & highs;
+  return (below_space | (word & highs) | has_zero(word ^ (ones * '"')) |
+          has_zero(word ^ (ones * '\\'))) != 0;
+}
+
 // A JSON string literal, in one pass: plain runs are copied whole.
 void write_string(std::string& out, std::string_view text, json::error_handler_t invalid_utf8) {
   const auto start = out.size();
   out += '"';
   std::size_t from = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    switch (byte_classes[static_cast<unsigned char>(text[i])]) {
-      case byte_class::plain:
-        continue;
-      case byte_class::escape:
-        out.append(text, from, i - from);
-        out += '\\';
-        out += text[i];
-        from = i + 1;
-        continue;
-      case byte_class::other:
-        out.resize(start);
-        out += json(text).dump(-1, ' ', false, invalid_utf8);
-        return;
+  std::size_t i = 0;
+  for (;;) {
+    // Plain words are skipped whole; a word with a special byte, and the tail, byte by byte.
+    while (i + 8 <= text.size()) {
+      std::uint64_t word = 0;
+      std::memcpy(&word, text.data() + i, sizeof word);
+      if (any_special(word)) break;
+      i += 8;
+    }
+    const auto stop = std::min(text.size(), i + 8);
+    if (i == stop) break;
+    for (; i < stop; ++i) {
+      switch (byte_classes[static_cast<unsigned char>(text[i])]) {
+        case byte_class::plain:
+          continue;
+        case byte_class::escape:
+          out.append(text, from, i - from);
+          out += '\\';
+          out += text[i];
+          from = i + 1;
+          continue;
+        case byte_class::other:
+          out.resize(start);
+          out += json(text).dump(-1, ' ', false, invalid_utf8);
+          return;
+      }
     }
   }
   out.append(text, from, text.size() - from);

@@ -119,11 +119,15 @@ result<bool> each_applying(const std::vector<Item>& items, const topology& t,
 
 result<bool> render_env(const policy& p, const topology& t, const variable_values& values,
                         container_wants& target) {
+  // The names rendered so far, beside the entries: comparing names is cheaper than reading
+  // each rendered entry's name member again for every item.
+  std::vector<const std::string*> names;
   return each_applying(p.env, t, values, [&](const env_item& item) -> result<bool> {
     // Two entries of one name with `when`s that both hold: the first wins.
-    if (std::any_of(target.env.begin(), target.env.end(),
-                    [&](const json& e) { return string_or_empty(e, "name") == item.name; }))
+    if (std::any_of(names.begin(), names.end(),
+                    [&](const std::string* name) { return *name == item.name; }))
       return true;
+    names.push_back(&item.name);
     // Member by member: an initializer list builds and copies a temporary array per pair.
     json env(json::value_t::object);
     auto& members = env.get_ref<json::object_t&>();

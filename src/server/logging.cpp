@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include <nlohmann/json.hpp>
+#include "trainenv/core/json_text.hpp"
 
 namespace trainenv::server {
 namespace {
@@ -29,17 +29,13 @@ void append(std::string& out, std::string_view text) {
   out.append(text.data(), text.size());
 }
 
-// A JSON string literal, escaped by nlohmann (invalid UTF-8 replaced), so a pod name with
-// quotes or newlines cannot break the line.
-void append_json_string(std::string& out, std::string_view text) {
-  append(out, nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-}
+using core::append_json_string;  // invalid UTF-8 replaced, so no text can break the line
 
 // Text values with spaces, quotes or '=' are quoted, so a line splits back into its fields.
 void append_text_value(std::string& out, std::string_view value) {
-  const bool plain = !value.empty() && value.find_first_of(" \"=") == std::string_view::npos &&
-                     std::all_of(value.begin(), value.end(),
-                                 [](char c) { return static_cast<unsigned char>(c) >= 0x20; });
+  const bool plain = !value.empty() && std::all_of(value.begin(), value.end(), [](char c) {
+    return static_cast<unsigned char>(c) > ' ' && c != '"' && c != '=';
+  });
   if (plain) {
     append(out, value);
   } else {

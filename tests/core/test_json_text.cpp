@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -180,5 +181,31 @@ TEST_CASE("append_json_string writes what dump writes, replacing invalid UTF-8",
     std::string out = "prefix:";
     append_json_string(out, text);
     CHECK(out == "prefix:" + json(text).dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+}
+
+TEST_CASE("append_json_string writes what dump writes for generated strings", "[json_text]") {
+  // Mostly plain text, as Kubernetes strings are, with a byte of each other kind placed at every
+  // offset of the eight-byte words the writer skips whole: controls, '"', '\\', DEL, valid and
+  // broken UTF-8.
+  const std::vector<std::string> specials = {
+      std::string(1, '\0'), "\x01",         "\x1f", "\"",       "\\",  "\x7f", "\x20", "/",
+      "\xc3\xa9",           "\xe2\x9c\x93", "\xff", "\xe2\x9c", "\x80"};
+  std::mt19937 rng(20261125);
+  std::uniform_int_distribution<int> letter('a', 'z');
+  std::uniform_int_distribution<std::size_t> pick(0, specials.size() - 1);
+  std::uniform_int_distribution<int> how_many(0, 3);
+  for (int round = 0; round < 4000; ++round) {
+    const std::size_t length = static_cast<std::size_t>(round) % 41;
+    std::string text;
+    for (std::size_t i = 0; i < length; ++i) text += static_cast<char>(letter(rng));
+    for (int n = how_many(rng); n > 0 && !text.empty(); --n) {
+      const auto at = std::uniform_int_distribution<std::size_t>(0, text.size())(rng);
+      text.insert(at, specials[pick(rng)]);
+    }
+    INFO(json(text).dump(-1, ' ', true, json::error_handler_t::replace));
+    std::string out = "prefix:";
+    append_json_string(out, text);
+    REQUIRE(out == "prefix:" + json(text).dump(-1, ' ', false, json::error_handler_t::replace));
   }
 }
