@@ -78,7 +78,7 @@ check_boundary() {
 core_layer() {
   case "$1" in
     result | keys | names | json_access | decision | variables | quantity) echo 0 ;;
-    json_text | template | policy_fields) echo 1 ;;
+    json_text | template | policy_fields | owner_ref) echo 1 ;;
     pod_view | policy_objects | json_patch) echo 2 ;;
     owners) echo 3 ;;
     policy) echo 4 ;;

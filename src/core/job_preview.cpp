@@ -1,6 +1,7 @@
 #include "trainenv/core/job_preview.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include "trainenv/core/engine.hpp"
@@ -373,11 +374,17 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
     out.job = std::move(*created);
     std::vector<json> objects = out.job.objects;
     objects.insert(objects.end(), given.begin(), given.end());
+    // One owner_object per object, shared by every pod as the server's cache shares them: no
+    // copy per pod, and what one pod's walk derives from an object the next ones reuse.
+    std::vector<std::shared_ptr<const owner_object>> shared;
+    shared.reserve(objects.size());
+    for (const auto& object : objects)
+      shared.push_back(std::make_shared<const owner_object>(object));
     for (auto& c : out.job.pods) {
       previewed_pod p;
       p.d = decide(c.pod, policies, {}, [&](const owner_ref& ref, owner_values& owners) {
         if (const auto* object = find_object(objects, ref)) {
-          owners.add(ref, *object);
+          owners.add(ref, shared[static_cast<std::size_t>(object - objects.data())]);
         } else {
           owners.add_failure(ref, lookup_failure::not_found, "not part of the previewed job");
         }

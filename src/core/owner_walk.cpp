@@ -1,5 +1,7 @@
 #include "trainenv/core/owner_walk.hpp"
 
+#include <cstdint>
+
 #include "trainenv/core/keys.hpp"
 
 namespace trainenv::core {
@@ -50,6 +52,14 @@ std::optional<owner_ref> jobset_from_labels(const pod_view& pod, const owner_kin
   return std::nullopt;
 }
 
+// The controller of a fetched object, read once per object: the cache hands the same object to
+// every pod of a job.
+std::shared_ptr<const std::optional<owner_ref>> controller_of_fetched(const owner_fetch& f,
+                                                                      std::string_view ns) {
+  return f.fetched->derived<std::optional<owner_ref>>(
+      "controller\n" + std::string(ns), [&] { return controller_of(f.object(), ns); });
+}
+
 // The counts an owner object of a known kind gives, once it is fetched.
 owner_step<result<std::optional<owner_counts>>> counts_of(const owner_ref& ref,
                                                           const owner_kind& kind,
@@ -58,10 +68,15 @@ owner_step<result<std::optional<owner_counts>>> counts_of(const owner_ref& ref,
   const auto* f = owners.find(ref);
   if (f == nullptr) return ref;
   if (f->failure) return result<std::optional<owner_counts>>(cannot_read(*f));
-  auto roles = read_roles(kind, f->object(), ref, role);
-  if (!roles) return result<std::optional<owner_counts>>(std::move(roles).take_error());
+  // Read once per object and kind; a kind that is one role (a batch Job) names it by the pod's.
+  const bool own = kind.roles->kind == role_layout::shape::own;
+  const auto roles = f->fetched->derived<result<std::vector<role_pods>>>(
+      "roles\n" + std::to_string(kind.id) + "\n" + kind.name + "\n" + ref.display() + "\n" +
+          std::string(own ? role : std::string_view()),
+      [&] { return read_roles(kind, f->object(), ref, role); });
+  if (!*roles) return result<std::optional<owner_counts>>(error{roles->message(), roles->code()});
   owner_counts out;
-  out.roles = std::move(*roles);
+  out.roles = roles->value();
   out.every_role = kind.roles->kind != role_layout::shape::own;
   out.owner = ref.display();
   out.kind = &kind;
@@ -146,7 +161,7 @@ owner_step<recognition> recognise(const pod_view& pod, const owner_values& owner
   if (pod.label(keys::jobset_name) == nullptr) {
     return not_training("not a training pod: no label " + std::string(keys::ancestor_step));
   }
-  const auto job = controller_of(pod.json(), namespace_of(pod));
+  const auto& job = pod.controller();
   if (!job || !is_batch_job(*job)) {
     return not_training("not a training pod: a JobSet pod without label " +
                         std::string(keys::ancestor_step) + " and no controlling Job");
@@ -166,10 +181,10 @@ owner_step<recognition> recognise(const pod_view& pod, const owner_values& owner
     return not_training("not a training pod: neither the pod nor its " + job->display() +
                         " has label " + std::string(keys::ancestor_step) + ": trainer");
   }
-  return recognition{recognition::verdict::through_job, {}, &f->object()};
+  return recognition{recognition::verdict::through_job, {}, f};
 }
 
-owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod, const json& job,
+owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod, const owner_fetch& job,
                                                      const owner_values& owners,
                                                      const owner_kind_set& kinds) {
   using answer = result<trainer_settings>;
@@ -183,14 +198,16 @@ owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod, const 
     return cannot("could not read " + failed(f), failure_code(*f.failure));
   };
   // Job -> JobSet (its controller) -> TrainJob (the JobSet's controller).
-  const auto jobset = controller_of(job, namespace_of(pod));
+  const auto jobset_of_job = controller_of_fetched(job, namespace_of(pod));
+  const auto& jobset = *jobset_of_job;
   if (!jobset || kinds.find(jobset->api_version, jobset->kind) == nullptr) {
     return answer(trainer_settings{});
   }
   const auto* jobset_fetch = owners.find(*jobset);
   if (jobset_fetch == nullptr) return *jobset;
   if (jobset_fetch->failure) return unreadable(*jobset_fetch);
-  const auto trainjob = controller_of(jobset_fetch->object(), namespace_of(pod));
+  const auto trainjob_of_jobset = controller_of_fetched(*jobset_fetch, namespace_of(pod));
+  const auto& trainjob = *trainjob_of_jobset;
   const auto* trainjob_kind =
       trainjob ? kinds.find(trainjob->api_version, trainjob->kind) : nullptr;
   if (trainjob_kind == nullptr || trainjob_kind->runtime_ref.empty()) {
@@ -230,12 +247,26 @@ owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod, const 
   const auto* runtime_fetch = owners.find(runtime);
   if (runtime_fetch == nullptr) return runtime;
   if (runtime_fetch->failure) return unreadable(*runtime_fetch);
-  return answer(read_trainer_settings(trainjob_fetch->object(), runtime_fetch->object(),
-                                      runtime.display(), trainjob->display()));
+  // Kept with the TrainJob for this reading of its runtime, which the kept value holds so that
+  // its address, in the key, is not another object's while the key is kept. The names in the
+  // messages are the TrainJob's own and the runtime's, which that reading is of.
+  struct settings_read {
+    std::shared_ptr<const owner_object> runtime;
+    trainer_settings settings;
+  };
+  const auto read = trainjob_fetch->fetched->derived<settings_read>(
+      "trainer\n" + std::to_string(reinterpret_cast<std::uintptr_t>(runtime_fetch->fetched.get())),
+      [&] {
+        return settings_read{
+            runtime_fetch->fetched,
+            read_trainer_settings(trainjob_fetch->object(), runtime_fetch->object(),
+                                  runtime.display(), trainjob->display())};
+      });
+  return answer(read->settings);
 }
 
 const owner_kind* wired_owner(const pod_view& pod, const owner_kind_set& kinds) {
-  const auto owner = controller_of(pod.json(), namespace_of(pod));
+  const auto& owner = pod.controller();
   if (!owner) return nullptr;
   const auto* kind = kinds.find(owner->api_version, owner->kind);
   return kind != nullptr && !kind->wired_by.empty() ? kind : nullptr;
@@ -262,7 +293,7 @@ const owner_kind* kind_by_labels(const pod_view& pod, const owner_kind_set& kind
 }
 
 const owner_kind* pod_owner_kind(const pod_view& pod, const owner_kind_set& kinds) {
-  if (const auto owner = controller_of(pod.json(), namespace_of(pod))) {
+  if (const auto& owner = pod.controller()) {
     if (const auto* kind = kinds.find(owner->api_version, owner->kind)) return kind;
   }
   const std::string* job = nullptr;
@@ -270,7 +301,7 @@ const owner_kind* pod_owner_kind(const pod_view& pod, const owner_kind_set& kind
 }
 
 bool has_controller(const pod_view& pod) {
-  return controller_of(pod.json(), namespace_of(pod)).has_value();
+  return pod.controller().has_value();
 }
 
 owner_step<result<std::optional<owner_counts>>> counts_from_owners(const pod_view& pod,
@@ -282,7 +313,7 @@ owner_step<result<std::optional<owner_counts>>> counts_from_owners(const pod_vie
   if (const auto jobset = jobset_from_labels(pod, kinds)) {
     return counts_of(*jobset, *kinds.find(jobset->api_version, jobset->kind), role, owners);
   }
-  const auto owner = controller_of(pod.json(), namespace_of(pod));
+  const auto& owner = pod.controller();
   if (!owner) return answer(std::optional<owner_counts>());  // a bare pod: the policy's defaults
   const auto* kind = kinds.find(owner->api_version, owner->kind);
   if (kind == nullptr || !kind->roles) {
@@ -296,7 +327,8 @@ owner_step<result<std::optional<owner_counts>>> counts_from_owners(const pod_vie
   const auto* job = owners.find(*owner);
   if (job == nullptr) return *owner;
   if (job->failure) return answer(cannot_read(*job));
-  if (const auto parent = controller_of(job->object(), namespace_of(pod))) {
+  const auto parent_of_job = controller_of_fetched(*job, namespace_of(pod));
+  if (const auto& parent = *parent_of_job) {
     const auto* parent_kind = kinds.find(parent->api_version, parent->kind);
     if (parent_kind != nullptr && parent_kind->roles &&
         parent_kind->roles->kind != role_layout::shape::own) {

@@ -1,6 +1,7 @@
 #include "trainenv/core/owners.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 
 #include "trainenv/core/keys.hpp"
@@ -98,16 +99,6 @@ result<role_pods> read_role(const role_layout& layout, const json& entry, std::s
 
 }  // namespace
 
-std::string_view owner_ref::group() const {
-  const std::string_view version(api_version);
-  const auto slash = version.find('/');
-  return slash == std::string_view::npos ? std::string_view() : version.substr(0, slash);
-}
-
-std::string owner_ref::display() const {
-  return kind + " " + (namespace_name.empty() ? name : namespace_name + "/" + name);
-}
-
 const json* find_object(const std::vector<json>& objects, const owner_ref& ref) {
   const auto group = ref.group();
   for (const auto& object : objects) {
@@ -127,24 +118,6 @@ const json* find_object(const std::vector<json>& objects, const owner_ref& ref) 
     }
   }
   return nullptr;
-}
-
-std::optional<owner_ref> controller_of(const json& object, std::string_view namespace_name) {
-  const auto* metadata = member(object, "metadata");
-  const auto* refs = metadata != nullptr ? member(*metadata, "ownerReferences") : nullptr;
-  if (refs == nullptr || !refs->is_array()) return std::nullopt;
-  for (const auto& ref : *refs) {
-    const auto* controller = member(ref, "controller");
-    if (controller == nullptr || !controller->is_boolean() || !controller->get<bool>()) continue;
-    const auto* api_version = string_member(ref, "apiVersion");
-    const auto* kind = string_member(ref, "kind");
-    const auto* name = string_member(ref, "name");
-    const auto* uid = string_member(ref, "uid");
-    if (api_version == nullptr || kind == nullptr || name == nullptr || uid == nullptr)
-      return std::nullopt;
-    return owner_ref{*api_version, *kind, std::string(namespace_name), *name, *uid};
-  }
-  return std::nullopt;
 }
 
 const json* find_path(const json& object, const member_path& path) {
@@ -248,21 +221,39 @@ int failure_code(lookup_failure f) {
   return 500;
 }
 
+std::shared_ptr<const void> owner_object::find_derived(const std::string& key) const {
+  const std::lock_guard lock(mutex_);
+  for (const auto& [k, value] : derived_) {
+    if (k == key) return value;
+  }
+  return nullptr;
+}
+
+void owner_object::keep_derived(const std::string& key, std::shared_ptr<const void> value) const {
+  const std::lock_guard lock(mutex_);
+  if (derived_.size() >= max_derived) return;
+  for (const auto& entry : derived_) {
+    if (entry.first == key) return;  // another thread made it meanwhile
+  }
+  derived_.emplace_back(key, std::move(value));
+}
+
 const json& owner_fetch::object() const {
   static const json none;
-  return fetched != nullptr ? *fetched : none;
+  return fetched != nullptr ? fetched->json() : none;
 }
 
 void owner_values::add(owner_ref ref, json object) {
-  add(std::move(ref), std::make_shared<const json>(std::move(object)));
+  add(std::move(ref), std::make_shared<const owner_object>(std::move(object)));
 }
 
-void owner_values::add(owner_ref ref, std::shared_ptr<const json> object) {
+void owner_values::add(owner_ref ref, std::shared_ptr<const owner_object> object) {
   (void)push(std::move(ref), std::move(object));
 }
 
-const owner_fetch& owner_values::push(owner_ref ref, std::shared_ptr<const json> object) const {
-  const auto* metadata = object != nullptr ? member(*object, "metadata") : nullptr;
+const owner_fetch& owner_values::push(owner_ref ref,
+                                      std::shared_ptr<const owner_object> object) const {
+  const auto* metadata = object != nullptr ? member(object->json(), "metadata") : nullptr;
   const auto* uid = metadata != nullptr ? string_member(*metadata, "uid") : nullptr;
   if (!ref.uid.empty() && (uid == nullptr || *uid != ref.uid)) {
     auto detail = ref.display() + " has uid " + (uid != nullptr ? *uid : std::string("none")) +
@@ -612,7 +603,10 @@ class owner_kind_parser {
 }  // namespace
 
 result<owner_kind> parse_owner_kind(const json& document, std::string_view source) {
-  return owner_kind_parser(source).parse(document);
+  static std::atomic<std::uint64_t> readings{0};
+  auto kind = owner_kind_parser(source).parse(document);
+  if (kind) kind->id = ++readings;
+  return kind;
 }
 
 const role_pods* owner_counts::find(std::string_view role) const {

@@ -53,6 +53,14 @@ std::optional<std::size_t> pod_view::target_container(std::string_view preferred
   return 0;
 }
 
+const std::optional<owner_ref>& pod_view::controller() const {
+  if (!controller_) {
+    const auto* ns = namespace_name();
+    controller_ = controller_of(*pod_, ns != nullptr ? std::string_view(*ns) : std::string_view());
+  }
+  return *controller_;
+}
+
 const std::string* field_ref_value(const nlohmann::json& pod, const nlohmann::json& env) {
   const auto* from = member(env, "valueFrom");
   const auto* ref = from != nullptr ? member(*from, "fieldRef") : nullptr;

@@ -309,7 +309,7 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
     if (!parsed)
       co_return fail(lookup_failure::malformed, "answer is not JSON: " + parsed.message());
     if (!parsed->is_object()) co_return fail(lookup_failure::malformed, "answer is not an object");
-    out.result.object = std::make_shared<const nlohmann::json>(std::move(*parsed));
+    out.result.object = std::make_shared<const core::owner_object>(std::move(*parsed));
     co_return out;
   }
   const auto failure = code == 401   ? lookup_failure::unauthorized

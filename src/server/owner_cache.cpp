@@ -31,7 +31,7 @@ struct flight {
 };
 
 struct entry {
-  std::shared_ptr<const nlohmann::json> object;
+  std::shared_ptr<const core::owner_object> object;
   clock_type::time_point expires;
   std::list<std::string>::iterator recency;
 };
@@ -47,7 +47,7 @@ std::string_view uid_of(const nlohmann::json& object) {
 // A found object whose uid is not the expected one becomes uid_mismatch.
 void check_uid(lookup_result& result, const std::string& expected_uid) {
   if (!result.ok() || expected_uid.empty()) return;
-  const auto uid = uid_of(*result.object);
+  const auto uid = uid_of(result.object->json());
   if (uid == expected_uid) return;
   result.failure = core::lookup_failure::uid_mismatch;
   result.message = "metadata.uid is " + core::quote(uid) + ", the owner reference's is " +
@@ -66,7 +66,7 @@ struct owner_cache::state {
       : executor(std::move(executor)), fetch(std::move(fetch)), options(options) {}
 
   // Stores `object` as the freshest entry, evicting the least recently used beyond the bound.
-  void store_locked(const std::string& key, std::shared_ptr<const nlohmann::json> object) {
+  void store_locked(const std::string& key, std::shared_ptr<const core::owner_object> object) {
     if (options.ttl.count() <= 0 || options.max_entries == 0) return;
     const auto expires = clock_type::now() + options.ttl;
     if (auto it = entries.find(key); it != entries.end()) {
@@ -85,7 +85,7 @@ struct owner_cache::state {
   }
 
   // The stored object for `key` if it is still fresh (refreshing its recency).
-  std::shared_ptr<const nlohmann::json> find_locked(const std::string& key) {
+  std::shared_ptr<const core::owner_object> find_locked(const std::string& key) {
     const auto it = entries.find(key);
     if (it == entries.end()) return nullptr;
     if (clock_type::now() >= it->second.expires) {

@@ -15,7 +15,7 @@ boost::asio::awaitable<core::decision> decide_with_owners(const nlohmann::json& 
   // cached is decided in one pass; the loop below fetches the rest one at a time.
   core::owner_values::at_hand_function at_hand;
   if (lookup.cache && !lookup.file) {
-    at_hand = [&](const core::owner_ref& ref) -> std::shared_ptr<const nlohmann::json> {
+    at_hand = [&](const core::owner_ref& ref) -> std::shared_ptr<const core::owner_object> {
       const auto* kind = policies.owner_kinds().find(ref.api_version, ref.kind);
       if (kind == nullptr) return nullptr;
       auto hit = lookup.cache->cached(ref.uid.empty() ? kind->api_path(ref) : ref.uid);
@@ -88,7 +88,7 @@ boost::asio::awaitable<std::vector<nlohmann::json>> fetch_objects(std::vector<co
         deadline - std::chrono::steady_clock::now());
     if (remaining.count() <= 0) break;
     auto found = co_await lookup.cache->get(kind->api_path(ref), ref.uid, remaining);
-    if (found.ok()) out.push_back(*found.object);
+    if (found.ok()) out.push_back(found.object->json());
   }
   co_return out;
 }

@@ -1,6 +1,10 @@
 // Owner objects as values: references, API paths, and the role counts read from each layout.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "trainenv/core/owners.hpp"
 
 namespace {
@@ -303,9 +307,9 @@ TEST_CASE("owner values find fetched objects and keep a uid mismatch as a failur
 
 TEST_CASE("owner values take an object at hand as if it had been fetched", "[owners]") {
   std::vector<std::string> asked;
-  const auto job =
-      std::make_shared<const json>(json::parse(R"({"metadata": {"name": "a", "uid": "uid-a"}})"));
-  owner_values values([&](const owner_ref& ref) -> std::shared_ptr<const json> {
+  const auto job = std::make_shared<const owner_object>(
+      json::parse(R"({"metadata": {"name": "a", "uid": "uid-a"}})"));
+  owner_values values([&](const owner_ref& ref) -> std::shared_ptr<const owner_object> {
     asked.push_back(ref.name);
     return ref.name == "a" || ref.name == "stale" ? job : nullptr;
   });
@@ -381,4 +385,54 @@ TEST_CASE("a naming rule must end with the index and name a Job at most once", "
              Catch::Contains("spec.naming.subdomainDefault: may use only ${job}"));
   CHECK_THAT(parse(R"({"hostname": "${job}-${index}", "bogus": 1})").message(),
              Catch::Contains("spec.naming: unknown field \"bogus\""));
+}
+
+TEST_CASE("an owner object keeps what is derived from it, once per key, up to its bound",
+          "[owners][derived]") {
+  const owner_object object(json::parse(R"({"metadata": {"name": "a"}})"));
+  int made = 0;
+  const auto name = [&] {
+    ++made;
+    return object.json()["metadata"]["name"].get<std::string>();
+  };
+  const auto first = object.derived<std::string>("name", name);
+  const auto again = object.derived<std::string>("name", name);
+  CHECK(*first == "a");
+  CHECK(again == first);  // the kept value itself
+  CHECK(made == 1);
+  CHECK(*object.derived<int>("other", [] { return 7; }) == 7);
+
+  // Past the bound nothing more is kept: each call makes its value again.
+  for (std::size_t i = 2; i < owner_object::max_derived; ++i)
+    (void)object.derived<std::size_t>("fill " + std::to_string(i), [i] { return i; });
+  int extra = 0;
+  for (int i = 0; i < 3; ++i)
+    CHECK(*object.derived<int>("extra", [&] { return ++extra; }) == i + 1);
+  CHECK(extra == 3);
+  CHECK(object.derived<std::string>("name", name) == first);  // the kept ones stay
+  CHECK(made == 1);
+}
+
+TEST_CASE("an owner object's derived values are shared by threads asking at once",
+          "[owners][derived]") {
+  const owner_object object(json::object());
+  std::atomic<int> made{0};
+  std::vector<std::shared_ptr<const int>> seen(8);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < seen.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        seen[t] = object.derived<int>("answer", [&] {
+          ++made;
+          return 42;
+        });
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& s : seen) CHECK(*s == 42);
+  // Threads that missed together may each make it; once kept, nobody makes it again.
+  CHECK(made.load() <= static_cast<int>(seen.size()));
+  const auto kept = object.derived<int>("answer", [] { return 0; });
+  for (const auto& s : seen) CHECK(s == kept);  // each thread's last call found the kept one
 }

@@ -159,3 +159,28 @@ TEST_CASE("an unreadable Job lets a JobSet pod pass, and an unreadable JobSet re
   CHECK(c.message() == "JobSet team-a/bert: timed out");
   CHECK(c.code() == 503);
 }
+
+TEST_CASE("one Job object shared by pods of two roles gives each pod its own role",
+          "[owners][walk][derived]") {
+  // As the server's cache does: every pod's walk gets the same owner_object, which keeps what
+  // was read from it. A batch Job is one role, the pod's own, so that must be in the key.
+  const auto pod_json = json::parse(R"({"metadata": {"name": "p", "namespace": "ns",
+      "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train",
+                           "uid": "u", "controller": true}]}})");
+  const core::pod_view pod(pod_json);
+  const auto job = std::make_shared<const core::owner_object>(json::parse(
+      R"({"metadata": {"name": "train", "namespace": "ns", "uid": "u"},
+          "spec": {"parallelism": 4, "completions": 4, "template": {}}})"));
+  const auto set = kinds();
+  for (const std::string role : {"worker", "master", "worker"}) {
+    core::owner_values values;
+    values.add({"batch/v1", "Job", "ns", "train", "u"}, job);
+    auto counts = core::counts_from_owners(pod, role, values, set);
+    const auto& c = std::get<core::result<std::optional<core::owner_counts>>>(counts);
+    REQUIRE(c);
+    REQUIRE(*c);
+    REQUIRE((*c)->roles.size() == 1);
+    CHECK((*c)->roles[0].role == role);
+    CHECK((*c)->roles[0].pods == 4);
+  }
+}

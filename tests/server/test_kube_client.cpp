@@ -319,8 +319,8 @@ TEST_CASE("GET returns the object, over one kept-alive TLS connection", "[kube]"
   REQUIRE(r.ok());
   CHECK(r.http_status == 200);
   REQUIRE(r.object);
-  CHECK((*r.object)["metadata"]["uid"] == "c8f0472c-9aae-669b-2b9b-f7c9222a6421");
-  CHECK((*r.object)["spec"]["parallelism"] == 4);
+  CHECK(r.object->json()["metadata"]["uid"] == "c8f0472c-9aae-669b-2b9b-f7c9222a6421");
+  CHECK(r.object->json()["spec"]["parallelism"] == 4);
   CHECK(r.latency > 0us);
 
   for (int i = 0; i < 9; ++i) REQUIRE(get(io, client, i % 2 ? job_path : jobset_path).ok());
@@ -459,7 +459,7 @@ TEST_CASE("in-cluster credentials end to end: the service account mount and the 
   const stop_first stop_io{io};
   auto r = get(io, client, "/apis/batch.volcano.sh/v1alpha1/namespaces/team-a/jobs/mnist");
   REQUIRE(r.ok());
-  CHECK((*r.object)["metadata"]["uid"] == "6631f6c9-c9fd-a940-2357-82a11209bcfe");
+  CHECK(r.object->json()["metadata"]["uid"] == "6631f6c9-c9fd-a940-2357-82a11209bcfe");
 }
 
 TEST_CASE("no API server, or not the one the CA vouches for: unreachable", "[kube]") {
@@ -691,7 +691,7 @@ TEST_CASE("a kubeconfig end to end: CA data, tokenFile", "[kube]") {
   auto r = get(io, client,
                "/apis/trainer.kubeflow.org/v1alpha1/clustertrainingruntimes/torch-distributed");
   REQUIRE(r.ok());
-  CHECK((*r.object)["kind"] == "ClusterTrainingRuntime");
+  CHECK(r.object->json()["kind"] == "ClusterTrainingRuntime");
 }
 
 // ---- the owner cache ------------------------------------------------------------------------
@@ -792,7 +792,7 @@ TEST_CASE("owner cache: 64 concurrent lookups of one owner share one GET", "[kub
     ok += r.ok() ? 1 : 0;
     shared += r.source == server::lookup_source::shared ? 1 : 0;
     hits += r.source == server::lookup_source::cached ? 1 : 0;
-    if (r.ok()) CHECK((*r.object)["metadata"]["uid"] == jobset_uid);
+    if (r.ok()) CHECK(r.object->json()["metadata"]["uid"] == jobset_uid);
   }
   CHECK(ok == 64);
   CHECK(api.gets(jobset_path) <= 2);

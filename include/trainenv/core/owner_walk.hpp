@@ -36,7 +36,7 @@ struct recognition {
   };
   verdict kind = verdict::not_training;
   std::string reason;  // not_training, unknown: why, for the answer's message or warning
-  const nlohmann::json* job = nullptr;  // through_job: the Job, inside the owner_values
+  const owner_fetch* job = nullptr;  // through_job: the Job, inside the owner_values
 };
 [[nodiscard]] owner_step<recognition> recognise(const pod_view& pod, const owner_values& owners);
 
@@ -63,7 +63,7 @@ struct trainer_settings {
   std::string runtime;                             // "ClusterTrainingRuntime torch-distributed"
 };
 [[nodiscard]] owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod,
-                                                                   const nlohmann::json& job,
+                                                                   const owner_fetch& job,
                                                                    const owner_values& owners,
                                                                    const owner_kind_set& kinds);
 

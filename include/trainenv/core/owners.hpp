@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,35 +16,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/owner_ref.hpp"
 #include "trainenv/core/result.hpp"
 #include "trainenv/core/template.hpp"
 
 namespace trainenv::core {
-
-// One object to read: from an ownerReference (uid known) or by name (a TrainJob's runtimeRef).
-struct owner_ref {
-  std::string api_version;     // "jobset.x-k8s.io/v1alpha2", "batch/v1"
-  std::string kind;            // "JobSet"
-  std::string namespace_name;  // empty for a cluster-scoped object
-  std::string name;
-  std::string uid;  // empty when the reference names no uid
-
-  // "" for the core group; a view into api_version.
-  [[nodiscard]] std::string_view group() const;
-  // "JobSet team-a/bert", "ClusterTrainingRuntime torch-distributed": how messages name it.
-  [[nodiscard]] std::string display() const;
-  friend bool operator==(const owner_ref&, const owner_ref&) = default;
-};
 
 // The object `ref` names among `objects`: the same API group, kind, namespace and name (the
 // version may differ, as the API server converts between versions). The uid is not compared
 // here: the walk checks it, so that a recreated object is refused as from the API.
 [[nodiscard]] const nlohmann::json* find_object(const std::vector<nlohmann::json>& objects,
                                                 const owner_ref& ref);
-
-// The ownerReference with `controller: true` of an object in `namespace_name`, if it has one.
-[[nodiscard]] std::optional<owner_ref> controller_of(const nlohmann::json& object,
-                                                     std::string_view namespace_name);
 
 // A dotted path to a member, split once when the kind is loaded: "spec.replicatedJobs".
 using member_path = std::vector<std::string>;
@@ -97,6 +80,10 @@ struct owner_kind {
   std::string wired_by;
   member_path runtime_ref;       // a TrainJob: where its runtimeRef sits
   bool gives_framework = false;  // a (Cluster)TrainingRuntime: its labels name the framework
+  // This reading of the kind, unique in the process (parse_owner_kind counts them): what is
+  // derived from an object by its kind is kept under it, so that kinds reloaded with other
+  // fields never find what an earlier set derived. 0 for a kind built by hand.
+  std::uint64_t id = 0;
 
   // "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets/bert" (core group: "/api/v1/...").
   [[nodiscard]] std::string api_path(const owner_ref& ref) const;
@@ -143,11 +130,46 @@ inline constexpr std::size_t lookup_failure_count = 10;         // the enumerato
 // is gone or was replaced, 500 trainenv's own access was refused, 503 a retry may succeed.
 [[nodiscard]] int failure_code(lookup_failure f);
 
+// An owner object as read, with what the walk derives from it kept beside it. The shell's cache
+// hands the same owner_object to every admission until it reads the object again, so a JobSet's
+// roles or a TrainJob's runtime settings are derived once per read, not once per pod.
+class owner_object {
+ public:
+  explicit owner_object(nlohmann::json value) : value_(std::move(value)) {}
+  owner_object(const owner_object&) = delete;
+  owner_object& operator=(const owner_object&) = delete;
+  ~owner_object() = default;
+
+  [[nodiscard]] const nlohmann::json& json() const { return value_; }
+
+  // What `make()` derives from this object, made once per `key` and kept while the object lives.
+  // `key` must name every other input `make` reads. At most `max_derived` are kept (a key with
+  // the pod's own role in it is the pod's to choose); past that, `make()` runs each time.
+  // Safe to call from several threads at once.
+  template <class T, class Make>
+  [[nodiscard]] std::shared_ptr<const T> derived(const std::string& key, Make make) const {
+    if (auto kept = find_derived(key)) return std::static_pointer_cast<const T>(std::move(kept));
+    auto made = std::make_shared<const T>(make());
+    keep_derived(key, made);
+    return made;
+  }
+  static constexpr std::size_t max_derived = 16;
+
+ private:
+  [[nodiscard]] std::shared_ptr<const void> find_derived(const std::string& key) const;
+  void keep_derived(const std::string& key, std::shared_ptr<const void> value) const;
+
+  nlohmann::json value_;
+  mutable std::mutex mutex_;  // guards derived_
+  mutable std::vector<std::pair<std::string, std::shared_ptr<const void>>> derived_;
+};
+
 // The owner objects fetched for one pod so far, or why one could not be.
 struct owner_fetch {
   owner_ref ref;
-  // When fetched: shared with whoever holds it (the shell's cache), so a walk copies no JSON.
-  std::shared_ptr<const nlohmann::json> fetched;
+  // When fetched: shared with whoever holds it (the shell's cache), so a walk copies no JSON and
+  // finds what earlier walks derived from it.
+  std::shared_ptr<const owner_object> fetched;
   std::optional<lookup_failure> failure;  // when not
   std::string detail;                     // the API's own words ("jobsets ... not found"), if any
 
@@ -160,7 +182,7 @@ class owner_values {
   // An object the shell holds in memory (its cache), given without waiting; null when it must
   // be fetched. Asked by find() for a reference not yet added, so that a walk whose owners are
   // all at hand decides in one pass instead of one pass per owner.
-  using at_hand_function = std::function<std::shared_ptr<const nlohmann::json>(const owner_ref&)>;
+  using at_hand_function = std::function<std::shared_ptr<const owner_object>(const owner_ref&)>;
 
   owner_values() = default;
   explicit owner_values(at_hand_function at_hand) : at_hand_(std::move(at_hand)) {}
@@ -168,7 +190,7 @@ class owner_values {
   // An object whose metadata.uid is not the reference's uid is kept as a uid_mismatch failure:
   // a recreated object of the same name is not the owner.
   void add(owner_ref ref, nlohmann::json object);
-  void add(owner_ref ref, std::shared_ptr<const nlohmann::json> object);
+  void add(owner_ref ref, std::shared_ptr<const owner_object> object);
   void add_failure(owner_ref ref, lookup_failure failure, std::string detail = {});
   // By API group, kind, namespace and name; else the object at hand, added as if fetched (what
   // the walk saw is what all() lists). Pointers stay valid as more objects are added (a deque),
@@ -178,7 +200,7 @@ class owner_values {
 
  private:
   [[nodiscard]] const owner_fetch& push(owner_ref ref,
-                                        std::shared_ptr<const nlohmann::json> object) const;
+                                        std::shared_ptr<const owner_object> object) const;
 
   // mutable: find() records what it took from at_hand_, as add() would have.
   mutable std::deque<owner_fetch> fetched_;

@@ -10,6 +10,7 @@
 
 #include "trainenv/core/json_access.hpp"
 #include "trainenv/core/json_text.hpp"
+#include "trainenv/core/owner_ref.hpp"
 
 namespace trainenv::core {
 
@@ -47,12 +48,17 @@ class pod_view {
   // The container named `preferred`; if none has that name, the first; nullopt if none.
   [[nodiscard]] std::optional<std::size_t> target_container(std::string_view preferred) const;
 
+  // The ownerReference with `controller: true` (controller_of in the pod's namespace), read on
+  // first use and kept: the owner walk asks for it several times per admission.
+  [[nodiscard]] const std::optional<owner_ref>& controller() const;
+
  private:
   const nlohmann::json* pod_;
   const nlohmann::json* metadata_;  // each: nullptr when absent (or null)
   const nlohmann::json* labels_;
   const nlohmann::json* annotations_;
   const nlohmann::json* spec_;
+  mutable std::optional<std::optional<owner_ref>> controller_;  // once read
 };
 
 // The value an env entry's fieldRef to the pod itself resolves to when the kubelet starts it, if

@@ -25,8 +25,9 @@ struct lookup_result {
   // server_error, malformed, too_large, timeout and unreachable; the cache adds uid_mismatch, and
   // timeout for a lookup whose budget passed while it waited on another lookup's GET.
   std::optional<core::lookup_failure> failure;
-  // ok: the object as the API server gave it; shared, so a cache hit copies no JSON.
-  std::shared_ptr<const nlohmann::json> object;
+  // ok: the object as the API server gave it; shared, so a cache hit copies no JSON and finds
+  // what earlier admissions derived from it.
+  std::shared_ptr<const core::owner_object> object;
   std::string message;  // a failure: what failed, one line (the Status message when there is one)
   int http_status = 0;  // 0 when no answer came
   lookup_source source = lookup_source::fetched;
