@@ -118,7 +118,8 @@ int run_serve(const std::vector<std::string>& args) {
 
   const unsigned threads =
       config.threads != 0 ? config.threads : std::max(1U, std::thread::hardware_concurrency());
-  boost::asio::io_context ioc(static_cast<int>(threads));
+  // Run by this thread; server::session_threads adds one io_context per further thread.
+  boost::asio::io_context ioc(1);
 
   // Owners are read from the API when there is access (or from --owners FILE); without, a pod
   // whose counts only its owners give is denied (sizing fails closed), which the start-up line
@@ -168,7 +169,8 @@ int run_serve(const std::vector<std::string>& args) {
       server::certificate_reloader(ioc, state, tls_files, std::chrono::seconds(2));
   tls_reloader->start();
 
-  server::server server(ioc, server::limits_from(config), state);
+  server::session_threads sessions(ioc, threads);
+  server::server server(ioc, server::limits_from(config), state, &sessions);
   auto bound = server.start(config.listen, config.metrics_listen);
   if (!bound) {
     spdlog::critical("not starting: {}", bound.message());
@@ -215,10 +217,10 @@ int run_serve(const std::vector<std::string>& args) {
                bound->tls.port(), bound->plain.address().to_string(), bound->plain.port());
   state.set_ready(true);
 
-  std::vector<std::thread> pool;
-  for (unsigned i = 1; i < threads; ++i) pool.emplace_back([&] { ioc.run(); });
   ioc.run();
-  for (auto& t : pool) t.join();
+  // Before the server goes: no connection's thread may still run. The connections the drain's
+  // deadline cut short end with their io_contexts.
+  sessions.stop();
   // The API client's pooled connections are sockets of `ioc`: closed before it is destroyed.
   state.owners.cache.reset();
   spdlog::info("stopped");

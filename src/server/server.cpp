@@ -11,6 +11,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -333,22 +334,68 @@ session_limits limits_from(const inputs::serve_config& config) {
   return limits;
 }
 
+session_threads::session_threads(asio::io_context& main, unsigned threads) : all_{&main} {
+  for (unsigned i = 1; i < threads; ++i) {
+    // Concurrency hint 1: one thread runs it (others still post to it, under its lock).
+    own_.push_back(std::make_unique<asio::io_context>(1));
+    all_.push_back(own_.back().get());
+  }
+  for (auto& context : own_) {
+    threads_.emplace_back([&context = *context] {
+      const auto work = asio::make_work_guard(context);  // waits for connections while it has none
+      context.run();
+    });
+  }
+}
+
+session_threads::~session_threads() {
+  stop();
+}
+
+void session_threads::stop() {
+  for (auto& context : own_) context->stop();
+  for (auto& thread : threads_) thread.join();
+  threads_.clear();
+}
+
 struct server::impl {
-  impl(asio::io_context& ioc, session_limits limits, server_state& state)
+  impl(asio::io_context& ioc, session_limits limits, server_state& state,
+       const session_threads* sessions)
       : ioc(ioc),
         limits(limits),
         state(state),
         admission_routes(state, true, limits.max_body_bytes),
         health_routes(state, false, limits.max_body_bytes),
         tls_acceptor(ioc),
-        plain_acceptor(ioc) {}
+        plain_acceptor(ioc) {
+    if (sessions != nullptr) session_contexts = sessions->contexts();
+    if (session_contexts.empty()) session_contexts.push_back(&ioc);
+  }
 
-  // `start_session` receives each accepted socket, already on its own strand.
-  template <class StartSession>
-  asio::awaitable<void> accept(tcp::acceptor& acceptor, StartSession start_session) {
+  // The io_context of the next admission connection, in turn. Only the accept loop asks.
+  asio::io_context& next_session_context() {
+    auto& context = *session_contexts[next_session % session_contexts.size()];
+    ++next_session;
+    return context;
+  }
+
+  // `start_session` receives each accepted socket, already on its own strand of the io_context
+  // `context_for_next()` gives. Accepted on `ioc` and then handed over: an accept pending on
+  // `ioc` never holds a socket of another io_context, which may be gone before `ioc` is.
+  template <class ContextForNext, class StartSession>
+  asio::awaitable<void> accept(tcp::acceptor& acceptor, ContextForNext context_for_next,
+                               StartSession start_session) {
     asio::steady_timer backoff(ioc);
     for (;;) {
-      auto [ec, socket] = co_await acceptor.async_accept(asio::make_strand(ioc), use_nothrow);
+      auto [ec, accepted] = co_await acceptor.async_accept(asio::make_strand(ioc), use_nothrow);
+      tcp::socket socket(std::move(accepted));
+      if (!ec) {
+        if (auto& context = context_for_next(); &context != &ioc) {
+          const auto protocol = socket.local_endpoint(ec).protocol();
+          const auto handle = ec ? tcp::socket::native_handle_type{} : socket.release(ec);
+          if (!ec) socket = tcp::socket(asio::make_strand(context), protocol, handle);
+        }
+      }
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
       if (ec) {
         // Out of descriptors and the like: pause rather than spin.
@@ -371,6 +418,8 @@ struct server::impl {
   }
 
   asio::io_context& ioc;
+  std::vector<asio::io_context*> session_contexts;  // admission connections, in turn
+  std::size_t next_session = 0;
   session_limits limits;
   server_state& state;
   router admission_routes;
@@ -408,8 +457,9 @@ struct server::impl {
   }
 };
 
-server::server(asio::io_context& ioc, session_limits limits, server_state& state)
-    : impl_(std::make_unique<impl>(ioc, limits, state)) {}
+server::server(asio::io_context& ioc, session_limits limits, server_state& state,
+               const session_threads* sessions)
+    : impl_(std::make_unique<impl>(ioc, limits, state, sessions)) {}
 
 server::~server() = default;
 
@@ -424,27 +474,29 @@ core::result<server::endpoints> server::start(const inputs::endpoint_spec& tls_l
 
   auto* self = impl_.get();
   asio::co_spawn(impl_->ioc,
-                 self->accept(self->tls_acceptor,
-                              [self](tcp::socket socket) {
-                                auto executor = socket.get_executor();
-                                asio::co_spawn(
-                                    executor,
-                                    tls_session(std::move(socket), self->state.certificate.read(),
-                                                self->limits, self->admission_routes,
-                                                self->state.metrics, self->sessions),
-                                    asio::detached);
-                              }),
+                 self->accept(
+                     self->tls_acceptor,
+                     [self]() -> asio::io_context& { return self->next_session_context(); },
+                     [self](tcp::socket socket) {
+                       auto executor = socket.get_executor();
+                       asio::co_spawn(executor,
+                                      tls_session(std::move(socket), self->state.certificate.read(),
+                                                  self->limits, self->admission_routes,
+                                                  self->state.metrics, self->sessions),
+                                      asio::detached);
+                     }),
                  asio::detached);
   asio::co_spawn(impl_->ioc,
-                 self->accept(self->plain_acceptor,
-                              [self](tcp::socket socket) {
-                                auto executor = socket.get_executor();
-                                asio::co_spawn(executor,
-                                               plain_session(std::move(socket), self->limits,
-                                                             self->health_routes,
-                                                             self->state.metrics, self->sessions),
-                                               asio::detached);
-                              }),
+                 self->accept(
+                     self->plain_acceptor, [self]() -> asio::io_context& { return self->ioc; },
+                     [self](tcp::socket socket) {
+                       auto executor = socket.get_executor();
+                       asio::co_spawn(
+                           executor,
+                           plain_session(std::move(socket), self->limits, self->health_routes,
+                                         self->state.metrics, self->sessions),
+                           asio::detached);
+                     }),
                  asio::detached);
   return endpoints{impl_->tls_acceptor.local_endpoint(), impl_->plain_acceptor.local_endpoint()};
 }

@@ -120,8 +120,7 @@ tls_stream::step tls_stream::call(op what, void* data, std::size_t size,
       if (size == 0) return step::done;
       // Nothing received and nothing held: OpenSSL could only ask for more (an idle connection
       // between requests, every time). Asking it costs a tenth of a small request's TLS work.
-      if (input_.size() == 0 && !peer_closed_ && SSL_has_pending(ssl_) == 0)
-        return step::want_read;
+      if (input_.size() == 0 && !peer_closed_ && SSL_has_pending(ssl_) == 0) return step::want_read;
       r = SSL_read(ssl_, data, static_cast<int>(std::min<std::size_t>(size, INT_MAX)));
       break;
     case op::write:

@@ -101,18 +101,22 @@ struct running_server {
       if (options.owner_cache_entries) cache_options.max_entries = *options.owner_cache_entries;
       state.owners.cache.emplace(ioc.get_executor(), std::move(*client), cache_options);
     }
-    server = std::make_unique<server::server>(ioc, limits, state);
+    // As `trainenv serve` lays out its threads: `ioc` on one, each further one with an
+    // io_context of its own for admission connections.
+    sessions = std::make_unique<server::session_threads>(ioc, options.io_threads);
+    server = std::make_unique<server::server>(ioc, limits, state, sessions.get());
     auto bound = server->start({"127.0.0.1", 0}, {"127.0.0.1", 0});
     REQUIRE(bound.ok());
     endpoints = *bound;
     state.set_ready(true);
-    for (int i = 0; i < options.io_threads; ++i) threads.emplace_back([this] { ioc.run(); });
+    threads.emplace_back([this] { ioc.run(); });
   }
   ~running_server() {
     reloader.reset();
     tls_reloader.reset();
     ioc.stop();
     for (auto& t : threads) t.join();
+    sessions->stop();
     // The API client's pooled connections are sockets of `ioc`: gone before it is.
     state.owners.cache.reset();
   }
@@ -123,6 +127,7 @@ struct running_server {
   asio::io_context ioc;
   std::unique_ptr<server::file_reloader> reloader;
   std::unique_ptr<server::file_reloader> tls_reloader;
+  std::unique_ptr<server::session_threads> sessions;  // before the server: it outlives it
   std::unique_ptr<server::server> server;
   server::server::endpoints endpoints;
   std::vector<std::thread> threads;

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -31,6 +33,32 @@ struct session_limits {
 
 [[nodiscard]] session_limits limits_from(const inputs::serve_config& config);
 
+// The threads that serve admission connections: the main io_context, run by the caller's thread,
+// and one more io_context per further thread, each run by a thread of its own. Each connection
+// lives on one of them (round robin), so a request is read, decided and answered on one thread,
+// with its own epoll: one io_context run by several threads hands ready sockets from the thread
+// that polled to another through a shared queue and a futex wake-up, which at 8 connections cost
+// more CPU per request than the second thread gave (docs/performance.md).
+class session_threads {
+ public:
+  // `threads` in all, the caller's (running `main`) included; the others start now.
+  session_threads(boost::asio::io_context& main, unsigned threads);
+  // Stops and joins the threads it started; their io_contexts go with it.
+  ~session_threads();
+  session_threads(const session_threads&) = delete;
+  session_threads& operator=(const session_threads&) = delete;
+
+  // `main` first.
+  [[nodiscard]] const std::vector<boost::asio::io_context*>& contexts() const { return all_; }
+  // Stops the threads it started and waits for them; the caller stops `main`.
+  void stop();
+
+ private:
+  std::vector<std::unique_ptr<boost::asio::io_context>> own_;
+  std::vector<boost::asio::io_context*> all_;
+  std::vector<std::thread> threads_;
+};
+
 class server {
  public:
   struct endpoints {
@@ -39,7 +67,10 @@ class server {
   };
 
   // Serves with the policies and certificate `state` publishes, and counts into its metrics.
-  server(boost::asio::io_context& ioc, session_limits limits, server_state& state);
+  // Listeners, health connections and the drain live on `ioc`; admission connections on the
+  // io_contexts of `sessions` (its contexts() must outlive the server), else on `ioc` too.
+  server(boost::asio::io_context& ioc, session_limits limits, server_state& state,
+         const session_threads* sessions = nullptr);
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;
