@@ -10,7 +10,8 @@
 #
 # Each target first replays tests/fuzz/regressions/<target>/ (inputs that once broke something;
 # any failure there stops the run), then fuzzes from its corpus in build-fuzz/corpus/<target>,
-# seeded from tests/fixtures, examples/, policies/ and tests/fuzz/seeds, with the dictionary
+# seeded from tests/fixtures, examples/, policies/, tests/fuzz/seeds and (fuzz_review) the
+# bodies whose answers tests/answers keeps, with the dictionary
 # tests/fuzz/kubernetes.dict. A finding (crash, leak, UB, broken invariant, timeout, memory blow-up)
 # is written to build-fuzz/findings/<target>/ and fails the run; add it to regressions/ once fixed.
 # Environment: FUZZ_BUILD_DIR (default build-fuzz).
@@ -47,7 +48,7 @@ cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
 seeds="$build_dir/seeds"
 rm -rf "$seeds"
 mkdir -p "$seeds"/{fuzz_review,fuzz_policy,fuzz_quantity,fuzz_preview,fuzz_owners,fuzz_job}
-cp tests/fixtures/*.json "$seeds/fuzz_review/"
+cp tests/fixtures/*.json tests/answers/mutate/* "$seeds/fuzz_review/"
 cp tests/fixtures/*.json examples/*.yaml "$seeds/fuzz_preview/"
 cp policies/*.yaml "$seeds/fuzz_policy/"
 rm -f "$seeds/fuzz_policy/kustomization.yaml"
