@@ -3,6 +3,7 @@
 #include "trainenv/server/tls_stream.hpp"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 #include <functional>
 #include <list>
 #include <mutex>
@@ -379,23 +380,37 @@ struct server::impl {
     return context;
   }
 
+  // `socket` (accepted on `ioc`) on a strand of its own on `context`. Accepted on `ioc` and then
+  // handed over: an accept pending on `ioc` never holds a socket of another io_context, which may
+  // be gone before `ioc` is. Empty if the hand-over failed (the connection is then closed).
+  std::optional<tcp::socket> hand_over(tcp::socket socket, asio::io_context& context,
+                                       const tcp& protocol) {
+    if (&context == &ioc) return socket;
+    const auto failed = [](const boost::system::error_code& ec) {
+      spdlog::debug("a connection could not be handed to its thread: {}", ec.message());
+      return std::nullopt;
+    };
+    boost::system::error_code ec;
+    const auto handle = socket.release(ec);
+    if (ec) return failed(ec);  // `socket` still holds it, and closes it
+    tcp::socket moved(asio::make_strand(context));
+    if (moved.assign(protocol, handle, ec); ec) {
+      ::close(handle);
+      return failed(ec);
+    }
+    return moved;
+  }
+
   // `start_session` receives each accepted socket, already on its own strand of the io_context
-  // `context_for_next()` gives. Accepted on `ioc` and then handed over: an accept pending on
-  // `ioc` never holds a socket of another io_context, which may be gone before `ioc` is.
+  // `context_for_next()` gives.
   template <class ContextForNext, class StartSession>
   asio::awaitable<void> accept(tcp::acceptor& acceptor, ContextForNext context_for_next,
                                StartSession start_session) {
     asio::steady_timer backoff(ioc);
+    const auto protocol = acceptor.local_endpoint().protocol();
     for (;;) {
       auto [ec, accepted] = co_await acceptor.async_accept(asio::make_strand(ioc), use_nothrow);
       tcp::socket socket(std::move(accepted));
-      if (!ec) {
-        if (auto& context = context_for_next(); &context != &ioc) {
-          const auto protocol = socket.local_endpoint(ec).protocol();
-          const auto handle = ec ? tcp::socket::native_handle_type{} : socket.release(ec);
-          if (!ec) socket = tcp::socket(asio::make_strand(context), protocol, handle);
-        }
-      }
       if (ec == asio::error::operation_aborted || !acceptor.is_open()) co_return;
       if (ec) {
         // Out of descriptors and the like: pause rather than spin.
@@ -413,7 +428,8 @@ struct server::impl {
         continue;
       }
       socket.set_option(tcp::no_delay(true), ec);
-      start_session(std::move(socket));
+      if (auto handed = hand_over(std::move(socket), context_for_next(), protocol))
+        start_session(std::move(*handed));
     }
   }
 
