@@ -77,7 +77,7 @@ check_boundary() {
 # so each layer can be read knowing only those below it. A new header needs a line here.
 core_layer() {
   case "$1" in
-    result | keys | names | json_access | decision | variables | quantity) echo 0 ;;
+    result | keys | names | json_access | string_map | decision | variables | quantity) echo 0 ;;
     json_text | template | policy_fields | owner_ref) echo 1 ;;
     pod_view | policy_objects | json_patch) echo 2 ;;
     owners) echo 3 ;;

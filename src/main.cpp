@@ -313,9 +313,10 @@ int run_preview(const std::vector<std::string>& args) {
   // The server's own driver over the pod's owners; a review of anything but a pod CREATE is
   // answered without any.
   const core::mutate_options options{config.policy};
+  const core::pod_view pod(input->pod);
   auto d = input->decides_pod()
-               ? server::run_to_end(ioc, server::decide_with_owners(input->pod, *loaded.policies,
-                                                                    options, *lookup, unused))
+               ? server::run_to_end(ioc, server::decide_with_owners(pod, *loaded.policies, options,
+                                                                    *lookup, unused))
                : input->pass_through(*loaded.policies);
   lookup->cache.reset();
   const auto answer = inputs::answer_preview(std::move(*input), std::move(d));

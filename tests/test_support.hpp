@@ -7,7 +7,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/string_map.hpp"
+
 namespace trainenv::test {
+
+// A string_map as a JSON object: each string value, null for a value that is not a string.
+inline nlohmann::json as_json(const core::string_map& map) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& e : map.entries())
+    out[std::string(e.key)] = e.is_string ? nlohmann::json(std::string(e.value)) : nlohmann::json();
+  return out;
+}
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -29,13 +29,11 @@ bool admission_request::is_pod_create() const {
          operation == "CREATE";
 }
 
-result<admission_request> decode_review(std::string_view body) {
-  auto document = parse_json(body, review_fields_read);
-  if (!document) return std::move(document).take_error();
-  return decode_review_json(std::move(*document));
-}
+namespace {
 
-result<admission_request> decode_review_json(json document) {
+// `maps`: the object's labels and annotations when they were read from the text apart from
+// the tree; nullopt when the tree holds them.
+result<admission_request> decode_document(json document, std::optional<pod_maps> maps) {
   if (!document.is_object()) return error{"body is not an AdmissionReview: expected a JSON object"};
   admission_request out;
   out.api_version = string_or_empty(document, "apiVersion");
@@ -73,7 +71,21 @@ result<admission_request> decode_review_json(json document) {
         metadata != out.object.end() && metadata->is_object() && !metadata->contains("namespace"))
       (*metadata)["namespace"] = out.namespace_name;
   }
+  out.object_maps = maps ? std::move(*maps) : pod_maps::of(out.object);
   return out;
+}
+
+}  // namespace
+
+result<admission_request> decode_review(std::string_view body) {
+  pod_maps maps;
+  auto document = parse_json(body, review_fields_read, maps.maps);
+  if (!document) return std::move(document).take_error();
+  return decode_document(std::move(*document), std::move(maps));
+}
+
+result<admission_request> decode_review_json(json document) {
+  return decode_document(std::move(document), std::nullopt);
 }
 
 std::string encode_response(const admission_request& request, const decision& d) {

@@ -177,7 +177,7 @@ const json* find_mount(const json& list, const json& wanted) {
   return find_by(list, "name", name_of(wanted));
 }
 
-void diff_container(const json& pod, const json& container, const container_wants& want,
+void diff_container(const pod_view& pod, const json& container, const container_wants& want,
                     patch_builder& patch, decision& d, std::set<std::string>& mounted_volumes) {
   auto& warnings = d.warnings;
   const std::string path = "/spec/" + want.list + "/" + std::to_string(want.index);
@@ -195,8 +195,8 @@ void diff_container(const json& pod, const json& container, const container_want
         // Kubeflow Trainer writes PET_NODE_RANK as a fieldRef to the completion index: the same
         // number as trainenv's literal node rank in its layout, so no user edit.
         const auto* wanted = string_member(w, "value");
-        const auto* resolved = field_ref_value(pod, e);
-        if (wanted != nullptr && resolved != nullptr && *wanted == *resolved) return {};
+        const auto resolved = field_ref_value(pod, e);
+        if (wanted != nullptr && resolved && *wanted == *resolved) return {};
         return "trainenv: kept user-set " + name_of(w) + describe_env(e) + where;
       },
       [&](const json& w) { note_once(d.injected.env, name_of(w)); }, patch, warnings);
@@ -243,20 +243,21 @@ std::set<std::string> mounted_volumes(const json& spec) {
   return names;
 }
 
-void diff_annotations(const json& metadata, const json& wanted, patch_builder& patch, decision& d) {
+void diff_annotations(const pod_view& pod, const json& wanted, patch_builder& patch, decision& d) {
   json added = json::object();
-  const auto* existing = member(metadata, "annotations");
+  const auto& existing = pod.annotations();
   for (const auto& [key, value] : wanted.items()) {
-    const auto* current = existing != nullptr ? string_member(*existing, key) : nullptr;
+    const auto* current = existing.find(key);
     if (current == nullptr) {
       added[key] = value;
       d.injected.annotations.push_back(key);
-    } else if (*current != value) {
-      d.warnings.push_back(
-          make_warning("trainenv: kept user-set annotation " + key + "=" + current->substr(0, 40)));
+    } else if (!value.is_string() || *current != value.get_ref<const std::string&>()) {
+      d.warnings.push_back(make_warning("trainenv: kept user-set annotation " + key + "=" +
+                                        std::string(current->substr(0, 40))));
     }
   }
-  patch.add_members(metadata, "/metadata", "annotations", added);
+  // check_pod_shape denied annotations that are there but not an object.
+  patch.add_members("/metadata/annotations", existing.kind() == string_map::shape::object, added);
 }
 
 }  // namespace
@@ -269,7 +270,7 @@ std::string make_warning(std::string text) {
   return text;
 }
 
-decision build_patch(const json& pod, const wants& want, const std::string& policy) {
+decision build_patch(const pod_view& pod, const wants& want, const std::string& policy) {
   decision d;
   d.policy = policy;
   for (const auto& w : want.warnings) d.warnings.push_back(make_warning(w));
@@ -277,7 +278,7 @@ decision build_patch(const json& pod, const wants& want, const std::string& poli
   // The volumes a mount added by this patch needs: a volume of the pod's own by that name is
   // then worth a warning when it differs, because the mount relies on it.
   std::set<std::string> mounted_by_patch;
-  const auto& spec = *member(pod, "spec");
+  const auto& spec = *member(pod.json(), "spec");
   for (const auto& c : want.containers)
     diff_container(pod, (*member(spec, c.list))[c.index], c, patch, d, mounted_by_patch);
   // An init container of trainenv's own (the hostfile's expander) is added whole, unless the
@@ -307,9 +308,7 @@ decision build_patch(const json& pod, const wants& want, const std::string& poli
         return "trainenv: kept user-set volume " + name;
       },
       [&](const json& w) { d.injected.volumes.push_back(name_of(w)); }, patch, d.warnings);
-  static const json no_metadata = json::object();
-  const auto* metadata = member(pod, "metadata");
-  diff_annotations(metadata != nullptr ? *metadata : no_metadata, want.annotations, patch, d);
+  diff_annotations(pod, want.annotations, patch, d);
   d.patch_ops = patch.size();
   d.patch_text = patch.take();
   return d;

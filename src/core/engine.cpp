@@ -128,10 +128,10 @@ decision owner_chain_too_long(const owner_ref& last) {
               std::string(keys::num_nodes) + " and " + std::string(keys::policy));
 }
 
-owner_step<decision> evaluate(const json& pod, const policy_set& policies,
+owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
                               const owner_values& owners, const mutate_options& options) {
-  if (!pod.is_object()) return deny("trainenv: the object is not a Pod (expected a JSON object)");
-  const pod_view view(pod);
+  if (!view.json().is_object())
+    return deny("trainenv: the object is not a Pod (expected a JSON object)");
   const auto& kinds = policies.owner_kinds();
 
   const auto recognised = recognise(view, owners);
@@ -194,7 +194,7 @@ owner_step<decision> evaluate(const json& pod, const policy_set& policies,
   // A layout with nothing to train on cannot be named (no master): said, never guessed.
   if (topo->counts_known && !topo->layout.no_nodes.empty() && uses_counts(p))
     return deny(topo->layout.no_nodes, p.name);
-  auto d = build_patch(pod, *want, p.name);
+  auto d = build_patch(view, *want, p.name);
   d.sources = topo->sources;
   if (trainer) {
     const auto& value = trainer->framework ? trainer->framework : trainer->ml_policy;
@@ -208,10 +208,15 @@ owner_step<decision> evaluate(const json& pod, const policy_set& policies,
   return d;
 }
 
-decision mutate_pod(const json& pod, const policy_set& policies, const mutate_options& options) {
+decision mutate_pod(const pod_view& pod, const policy_set& policies,
+                    const mutate_options& options) {
   return decide(pod, policies, options, [](const owner_ref& ref, owner_values& owners) {
     owners.add_failure(ref, lookup_failure::no_access, "no API access (this path reads no owners)");
   });
+}
+
+decision mutate_pod(const json& pod, const policy_set& policies, const mutate_options& options) {
+  return mutate_pod(pod_view(pod), policies, options);
 }
 
 decision mutate(const admission_request& request, const policy_set& policies,
@@ -219,7 +224,7 @@ decision mutate(const admission_request& request, const policy_set& policies,
   if (!request.is_pod_create()) {
     return pass("not a pod CREATE: " + request.operation + " of " + request.resource);
   }
-  return mutate_pod(request.object, policies, options);
+  return mutate_pod(request.pod(), policies, options);
 }
 
 }  // namespace trainenv::core

@@ -27,7 +27,7 @@ std::optional<std::int64_t> whole_number(const std::string& text) {
 }
 
 // The final value of each env entry of `container`, fieldRefs to the pod itself resolved.
-std::map<std::string, std::string> final_env(const json& pod, const json& container) {
+std::map<std::string, std::string> final_env(const pod_view& pod, const json& container) {
   std::map<std::string, std::string> out;
   const auto* env = member(container, "env");
   if (env == nullptr || !env->is_array()) return out;
@@ -36,8 +36,8 @@ std::map<std::string, std::string> final_env(const json& pod, const json& contai
     if (name == nullptr) continue;
     if (const auto* value = string_member(e, "value")) {
       out[*name] = *value;
-    } else if (const auto* resolved = field_ref_value(pod, e)) {
-      out[*name] = *resolved;
+    } else if (const auto resolved = field_ref_value(pod, e)) {
+      out[*name] = std::string(*resolved);
     }
   }
   return out;
@@ -99,21 +99,15 @@ std::string expand_rule(const std::string& rule) {
   return out;
 }
 
-const std::string* annotation(const json& pod, std::string_view key) {
-  const auto* metadata = member(pod, "metadata");
-  const auto* annotations = metadata != nullptr ? member(*metadata, "annotations") : nullptr;
-  return annotations != nullptr ? string_member(*annotations, key) : nullptr;
-}
-
 // The hostfile the pod's container finds at `path`, from whichever volume is mounted there:
 // trainenv's annotation (downward API), trainenv's rule (expanded into an emptyDir), or a
 // ConfigMap among the job's objects (Trainer's).
-std::optional<std::string> hostfile_text(const json& pod, const json& container,
+std::optional<std::string> hostfile_text(const pod_view& pod, const json& container,
                                          const std::string& path,
                                          const std::vector<json>& objects) {
   const auto dir = path.substr(0, path.rfind('/'));
   const auto* mounts = member(container, "volumeMounts");
-  const auto* volumes = find_path(pod, {"spec", "volumes"});
+  const auto* volumes = find_path(pod.json(), {"spec", "volumes"});
   if (mounts == nullptr || volumes == nullptr) return std::nullopt;
   for (const auto& m : *mounts) {
     if (string_or_empty(m, "mountPath") != dir) continue;
@@ -121,18 +115,18 @@ std::optional<std::string> hostfile_text(const json& pod, const json& container,
     for (const auto& v : *volumes) {
       if (string_or_empty(v, "name") != volume_name) continue;
       if (member(v, "downwardAPI") != nullptr) {
-        const auto* text = annotation(pod, hostfile_annotation);
-        return text != nullptr ? std::optional(*text) : std::nullopt;
+        const auto* text = pod.annotation(hostfile_annotation);
+        return text != nullptr ? std::optional(std::string(*text)) : std::nullopt;
       }
       if (member(v, "emptyDir") != nullptr) {
-        const auto* rule = annotation(pod, hostfile_rule_annotation);
-        return rule != nullptr ? std::optional(expand_rule(*rule)) : std::nullopt;
+        const auto* rule = pod.annotation(hostfile_rule_annotation);
+        return rule != nullptr ? std::optional(expand_rule(std::string(*rule))) : std::nullopt;
       }
       if (const auto* cm = member(v, "configMap")) {
-        const auto* ns = find_path(pod, {"metadata", "namespace"});
+        const auto* ns = pod.namespace_name();
         const owner_ref ref{"v1",
                             "ConfigMap",
-                            ns != nullptr ? ns->get<std::string>() : "",
+                            ns != nullptr ? std::string(*ns) : "",
                             string_or_empty(*cm, "name"),
                             {}};
         const auto* object = find_object(objects, ref);
@@ -152,7 +146,7 @@ void read_values(previewed_pod& p, const policy& pol, const std::vector<json>& o
   const auto target = view.target_container(pol.container);
   if (!target) return;
   const auto& container = (*view.containers())[*target];
-  const auto env = final_env(p.admitted, container);
+  const auto env = final_env(view, container);
   for (const auto& item : pol.env) {
     if (!item.value) continue;
     const auto found = env.find(item.name);
@@ -180,7 +174,7 @@ void read_values(previewed_pod& p, const policy& pol, const std::vector<json>& o
     }
   }
   if (pol.hostfile && (p.created.role == launcher_role || pol.hostfile->scope.roles.all)) {
-    if (auto text = hostfile_text(p.admitted, container, pol.hostfile->path, objects)) {
+    if (auto text = hostfile_text(view, container, pol.hostfile->path, objects)) {
       p.hostfile = hosts_of(*text);
       p.has_hostfile = true;
       p.values.emplace_back("hostfile", std::to_string(p.hostfile.size()) + " hosts");
@@ -382,7 +376,7 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
       shared.push_back(std::make_shared<const owner_object>(object));
     for (auto& c : out.job.pods) {
       previewed_pod p;
-      p.d = decide(c.pod, policies, {}, [&](const owner_ref& ref, owner_values& owners) {
+      p.d = decide(pod_view(c.pod), policies, {}, [&](const owner_ref& ref, owner_values& owners) {
         if (const auto* object = find_object(objects, ref)) {
           owners.add(ref, shared[static_cast<std::size_t>(object - objects.data())]);
         } else {
@@ -392,7 +386,7 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
       p.admitted = p.d.allowed && p.d.mutated() ? c.pod.patch(p.d.patch()) : c.pod;
       const pod_view view(p.admitted);
       if (view.hostname() != nullptr && view.subdomain() != nullptr)
-        p.dns_name = *view.hostname() + "." + *view.subdomain();
+        p.dns_name = std::string(*view.hostname()) + "." + std::string(*view.subdomain());
       p.created = std::move(c);
       out.pods.push_back(std::move(p));
     }

@@ -52,16 +52,14 @@ void patch_builder::append(const nlohmann::json& parent, std::string_view parent
   for (const auto* item : items) add(path, *item);
 }
 
-void patch_builder::add_members(const nlohmann::json& parent, std::string_view parent_path,
-                                std::string_view key, const nlohmann::json& members) {
+void patch_builder::add_members(std::string_view path, bool exists, const nlohmann::json& members) {
   if (members.empty()) return;
-  const std::string path = std::string(parent_path) + "/" + escape_pointer_token(key);
-  if (member(parent, key) == nullptr) {
+  if (!exists) {
     add(path, members);
     return;
   }
   for (const auto& [name, value] : members.items())
-    add(path + "/" + escape_pointer_token(name), value);
+    add(std::string(path) + "/" + escape_pointer_token(name), value);
 }
 
 std::string patch_builder::take() {

@@ -4,7 +4,9 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <simdjson.h>
 
@@ -21,6 +23,8 @@ constexpr std::size_t reused_capacity = std::size_t{64} * 1024;
 
 class builder {
  public:
+  explicit builder(std::span<string_map> maps = {}) : maps_(maps), map_read_in_(maps.size(), 0) {}
+
   // The first problem met; building stops adding once set.
   std::string problem;
 
@@ -59,12 +63,17 @@ class builder {
 
   json only(element e, std::span<const json_keep> keep) {
     if (e.type() != element_type::OBJECT) return whole(e);
+    const auto id = ++objects_;
     json out = json::object();
     const simdjson::dom::object object = e.get_object().value_unsafe();
     for (const auto field : object) {
       for (const auto& k : keep) {
         if (k.key != field.key) continue;
-        add(out, field.key, k.only.empty() ? whole(field.value) : only(field.value, k.only));
+        if (k.map >= 0 && static_cast<std::size_t>(k.map) < maps_.size()) {
+          read_map(field.key, field.value, static_cast<std::size_t>(k.map), id);
+        } else {
+          add(out, field.key, k.only.empty() ? whole(field.value) : only(field.value, k.only));
+        }
         break;
       }
     }
@@ -72,6 +81,54 @@ class builder {
   }
 
  private:
+  // `e` into maps_[slot]. The problems found are those building it into the tree finds, in the
+  // same order: per member, what is wrong inside its value, then the key if it is a repeat.
+  void read_map(std::string_view key, element e, std::size_t slot, std::size_t parent) {
+    const bool repeated = map_read_in_[slot] == parent;
+    map_read_in_[slot] = parent;
+    maps_[slot] = map_of(e);
+    if (repeated && problem.empty())
+      problem = "duplicate key " + quote(std::string(key)) + " in an object";
+  }
+
+  string_map map_of(element e) {
+    if (e.type() == element_type::NULL_VALUE) return {};
+    if (e.type() != element_type::OBJECT) {
+      (void)whole(e);  // for its problems only
+      return string_map(string_map::shape::not_object);
+    }
+    const simdjson::dom::object object = e.get_object().value_unsafe();
+    std::size_t members = 0;
+    std::size_t bytes = 0;
+    for (const auto field : object) {
+      ++members;
+      bytes += field.key.size();
+      if (field.value.type() == element_type::STRING)
+        bytes += field.value.get_string().value_unsafe().size();
+    }
+    string_map::writer w(members, bytes);
+    for (const auto field : object) {
+      if (field.value.type() == element_type::STRING) {
+        const std::string_view text = field.value.get_string().value_unsafe();
+        w.add(field.key, &text);
+      } else {
+        w.add(field.key, nullptr);
+      }
+    }
+    std::size_t first_repeat = 0;
+    auto map = std::move(w).finish(first_repeat);
+    std::size_t i = 0;
+    for (const auto field : object) {
+      if (!problem.empty()) break;
+      const auto type = field.value.type();
+      if (type != element_type::STRING && type != element_type::NULL_VALUE)
+        (void)whole(field.value);
+      if (problem.empty() && i++ == first_repeat)
+        problem = "duplicate key " + quote(std::string(field.key)) + " in an object";
+    }
+    return map;
+  }
+
   // At the end first: the apiserver writes maps (labels, annotations) in key order, where the
   // hint saves the search; a key out of order is placed by a search as without it.
   void add(json& object, std::string_view key, json value) {
@@ -81,6 +138,10 @@ class builder {
     if (members.size() == before && problem.empty())
       problem = "duplicate key " + quote(std::string(key)) + " in an object";
   }
+
+  std::span<string_map> maps_;
+  std::vector<std::size_t> map_read_in_;  // per slot: the object it was read from (0: none)
+  std::size_t objects_ = 0;               // objects read by `only` so far
 };
 
 // nlohmann's lexer, without building anything: only to name the byte of an error simdjson found.
@@ -119,7 +180,7 @@ error describe_failure(std::string_view text, simdjson::error_code code) {
 }
 
 template <class Build>
-result<json> parse_with(std::string_view text, Build build) {
+result<json> parse_with(std::string_view text, std::span<string_map> maps, Build build) {
   thread_local simdjson::dom::parser reused;
   thread_local std::string reused_buffer;
   simdjson::dom::parser own;
@@ -141,7 +202,7 @@ result<json> parse_with(std::string_view text, Build build) {
       code != simdjson::SUCCESS) {
     return describe_failure(text, code);
   }
-  builder b;
+  builder b(maps);
   json out = build(b, root);
   if (!b.problem.empty()) return error{"not valid JSON: " + b.problem};
   return out;
@@ -172,11 +233,12 @@ std::optional<std::size_t> nesting_exceeded_at(std::string_view text, int limit)
 }
 
 result<json> parse_json(std::string_view text) {
-  return parse_with(text, [](builder& b, element root) { return b.whole(root); });
+  return parse_with(text, {}, [](builder& b, element root) { return b.whole(root); });
 }
 
-result<json> parse_json(std::string_view text, std::span<const json_keep> only) {
-  return parse_with(text, [only](builder& b, element root) { return b.only(root, only); });
+result<json> parse_json(std::string_view text, std::span<const json_keep> only,
+                        std::span<string_map> maps) {
+  return parse_with(text, maps, [only](builder& b, element root) { return b.only(root, only); });
 }
 
 namespace {

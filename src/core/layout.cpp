@@ -173,8 +173,8 @@ void settle_roles(job_layout& layout, const policy& p, bool read_from_owner) {
   }
 }
 
-void set_naming(job_layout& layout, const owner_kind& kind, const json* owner,
-                const std::string& job, const std::string* pod_subdomain) {
+void set_naming(job_layout& layout, const owner_kind& kind, const json* owner, std::string_view job,
+                const std::string_view* pod_subdomain) {
   layout.naming_kind = kind.kind;
   layout.job = job;
   if (!kind.naming) {
@@ -194,13 +194,13 @@ void set_naming(job_layout& layout, const owner_kind& kind, const json* owner,
     layout.subdomain = *pod_subdomain;
   } else if (naming.subdomain_default) {
     variable_values values;
-    values.set(variable::job, job);
+    values.set(variable::job, std::string(job));
     auto rendered = naming.subdomain_default->render(values);
     if (rendered) layout.subdomain = std::move(*rendered);
   }
   if (layout.subdomain.empty()) {
     layout.unnamed =
-        "trainenv: the pods of " + kind.kind + " " + job +
+        "trainenv: the pods of " + kind.kind + " " + std::string(job) +
         " have no DNS names: it sets no subdomain" +
         (naming.subdomain.empty() ? std::string() : " (" + path_text(naming.subdomain) + ")") +
         "; set one, with a headless Service of that name";

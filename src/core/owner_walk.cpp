@@ -46,7 +46,7 @@ std::optional<owner_ref> jobset_from_labels(const pod_view& pod, const owner_kin
   for (const auto& kind : kinds.all()) {
     if (kind.kind == "JobSet" && kind.group == "jobset.x-k8s.io" && kind.roles) {
       return owner_ref{kind.group + "/" + kind.versions.front(), kind.kind,
-                       std::string(namespace_of(pod)), *name, *uid};
+                       std::string(namespace_of(pod)), std::string(*name), std::string(*uid)};
     }
   }
   return std::nullopt;
@@ -273,7 +273,7 @@ const owner_kind* wired_owner(const pod_view& pod, const owner_kind_set& kinds) 
 }
 
 const owner_kind* kind_by_labels(const pod_view& pod, const owner_kind_set& kinds,
-                                 const std::string** job) {
+                                 const std::string_view** job) {
   const owner_kind* single = nullptr;
   for (const auto& k : kinds.all()) {
     if (!k.naming || k.naming->job_label.empty() || !k.roles) continue;
@@ -296,7 +296,7 @@ const owner_kind* pod_owner_kind(const pod_view& pod, const owner_kind_set& kind
   if (const auto& owner = pod.controller()) {
     if (const auto* kind = kinds.find(owner->api_version, owner->kind)) return kind;
   }
-  const std::string* job = nullptr;
+  const std::string_view* job = nullptr;
   return kind_by_labels(pod, kinds, &job);
 }
 

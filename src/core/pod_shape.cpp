@@ -49,9 +49,8 @@ std::string check_pod_shape(const pod_view& pod, const policy& p, std::size_t& t
   const auto& object = pod.json();
   const auto* metadata = member(object, "metadata");
   if (metadata == nullptr || !metadata->is_object()) return "trainenv: metadata must be an object";
-  if (const auto* a = member(*metadata, "annotations"); a != nullptr && !a->is_object()) {
+  if (pod.annotations().kind() == string_map::shape::not_object)
     return "trainenv: metadata.annotations must be an object of strings";
-  }
   const auto container = pod.target_container(p.container);
   if (!container) {
     return "trainenv: spec.containers is empty or missing; the pod has no container to inject "

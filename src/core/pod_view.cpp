@@ -2,39 +2,52 @@
 
 namespace trainenv::core {
 
-pod_view::pod_view(const nlohmann::json& pod)
+pod_maps pod_maps::of(const nlohmann::json& pod) {
+  const auto* metadata = member(pod, "metadata");
+  pod_maps out;
+  if (metadata != nullptr && metadata->is_object()) {
+    out.maps[labels_slot] = string_map::of(member(*metadata, "labels"));
+    out.maps[annotations_slot] = string_map::of(member(*metadata, "annotations"));
+  }
+  return out;
+}
+
+namespace {
+
+std::optional<std::string_view> string_at(const nlohmann::json* object, std::string_view key) {
+  const auto* value = object != nullptr ? string_member(*object, key) : nullptr;
+  return value != nullptr ? std::optional<std::string_view>(*value) : std::nullopt;
+}
+
+const pod_maps& no_maps() {
+  static const pod_maps none;
+  return none;
+}
+
+}  // namespace
+
+pod_view::pod_view(const nlohmann::json& pod) : pod_view(pod, no_maps()) {
+  own_maps_ = pod_maps::of(pod);
+  maps_ = &*own_maps_;
+}
+
+pod_view::pod_view(const nlohmann::json& pod, const pod_maps& maps)
     : pod_(&pod),
       metadata_(member(pod, "metadata")),
-      labels_(metadata_ != nullptr ? member(*metadata_, "labels") : nullptr),
-      annotations_(metadata_ != nullptr ? member(*metadata_, "annotations") : nullptr),
-      spec_(member(pod, "spec")) {}
+      spec_(member(pod, "spec")),
+      maps_(&maps),
+      name_(string_at(metadata_, "name")),
+      generate_name_(string_at(metadata_, "generateName")),
+      namespace_(string_at(metadata_, "namespace")),
+      hostname_(string_at(spec_, "hostname")),
+      subdomain_(string_at(spec_, "subdomain")) {}
 
-const std::string* pod_view::label(std::string_view key) const {
-  return labels_ != nullptr ? string_member(*labels_, key) : nullptr;
+const std::string_view* pod_view::label(std::string_view key) const {
+  return labels().find(key);
 }
 
-const std::string* pod_view::annotation(std::string_view key) const {
-  return annotations_ != nullptr ? string_member(*annotations_, key) : nullptr;
-}
-
-const std::string* pod_view::name() const {
-  return metadata_ != nullptr ? string_member(*metadata_, "name") : nullptr;
-}
-
-const std::string* pod_view::generate_name() const {
-  return metadata_ != nullptr ? string_member(*metadata_, "generateName") : nullptr;
-}
-
-const std::string* pod_view::namespace_name() const {
-  return metadata_ != nullptr ? string_member(*metadata_, "namespace") : nullptr;
-}
-
-const std::string* pod_view::hostname() const {
-  return spec_ != nullptr ? string_member(*spec_, "hostname") : nullptr;
-}
-
-const std::string* pod_view::subdomain() const {
-  return spec_ != nullptr ? string_member(*spec_, "subdomain") : nullptr;
+const std::string_view* pod_view::annotation(std::string_view key) const {
+  return annotations().find(key);
 }
 
 const nlohmann::json* pod_view::containers() const {
@@ -61,26 +74,26 @@ const std::optional<owner_ref>& pod_view::controller() const {
   return *controller_;
 }
 
-const std::string* field_ref_value(const nlohmann::json& pod, const nlohmann::json& env) {
+std::optional<std::string_view> field_ref_value(const pod_view& pod, const nlohmann::json& env) {
   const auto* from = member(env, "valueFrom");
   const auto* ref = from != nullptr ? member(*from, "fieldRef") : nullptr;
   const auto* path = ref != nullptr ? string_member(*ref, "fieldPath") : nullptr;
-  const auto* metadata = member(pod, "metadata");
-  if (path == nullptr || metadata == nullptr) return nullptr;
-  if (*path == "metadata.name" || *path == "metadata.namespace")
-    return string_member(*metadata, std::string_view(*path).substr(9));
+  if (path == nullptr) return std::nullopt;
+  const auto known = [](const auto* value) {
+    return value != nullptr ? std::optional<std::string_view>(*value) : std::nullopt;
+  };
+  if (*path == "metadata.name") return known(pod.name());
+  if (*path == "metadata.namespace") return known(pod.namespace_name());
   for (const std::string_view map : {"annotations", "labels"}) {
     const std::string prefix = "metadata." + std::string(map) + "['";
     if (path->rfind(prefix, 0) != 0 || path->size() < prefix.size() + 2 ||
         path->compare(path->size() - 2, 2, "']") != 0)
       continue;
-    const auto* values = member(*metadata, map);
-    return values != nullptr
-               ? string_member(*values, std::string_view(*path).substr(
-                                            prefix.size(), path->size() - prefix.size() - 2))
-               : nullptr;
+    const auto key =
+        std::string_view(*path).substr(prefix.size(), path->size() - prefix.size() - 2);
+    return known(map == "labels" ? pod.label(key) : pod.annotation(key));
   }
-  return nullptr;
+  return std::nullopt;
 }
 
 }  // namespace trainenv::core

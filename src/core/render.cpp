@@ -234,13 +234,8 @@ constexpr std::string_view hostfile_volume = "mpi-hostfile";
 
 // The bytes a pod's annotations take as the API server counts them (keys and values).
 std::size_t annotation_bytes(const pod_view& pod) {
-  const auto* metadata = member(pod.json(), "metadata");
-  const auto* annotations = metadata != nullptr ? member(*metadata, "annotations") : nullptr;
   std::size_t bytes = 0;
-  if (annotations == nullptr || !annotations->is_object()) return 0;
-  for (const auto& [key, value] : annotations->items()) {
-    bytes += key.size() + (value.is_string() ? value.get_ref<const std::string&>().size() : 0);
-  }
+  for (const auto& e : pod.annotations().entries()) bytes += e.key.size() + e.value.size();
   return bytes;
 }
 

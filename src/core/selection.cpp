@@ -40,14 +40,14 @@ selection with_replacement(const pod_view& pod, const policy_set& policies, cons
 selection select_policy(const pod_view& pod, const policy_set& policies,
                         std::string_view forced_policy, const trainer_settings* trainer,
                         const owner_kind* owner_kind) {
-  const std::string forced(forced_policy);
-  const std::string* name = forced.empty() ? pod.annotation(keys::policy) : &forced;
+  const std::string_view* name =
+      forced_policy.empty() ? pod.annotation(keys::policy) : &forced_policy;
   if (name != nullptr) {
     if (const auto* p = policies.by_name(*name)) return {p, {}, {}};
     std::vector<std::string> names;
     for (const auto& p : policies.all()) names.push_back(p.name);
     const std::string source =
-        forced.empty() ? "annotation " + std::string(keys::policy) : "policy";
+        forced_policy.empty() ? "annotation " + std::string(keys::policy) : "policy";
     return {nullptr,
             "trainenv: " + source + " is " + quote(*name) +
                 ", which is not a loaded policy; use one of: " + listing(names),

@@ -13,7 +13,7 @@ using nlohmann::json;
 
 constexpr std::int64_t max_count = 1'000'000;
 
-const std::string* non_empty(const std::string* s) {
+const std::string_view* non_empty(const std::string_view* s) {
   return s != nullptr && !s->empty() ? s : nullptr;
 }
 
@@ -25,7 +25,7 @@ std::string_view trim(std::string_view s) {
 
 // The first present, non-empty source wins.
 struct sourced {
-  const std::string* value = nullptr;
+  const std::string_view* value = nullptr;
   std::string source;  // "annotation X" / "label X"
 };
 
@@ -63,7 +63,7 @@ result<std::string> resolve_job(const pod_view& pod) {
                  std::string(keys::volcano_job) + ", label " + std::string(keys::job_name) +
                  ", or spec.subdomain)"};
   }
-  return *found.value;
+  return std::string(*found.value);
 }
 
 using role_counts = std::vector<std::pair<std::string, std::int64_t>>;
@@ -76,7 +76,7 @@ std::string pod_role(const pod_view& pod) {
       {pod.label(keys::replicated_job), ""},
       label_or_annotation(pod, keys::volcano_task),
   });
-  return found.value != nullptr ? *found.value : std::string("node");
+  return found.value != nullptr ? std::string(*found.value) : std::string("node");
 }
 
 namespace {
@@ -109,8 +109,9 @@ result<std::optional<std::int64_t>> read_index(const pod_view& pod) {
 }
 
 // A whole number from `min` to `max` in a label or annotation; nullopt when absent.
-result<std::optional<std::int64_t>> read_number(const std::string* text, const std::string& what,
-                                                std::int64_t min, std::int64_t max) {
+result<std::optional<std::int64_t>> read_number(const std::string_view* text,
+                                                const std::string& what, std::int64_t min,
+                                                std::int64_t max) {
   if (text == nullptr) return std::optional<std::int64_t>();
   const auto n = parse_decimal(trim(*text), max);
   if (!n || *n < min) {
@@ -168,22 +169,23 @@ namespace {
 result<bool> resolve_processes(const pod_view& pod, const policy& p, const json& target,
                                const trainer_settings* trainer, topology& t) {
   nproc_setting nproc = p.default_nproc;
-  const std::string* text = pod.annotation(keys::nproc_per_node);
+  std::optional<std::string_view> text;
+  if (const auto* given = pod.annotation(keys::nproc_per_node)) text = *given;
+  const bool from_pod = text.has_value();
   std::string source = annotation_name(keys::nproc_per_node);
-  if (text == nullptr && trainer != nullptr && trainer->num_proc_per_node) {
-    text = &*trainer->num_proc_per_node;
+  if (!text && trainer != nullptr && trainer->num_proc_per_node) {
+    text = *trainer->num_proc_per_node;
     source = trainer->nproc_source;
     t.nproc_one_means_gpus = trainer->nproc_one_means_gpus;
   }
-  if (text != nullptr) {
+  if (text) {
     const auto parsed = nproc_setting::parse(trim(*text));
     if (!parsed) {
       return error{"trainenv: " + source + " is " + quote(*text) +
                    "; expected a whole number >= 1, auto, cpu or gpu"};
     }
     nproc = *parsed;
-    if (text != pod.annotation(keys::nproc_per_node))
-      t.sources.push_back({"nprocPerNode", *text, source});
+    if (!from_pod) t.sources.push_back({"nprocPerNode", std::string(*text), source});
   }
   if (nproc.kind == nproc_setting::mode::count) t.nproc_count = nproc.count;
   if (auto gpus = gpu_count(target)) {
@@ -409,7 +411,7 @@ result<bool> build_layout(const pod_view& pod, const policy& p, const topology_s
     if (auto ok = apply_replicas_annotation(pod, layout); !ok) return ok;
   } else {
     if (auto ok = roles_from_pod(pod, p, role, nodes, src.has_owner, layout); !ok) return ok;
-    const std::string* job_name = nullptr;
+    const std::string_view* job_name = nullptr;
     if (const auto* kind =
             src.kinds != nullptr ? kind_by_labels(pod, *src.kinds, &job_name) : nullptr) {
       set_naming(layout, *kind, nullptr, *job_name, pod.subdomain());
@@ -522,7 +524,7 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
     const auto* subdomain = non_empty(pod.subdomain());
     if (hostname != nullptr && subdomain != nullptr) {
       layout.self = std::pair(t.role_at, *t.index);
-      layout.self_name = *hostname + "." + *subdomain;
+      layout.self_name = std::string(*hostname) + "." + std::string(*subdomain);
     }
   }
   if (!own.node && src.owners != nullptr) {

@@ -5,7 +5,7 @@
 
 namespace trainenv::server {
 
-boost::asio::awaitable<core::decision> decide_with_owners(const nlohmann::json& pod,
+boost::asio::awaitable<core::decision> decide_with_owners(const core::pod_view& pod,
                                                           const core::policy_set& policies,
                                                           const core::mutate_options& options,
                                                           const owner_lookup& lookup, metrics& m) {

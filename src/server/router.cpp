@@ -249,8 +249,8 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
   std::string failure;
   try {
     if (review->is_pod_create()) {
-      decided = co_await decide_with_owners(review->object, *policies, options, state_.owners,
-                                            state_.metrics);
+      const auto pod = review->pod();
+      decided = co_await decide_with_owners(pod, *policies, options, state_.owners, state_.metrics);
     } else {
       decided = core::mutate(*review, *policies);
     }
@@ -321,8 +321,8 @@ boost::asio::awaitable<http_response> router::preview(const http_request& reques
   std::string failure;
   try {
     if (input->decides_pod()) {
-      decided = co_await decide_with_owners(input->pod, *policies, options, state_.owners,
-                                            state_.metrics);
+      const core::pod_view pod(input->pod);
+      decided = co_await decide_with_owners(pod, *policies, options, state_.owners, state_.metrics);
     } else {
       decided = input->pass_through(*policies);
     }

@@ -47,17 +47,32 @@ std::string decode_error(const std::string& body) {
   return r.message();
 }
 
-// The pod as decode_review builds it, written out by hand: what the engine reads, nothing else.
+// The pod's tree as decode_review builds it, written out by hand: what the engine reads, nothing
+// else, and not the labels and annotations (read apart: check_maps).
 json read_parts(json pod) {
   pod.erase("status");
   auto& metadata = pod["metadata"];
-  for (const auto* key : {"managedFields", "uid", "resourceVersion"}) metadata.erase(key);
+  for (const auto* key : {"managedFields", "uid", "resourceVersion", "labels", "annotations"})
+    metadata.erase(key);
   json spec = json::object();
   for (const auto* key : {"containers", "initContainers", "volumes", "hostname", "subdomain"}) {
     if (pod["spec"].contains(key)) spec[key] = pod["spec"][key];
   }
   pod["spec"] = spec;
   return pod;
+}
+
+// The labels and annotations decode_review read are the pod's, whole.
+void check_maps(const admission_request& r, const json& pod) {
+  const auto& metadata = pod["metadata"];
+  for (const auto* key : {"labels", "annotations"}) {
+    INFO(key);
+    const auto& map =
+        std::string_view(key) == "labels" ? r.object_maps.labels() : r.object_maps.annotations();
+    REQUIRE(metadata.contains(key));
+    CHECK(map.kind() == string_map::shape::object);
+    CHECK(trainenv::test::as_json(map) == metadata[key]);
+  }
 }
 
 }  // namespace
@@ -76,6 +91,7 @@ TEST_CASE("decode_review reads the torch jobset fixture", "[admission]") {
   CHECK(r.name.empty());
   CHECK_FALSE(r.dry_run);
   CHECK(r.object == read_parts(review["request"]["object"]));
+  check_maps(r, review["request"]["object"]);
   CHECK(r.is_pod_create());
 }
 
@@ -86,6 +102,7 @@ TEST_CASE("decode_review reads the mpi launcher fixture", "[admission]") {
   CHECK(r.namespace_name == "team-a");
   CHECK(r.object["metadata"]["generateName"] == "ds-job-launcher-0-0-");
   CHECK(r.object == read_parts(review["request"]["object"]));
+  check_maps(r, review["request"]["object"]);
   CHECK(r.is_pod_create());
 }
 

@@ -7,6 +7,7 @@
 
 #include "trainenv/core/decision.hpp"
 #include "trainenv/core/json_patch.hpp"
+#include "trainenv/core/pod_view.hpp"
 
 using nlohmann::json;
 using trainenv::core::escape_pointer_token;
@@ -34,6 +35,12 @@ json pod_with_env() {
     "spec": {"containers": [{"name": "node", "image": "img",
                              "env": [{"name": "USER_VAR", "value": "1"}]}]}
   })");
+}
+
+// Whether the pod has annotations to add to, as the diff asks it: null reads as none.
+bool has_annotations(const json& pod) {
+  return trainenv::core::pod_maps::of(pod).annotations().kind() ==
+         trainenv::core::string_map::shape::object;
 }
 
 json apply_patch(const json& document, const json& patch) {
@@ -156,7 +163,7 @@ TEST_CASE("append escapes the key in the path", "[json_patch]") {
 TEST_CASE("add_members creates a missing object as one whole value", "[json_patch]") {
   const json pod = pod_without_env();
   patch_builder b;
-  b.add_members(pod["metadata"], "/metadata", "annotations",
+  b.add_members("/metadata/annotations", has_annotations(pod),
                 json{{"trainenv.io/injected", "torch"}, {"trainenv.io/hostfile", "h slots=1\n"}});
   REQUIRE(b.size() == 1);
   const json patch = json::parse(b.take());
@@ -172,7 +179,7 @@ TEST_CASE("add_members creates a null object as one whole value", "[json_patch]"
   json pod = pod_without_env();
   pod["metadata"]["annotations"] = nullptr;
   patch_builder b;
-  b.add_members(pod["metadata"], "/metadata", "annotations", json{{"trainenv.io/injected", "x"}});
+  b.add_members("/metadata/annotations", has_annotations(pod), json{{"trainenv.io/injected", "x"}});
   const json patch = json::parse(b.take());
   REQUIRE(patch.size() == 1);
   CHECK(patch[0]["path"] == "/metadata/annotations");
@@ -183,7 +190,7 @@ TEST_CASE("add_members adds each member under its escaped key when the object ex
           "[json_patch]") {
   const json pod = pod_with_env();
   patch_builder b;
-  b.add_members(pod["metadata"], "/metadata", "annotations",
+  b.add_members("/metadata/annotations", has_annotations(pod),
                 json{{"trainenv.io/injected", "torch"}, {"odd~key", "v"}});
   REQUIRE(b.size() == 2);
   const json patch = json::parse(b.take());
@@ -204,7 +211,7 @@ TEST_CASE("add_members adds each member under its escaped key when the object ex
 TEST_CASE("add_members with no members adds no operation", "[json_patch]") {
   const json pod = pod_with_env();
   patch_builder b;
-  b.add_members(pod["metadata"], "/metadata", "annotations", json::object());
+  b.add_members("/metadata/annotations", has_annotations(pod), json::object());
   CHECK(b.empty());
 }
 
@@ -225,7 +232,7 @@ TEST_CASE("operations are kept in the order they were built", "[json_patch]") {
   b.append(pod["spec"]["containers"][0], "/spec/containers/0", "env",
            pointers({json{{"name", "A"}}}));
   b.add("/spec/containers/0/env/-", json{{"name", "B"}});
-  b.add_members(pod["metadata"], "/metadata", "annotations", json{{"k", "v"}});
+  b.add_members("/metadata/annotations", has_annotations(pod), json{{"k", "v"}});
   const json patch = json::parse(b.take());
   REQUIRE(patch.size() == 3);
   CHECK(patch[0]["path"] == "/spec/containers/0/env");

@@ -2,13 +2,17 @@
 // §6).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "../test_support.hpp"
+#include "trainenv/core/json_access.hpp"
 #include "trainenv/core/json_text.hpp"
 
 using Catch::Matchers::Contains;
@@ -208,4 +212,110 @@ TEST_CASE("append_json_string writes what dump writes for generated strings", "[
     append_json_string(out, text);
     REQUIRE(out == "prefix:" + json(text).dump(-1, ' ', false, json::error_handler_t::replace));
   }
+}
+
+namespace {
+
+// A generated metadata object's text: its labels (usually an object of strings) with repeated
+// keys, escapes, values that are not strings (some holding repeated keys of their own), at times
+// a second "labels" or another repeated member, or labels that are not an object.
+std::string generated_metadata(std::mt19937& rng) {
+  const std::vector<std::string> keys = {R"("a")",    R"("b")",      R"("app.kubernetes.io/name")",
+                                         R"("q\"x")", R"("\u00e9")", R"("")",
+                                         R"("z~/1")"};
+  const std::vector<std::string> values = {
+      R"("v")", R"("")",      R"("line\nbreak")", R"("\u00e9t\u00e9")", "7", "null", "true",
+      "[1,2]",  R"({"k":1})", R"({"k":1,"k":2})", R"([{"d":1,"d":2}])"};
+  const auto pick = [&](const std::vector<std::string>& from) {
+    return from[std::uniform_int_distribution<std::size_t>(0, from.size() - 1)(rng)];
+  };
+  const auto chance = [&](int percent) {
+    return std::uniform_int_distribution<int>(0, 99)(rng) < percent;
+  };
+  const auto labels = [&] {
+    if (chance(8)) return pick({R"("text")", "[1]", "null", "3", R"([{"x":1,"x":2}])"});
+    std::string out = "{";
+    const int members = std::uniform_int_distribution<int>(0, 8)(rng);
+    for (int i = 0; i < members; ++i) {
+      if (i > 0) out += ',';
+      out += pick(keys) + ":" + (chance(75) ? pick({R"("v")", R"("w")", R"("")"}) : pick(values));
+    }
+    return out + "}";
+  };
+  std::vector<std::string> members = {R"("name":"p")", R"("labels":)" + labels()};
+  if (chance(10)) members.push_back(R"("labels":)" + labels());
+  if (chance(10)) members.push_back(R"("name":"again")");
+  if (chance(10)) members.push_back(R"("other":{"o":1,"o":2})");
+  std::shuffle(members.begin(), members.end(), rng);
+  std::string out = "{";
+  for (std::size_t i = 0; i < members.size(); ++i) out += (i > 0 ? "," : "") + members[i];
+  return out + "}";
+}
+
+}  // namespace
+
+TEST_CASE("parse_json reads a map slot as the tree holds the value, with the same problems",
+          "[json_text][string_map]") {
+  // The same text read twice: labels into the tree, and into a string_map. Both must accept and
+  // refuse the same texts with the same message (the first problem in the text's order), and the
+  // map must hold what the tree holds.
+  static constexpr json_keep meta_tree[] = {{"name"}, {"labels"}};
+  static constexpr json_keep keep_tree[] = {{"metadata", meta_tree}};
+  static constexpr json_keep meta_map[] = {{"name"}, {"labels", {}, 0}};
+  static constexpr json_keep keep_map[] = {{"metadata", meta_map}};
+  std::mt19937 rng(4242);
+  int refused = 0;
+  for (int round = 0; round < 3000; ++round) {
+    const std::string text = R"({"metadata":)" + generated_metadata(rng) + "}";
+    INFO(text);
+    std::array<string_map, 1> maps;
+    const auto tree = parse_json(text, keep_tree);
+    const auto flat = parse_json(text, keep_map, maps);
+    REQUIRE(tree.ok() == flat.ok());
+    if (!tree.ok()) {
+      ++refused;
+      CHECK(flat.message() == tree.message());
+      continue;
+    }
+    json expected = *tree;
+    const auto* labels = member(expected["metadata"], "labels");
+    const auto map = string_map::of(labels);
+    CHECK(maps[0].kind() == map.kind());
+    CHECK(trainenv::test::as_json(maps[0]) == trainenv::test::as_json(map));
+    if (labels != nullptr && labels->is_object()) {
+      for (const auto& [key, value] : labels->items()) {
+        const auto* found = maps[0].find(key);
+        CHECK((found != nullptr) == value.is_string());
+        if (found != nullptr) CHECK(*found == value.get_ref<const std::string&>());
+      }
+    }
+    expected["metadata"].erase("labels");
+    CHECK(*flat == expected);
+  }
+  // Both kinds of text came up often enough to mean something.
+  CHECK(refused > 300);
+  CHECK(refused < 2700);
+}
+
+TEST_CASE("a copied string_map holds its own bytes", "[string_map]") {
+  const json labels = {{"app.kubernetes.io/name", "trainer-of-a-long-name"}, {"n", 3}, {"e", ""}};
+  std::optional<string_map> original = string_map::of(&labels);
+  const string_map copy = *original;
+  string_map assigned;
+  assigned = copy;
+  original.reset();
+  for (const string_map* map : std::array<const string_map*, 2>{&copy, &assigned}) {
+    REQUIRE(map->find("app.kubernetes.io/name") != nullptr);
+    CHECK(*map->find("app.kubernetes.io/name") == "trainer-of-a-long-name");
+    CHECK(map->find("n") == nullptr);  // not a string
+    REQUIRE(map->find("e") != nullptr);
+    CHECK(map->find("e")->empty());
+    CHECK(map->find("absent") == nullptr);
+    CHECK(map->entries().size() == 3);
+  }
+  const json text = "labels";
+  CHECK(string_map::of(&text).kind() == string_map::shape::not_object);
+  const json null;
+  CHECK(string_map::of(&null).kind() == string_map::shape::absent);
+  CHECK(string_map::of(nullptr).kind() == string_map::shape::absent);
 }

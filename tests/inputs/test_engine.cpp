@@ -401,9 +401,8 @@ TEST_CASE("a review decoded from text gets the same decision as its whole pod",
     const auto request = core::decode_review(review.dump());
     REQUIRE(request.ok());
     // The launcher's layout is its JobSet's: read from the file, as from the API.
-    const auto decide = [&](const json& p) { return test::decide_with(p, owners); };
-    const auto from_text = decide(request->object);
-    const auto whole = decide(pod);
+    const auto from_text = test::decide_with(request->pod(), owners);
+    const auto whole = test::decide_with(pod, owners);
     CHECK(from_text.allowed == whole.allowed);
     CHECK(from_text.policy == whole.policy);
     CHECK(from_text.patch() == whole.patch());

@@ -23,10 +23,13 @@ inline inputs::owner_file owner_file_at(const std::string& path) {
 
 // The shipped policies' decision for `pod`, its owners answered from `owners` (one not in the
 // file is not found, as from the API).
-inline core::decision decide_with(const nlohmann::json& pod, const inputs::owner_file& owners) {
+inline core::decision decide_with(const core::pod_view& pod, const inputs::owner_file& owners) {
   return core::decide(
       pod, shipped_policies(), {},
       [&](const core::owner_ref& ref, core::owner_values& values) { owners.answer(ref, values); });
+}
+inline core::decision decide_with(const nlohmann::json& pod, const inputs::owner_file& owners) {
+  return decide_with(core::pod_view(pod), owners);
 }
 
 }  // namespace trainenv::test

@@ -10,6 +10,7 @@
 
 #include "trainenv/core/decision.hpp"
 #include "trainenv/core/json_text.hpp"
+#include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/result.hpp"
 
 namespace trainenv::core {
@@ -25,6 +26,12 @@ struct admission_request {  // NOLINT(bugprone-exception-escape)
   std::string name;
   bool dry_run = false;
   nlohmann::json object;  // request.object, moved out of the review
+  // Its labels and annotations, which decode_review reads apart from the tree: read the object
+  // through pod().
+  pod_maps object_maps;
+
+  // The object as the engine reads it; the request must outlive the view.
+  [[nodiscard]] pod_view pod() const { return pod_view(object, object_maps); }
 
   [[nodiscard]] bool is_pod_create() const;
 };

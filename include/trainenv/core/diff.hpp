@@ -13,7 +13,7 @@
 namespace trainenv::core {
 
 // `pod` has passed check_pod_shape for the policy that rendered `want`.
-[[nodiscard]] decision build_patch(const nlohmann::json& pod, const wants& want,
+[[nodiscard]] decision build_patch(const pod_view& pod, const wants& want,
                                    const std::string& policy);
 
 // Warnings reach kubectl users: printable ASCII, one line, at most 120 characters (the

@@ -12,6 +12,7 @@
 #include "trainenv/core/decision.hpp"
 #include "trainenv/core/owner_walk.hpp"
 #include "trainenv/core/owners.hpp"
+#include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/policy.hpp"
 
 namespace trainenv::core {
@@ -24,7 +25,7 @@ struct mutate_options {
 // One round of the decision, given the owner objects fetched so far (docs/contract.md §2.1): the
 // decision, or the next owner object it needs. The shell fetches that object (the API through
 // its cache, a --owners file, or nothing), adds it or its failure to `owners`, and asks again.
-[[nodiscard]] owner_step<decision> evaluate(const nlohmann::json& pod, const policy_set& policies,
+[[nodiscard]] owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
                                             const owner_values& owners,
                                             const mutate_options& options = {});
 
@@ -36,7 +37,7 @@ inline constexpr int max_owner_fetches = 8;
 // evaluate until it decides, calling `fetch(ref, owners)` for each object it needs; `fetch`
 // adds the object or its failure to `owners`.
 template <class Fetch>
-[[nodiscard]] decision decide(const nlohmann::json& pod, const policy_set& policies,
+[[nodiscard]] decision decide(const pod_view& pod, const policy_set& policies,
                               const mutate_options& options, Fetch fetch) {
   owner_values owners;
   for (int fetches = 0;; ++fetches) {
@@ -48,7 +49,17 @@ template <class Fetch>
   }
 }
 
+// The same for a pod held whole as nlohmann values.
+template <class Fetch>
+[[nodiscard]] decision decide(const nlohmann::json& pod, const policy_set& policies,
+                              const mutate_options& options, Fetch fetch) {
+  return decide(pod_view(pod), policies, options, std::move(fetch));
+}
+
 // decide with no API access: a pod that needs an owner is treated as its lookup failing.
+[[nodiscard]] decision mutate_pod(const pod_view& pod, const policy_set& policies,
+                                  const mutate_options& options = {});
+// The same for a pod held whole as nlohmann values.
 [[nodiscard]] decision mutate_pod(const nlohmann::json& pod, const policy_set& policies,
                                   const mutate_options& options = {});
 

@@ -20,10 +20,10 @@ class patch_builder {
   // is created as a whole when missing (or null), else each item is appended with "/-".
   void append(const nlohmann::json& parent, std::string_view parent_path, std::string_view key,
               const std::vector<const nlohmann::json*>& items);
-  // Adds members to the object `key` of `parent`: the object is created as a whole when
-  // missing (or null), else each member is added under its escaped key.
-  void add_members(const nlohmann::json& parent, std::string_view parent_path, std::string_view key,
-                   const nlohmann::json& members);
+  // Adds members to the object at pointer `path`: created as a whole unless `exists` (the
+  // caller knows: a pod's annotations are read apart from its tree), else each member is added
+  // under its escaped key.
+  void add_members(std::string_view path, bool exists, const nlohmann::json& members);
   void add(std::string_view path, const nlohmann::json& value);
 
   [[nodiscard]] bool empty() const { return ops_ == 0; }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainenv/core/result.hpp"
+#include "trainenv/core/string_map.hpp"
 
 namespace trainenv::core {
 
@@ -29,6 +30,9 @@ inline constexpr int max_json_depth = 1000;
 struct json_keep {
   std::string_view key;
   std::span<const json_keep> only = {};
+  // Not -1: the value is read into this slot of parse_json's `maps` instead of the tree (an
+  // object of strings the reader looks keys up in: a pod's labels and annotations).
+  int map = -1;
 };
 
 // The whole document. Errors name the byte offset (or the nesting limit); a key that appears
@@ -37,9 +41,11 @@ struct json_keep {
 [[nodiscard]] result<nlohmann::json> parse_json(std::string_view text);
 
 // The same validation over the whole text, but of the root object only the members in `only`
-// are built (duplicate keys are found only among what is built).
+// are built (duplicate keys are found only among what is built), those marked with a map slot
+// into `maps`.
 [[nodiscard]] result<nlohmann::json> parse_json(std::string_view text,
-                                                std::span<const json_keep> only);
+                                                std::span<const json_keep> only,
+                                                std::span<string_map> maps = {});
 
 // `value` as compact JSON text appended to `out`: byte for byte what value.dump() writes
 // (throwing as it does on invalid UTF-8), at a fraction of the cost for the text a patch is

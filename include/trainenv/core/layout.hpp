@@ -104,6 +104,6 @@ void settle_roles(job_layout& layout, const policy& p, bool read_from_owner);
 // object (`owner`, whose metadata.name is ${job}); else from the pod's own label and
 // spec.subdomain.
 void set_naming(job_layout& layout, const owner_kind& kind, const nlohmann::json* owner,
-                const std::string& job, const std::string* pod_subdomain);
+                std::string_view job, const std::string_view* pod_subdomain);
 
 }  // namespace trainenv::core

@@ -76,7 +76,7 @@ struct trainer_settings {
 // one that is a single role (a Job), as a JobSet's pods carry both their JobSet's and their
 // Job's labels. `job` receives that label's value (the job's name).
 [[nodiscard]] const owner_kind* kind_by_labels(const pod_view& pod, const owner_kind_set& kinds,
-                                               const std::string** job);
+                                               const std::string_view** job);
 
 // The kind whose default policy the pod takes (docs/contract.md §1): its controlling owner's, else
 // the one its labels name.

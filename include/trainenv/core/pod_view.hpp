@@ -1,6 +1,7 @@
 // Read-only accessors over a Pod's JSON: labels, annotations, names, containers.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -11,15 +12,31 @@
 #include "trainenv/core/json_access.hpp"
 #include "trainenv/core/json_text.hpp"
 #include "trainenv/core/owner_ref.hpp"
+#include "trainenv/core/string_map.hpp"
 
 namespace trainenv::core {
+
+// A pod's labels and annotations, flat: decode_review reads them from the text into these and
+// not into the tree; a pod held whole as nlohmann values gets them from its tree (`of`).
+struct pod_maps {
+  enum slot : int { labels_slot = 0, annotations_slot = 1 };
+  std::array<string_map, 2> maps;  // by slot: parse_json fills a span of them
+
+  [[nodiscard]] const string_map& labels() const { return maps[labels_slot]; }
+  [[nodiscard]] const string_map& annotations() const { return maps[annotations_slot]; }
+  [[nodiscard]] static pod_maps of(const nlohmann::json& pod);
+};
 
 // Every part of a Pod that the engine reads (pod_view, topology, render, the patch diff).
 // decode_review builds only these from the text, so a new reader of another field must be
 // added here; the tests and the decode fuzz target check that a pod decoded this way gets the
 // same decision as the whole pod.
-inline constexpr json_keep pod_metadata_read[] = {
-    {"name"}, {"generateName"}, {"namespace"}, {"labels"}, {"annotations"}, {"ownerReferences"}};
+inline constexpr json_keep pod_metadata_read[] = {{"name"},
+                                                  {"generateName"},
+                                                  {"namespace"},
+                                                  {"labels", {}, pod_maps::labels_slot},
+                                                  {"annotations", {}, pod_maps::annotations_slot},
+                                                  {"ownerReferences"}};
 inline constexpr json_keep pod_spec_read[] = {
     {"containers"}, {"initContainers"}, {"volumes"}, {"hostname"}, {"subdomain"}};
 inline constexpr json_keep pod_fields_read[] = {
@@ -27,21 +44,30 @@ inline constexpr json_keep pod_fields_read[] = {
 
 class pod_view {
  public:
-  // `pod` must outlive the view. Finds metadata, its labels and annotations, and spec once: the
-  // engine reads labels and annotations dozens of times per admission.
+  // A pod held whole: its labels and annotations are read from the tree into the view's own maps.
+  // `pod` must outlive the view.
   explicit pod_view(const nlohmann::json& pod);
+  // A pod decoded with `maps` (decode_review): both must outlive the view.
+  pod_view(const nlohmann::json& pod, const pod_maps& maps);
+  pod_view(const pod_view&) = delete;
+  pod_view& operator=(const pod_view&) = delete;
+  ~pod_view() = default;
 
+  // The pod's tree; without its labels and annotations when it was decoded with maps.
   [[nodiscard]] const nlohmann::json& json() const { return *pod_; }
+  [[nodiscard]] const string_map& labels() const { return maps_->labels(); }
+  [[nodiscard]] const string_map& annotations() const { return maps_->annotations(); }
 
   // The string value, or nullptr when the key is absent or its value is not a string.
-  [[nodiscard]] const std::string* label(std::string_view key) const;
-  [[nodiscard]] const std::string* annotation(std::string_view key) const;
+  [[nodiscard]] const std::string_view* label(std::string_view key) const;
+  [[nodiscard]] const std::string_view* annotation(std::string_view key) const;
 
-  [[nodiscard]] const std::string* name() const;
-  [[nodiscard]] const std::string* generate_name() const;
-  [[nodiscard]] const std::string* namespace_name() const;
-  [[nodiscard]] const std::string* hostname() const;
-  [[nodiscard]] const std::string* subdomain() const;
+  // Each: nullptr when absent or not a string, as label() is.
+  [[nodiscard]] const std::string_view* name() const { return known(name_); }
+  [[nodiscard]] const std::string_view* generate_name() const { return known(generate_name_); }
+  [[nodiscard]] const std::string_view* namespace_name() const { return known(namespace_); }
+  [[nodiscard]] const std::string_view* hostname() const { return known(hostname_); }
+  [[nodiscard]] const std::string_view* subdomain() const { return known(subdomain_); }
 
   // spec.containers when it is an array, else nullptr.
   [[nodiscard]] const nlohmann::json* containers() const;
@@ -55,16 +81,22 @@ class pod_view {
  private:
   const nlohmann::json* pod_;
   const nlohmann::json* metadata_;  // each: nullptr when absent (or null)
-  const nlohmann::json* labels_;
-  const nlohmann::json* annotations_;
   const nlohmann::json* spec_;
+  std::optional<pod_maps> own_maps_;  // a pod held whole
+  const pod_maps* maps_;              // own_maps_ or the decoder's
+  // Read once: every accessor returns the same kind of pointer, a view.
+  std::optional<std::string_view> name_, generate_name_, namespace_, hostname_, subdomain_;
+
+  static const std::string_view* known(const std::optional<std::string_view>& v) {
+    return v ? &*v : nullptr;
+  }
   mutable std::optional<std::optional<owner_ref>> controller_;  // once read
 };
 
 // The value an env entry's fieldRef to the pod itself resolves to when the kubelet starts it, if
 // it is one known at admission: metadata.name, metadata.namespace, or one of its labels or
-// annotations. nullptr otherwise (a literal value, a resourceFieldRef, status.podIP, ...).
-[[nodiscard]] const std::string* field_ref_value(const nlohmann::json& pod,
-                                                 const nlohmann::json& env);
+// annotations. nullopt otherwise (a literal value, a resourceFieldRef, status.podIP, ...).
+[[nodiscard]] std::optional<std::string_view> field_ref_value(const pod_view& pod,
+                                                              const nlohmann::json& env);
 
 }  // namespace trainenv::core

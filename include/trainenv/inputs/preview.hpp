@@ -53,8 +53,9 @@ template <class Fetch>
                                                    Fetch fetch) {
   auto input = read_preview(text);
   if (!input) return std::move(input).take_error();
-  auto d = input->decides_pod() ? core::decide(input->pod, policies, options, std::move(fetch))
-                                : input->pass_through(policies);
+  auto d = input->decides_pod()
+               ? core::decide(core::pod_view(input->pod), policies, options, std::move(fetch))
+               : input->pass_through(policies);
   return answer_preview(std::move(*input), std::move(d));
 }
 

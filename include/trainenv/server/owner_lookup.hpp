@@ -35,9 +35,10 @@ struct owner_lookup {
   std::string no_access = "the webhook has no API access (serve --kubeconfig, or run in a cluster)";
 };
 
-// core::decide, with each owner fetched through `lookup` and counted in `m`.
+// core::decide, with each owner fetched through `lookup` and counted in `m`. `pod` must outlive
+// the coroutine: a named object of the caller's.
 [[nodiscard]] boost::asio::awaitable<core::decision> decide_with_owners(
-    const nlohmann::json& pod, const core::policy_set& policies,
+    const core::pod_view& pod, const core::policy_set& policies,
     const core::mutate_options& options, const owner_lookup& lookup, metrics& m);
 
 // Runs `work` on `ioc` until it ends, and returns its result (or throws its exception): the CLI
