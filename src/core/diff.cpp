@@ -7,6 +7,7 @@
 
 #include "trainenv/core/json_access.hpp"
 #include "trainenv/core/json_patch.hpp"
+#include "trainenv/core/json_text.hpp"
 
 namespace trainenv::core {
 namespace {
@@ -97,14 +98,21 @@ bool agrees(const json& existing, const json& wanted, const json* defaults = nul
   return contains(defaulted, wanted);
 }
 
+void write_item(std::string& out, const json& item) {
+  append_json(out, item);
+}
+void write_item(std::string& out, const env_want& item) {
+  item.append_json(out);
+}
+
 // Adds each wanted entry of the list `key` that the pod lacks (by `find`); an entry the pod
 // already has is kept, with the warning `disagreement(existing, wanted)` gives (none when they
 // agree). `record` notes each added entry in the decision's summary.
-template <class Find, class Disagreement, class Record>
+template <class Item, class Find, class Disagreement, class Record>
 void merge_list(const json& parent, const std::string& path, std::string_view key,
-                const std::vector<json>& wanted, Find find, Disagreement disagreement,
+                const std::vector<Item>& wanted, Find find, Disagreement disagreement,
                 Record record, patch_builder& patch, std::vector<std::string>& warnings) {
-  std::vector<const json*> added;
+  std::vector<const Item*> added;
   const auto* existing_list = member(parent, key);
   for (const auto& item : wanted) {
     if (const auto* existing = existing_list != nullptr ? find(*existing_list, item) : nullptr) {
@@ -114,7 +122,8 @@ void merge_list(const json& parent, const std::string& path, std::string_view ke
     record(item);
     added.push_back(&item);
   }
-  patch.append(parent, path, key, added);
+  patch.append(parent, path, key, added,
+               [](std::string& out, const Item& item) { write_item(out, item); });
 }
 
 // "--nproc_per_node=4" and "--nproc-per-node 4" name the same flag: compare what precedes '=',
@@ -188,18 +197,17 @@ void diff_container(const pod_view& pod, const json& container, const container_
 
   merge_list(
       container, path, "env", want.env,
-      [](const json& list, const json& w) { return find_by(list, "name", name_of(w)); },
-      [&](const json& e, const json& w) -> warning {
+      [](const json& list, const env_want& w) { return find_by(list, "name", w.name); },
+      [&](const json& e, const env_want& w) -> warning {
         static const json env_defaults = {{"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}}}}}};
-        if (agrees(e, w, &env_defaults)) return {};
+        if (agrees(e, w.to_json(), &env_defaults)) return {};
         // Kubeflow Trainer writes PET_NODE_RANK as a fieldRef to the completion index: the same
         // number as trainenv's literal node rank in its layout, so no user edit.
-        const auto* wanted = string_member(w, "value");
         const auto resolved = field_ref_value(pod, e);
-        if (wanted != nullptr && resolved && *wanted == *resolved) return {};
-        return "trainenv: kept user-set " + name_of(w) + describe_env(e) + where;
+        if (!w.value_from && resolved && w.value == *resolved) return {};
+        return "trainenv: kept user-set " + w.name + describe_env(e) + where;
       },
-      [&](const json& w) { note_once(d.injected.env, name_of(w)); }, patch, warnings);
+      [&](const env_want& w) { note_once(d.injected.env, w.name); }, patch, warnings);
   merge_list(
       container, path, "ports", want.ports, find_port,
       [&](const json& e, const json& w) -> warning {

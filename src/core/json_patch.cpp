@@ -36,20 +36,8 @@ void patch_builder::add(std::string_view path, const nlohmann::json& value) {
 
 void patch_builder::append(const nlohmann::json& parent, std::string_view parent_path,
                            std::string_view key, const std::vector<const nlohmann::json*>& items) {
-  if (items.empty()) return;
-  std::string path = std::string(parent_path) + "/" + escape_pointer_token(key);
-  if (member(parent, key) == nullptr) {
-    begin_add(path);
-    text_ += '[';
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      if (i > 0) text_ += ',';
-      append_json(text_, *items[i]);
-    }
-    text_ += "]}";
-    return;
-  }
-  path += "/-";
-  for (const auto* item : items) add(path, *item);
+  append(parent, parent_path, key, items,
+         [](std::string& out, const nlohmann::json& item) { append_json(out, item); });
 }
 
 void patch_builder::add_members(std::string_view path, bool exists, const nlohmann::json& members) {

@@ -307,8 +307,9 @@ void write_string(std::string& out, std::string_view text, json::error_handler_t
 
 }  // namespace
 
-void append_json_string(std::string& out, std::string_view text) {
-  write_string(out, text, json::error_handler_t::replace);
+void append_json_string(std::string& out, std::string_view text,
+                        json::error_handler_t invalid_utf8) {
+  write_string(out, text, invalid_utf8);
 }
 
 void append_json(std::string& out, const json& value) {

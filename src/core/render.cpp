@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "trainenv/core/json_text.hpp"
 #include "trainenv/core/keys.hpp"
 
 namespace trainenv::core {
@@ -128,18 +129,16 @@ result<bool> render_env(const policy& p, const topology& t, const variable_value
                     [&](const std::string* name) { return *name == item.name; }))
       return true;
     names.push_back(&item.name);
-    // Member by member: an initializer list builds and copies a temporary array per pair.
-    json env(json::value_t::object);
-    auto& members = env.get_ref<json::object_t&>();
-    members.emplace("name", item.name);
+    env_want env;
+    env.name = item.name;
     if (item.value) {
       auto value = item.value->render(values);
       if (!value) return std::move(value).take_error();
-      members.emplace("value", std::move(*value));
+      env.value = std::move(*value);
     } else {
       auto value_from = item.value_from->render(values);
       if (!value_from) return std::move(value_from).take_error();
-      members.emplace("valueFrom", std::move(*value_from));
+      env.value_from = std::move(*value_from);
     }
     target.env.push_back(std::move(env));
     return true;
@@ -393,6 +392,30 @@ while IFS='|' read -r jobs pods head middle tail; do
 done < "$1" >> "$out.tmp"
 mv "$out.tmp" "$out"
 )";
+}
+
+json env_want::to_json() const {
+  json out = {{"name", name}};
+  if (value_from) {
+    out["valueFrom"] = *value_from;
+  } else {
+    out["value"] = value;
+  }
+  return out;
+}
+
+void env_want::append_json(std::string& out) const {
+  // Members in key order, as a json object writes them: name, then value or valueFrom.
+  out += R"({"name":)";
+  append_json_string(out, name, json::error_handler_t::strict);
+  if (value_from) {
+    out += R"(,"valueFrom":)";
+    core::append_json(out, *value_from);
+  } else {
+    out += R"(,"value":)";
+    append_json_string(out, value, json::error_handler_t::strict);
+  }
+  out += '}';
 }
 
 result<wants> render(const policy& p, const topology& t, const pod_view& pod) {

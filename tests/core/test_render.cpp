@@ -61,3 +61,30 @@ TEST_CASE("no site when the line does not start with the prefix", "[render][args
   CHECK_FALSE(args_site_after(container(json::array(), {"tune", 1}), tune_run));
   CHECK_FALSE(args_site_after(json{{"name", "node"}}, tune_run));
 }
+
+TEST_CASE("an env entry is written as its json object would be dumped", "[render]") {
+  // The patch writes env entries straight from env_want; a reader compares them as json.
+  using trainenv::core::env_want;
+  const std::vector<std::string> texts = {"",
+                                          "4",
+                                          "a\"b\\c",
+                                          "tab\there",
+                                          "\xc3\xa9t\xc3\xa9",
+                                          "llama-ft-node-0-0.llama-ft",
+                                          std::string(40, 'x')};
+  for (const auto& name : {std::string("RANK"), std::string("PET_NPROC_PER_NODE")}) {
+    for (const auto& text : texts) {
+      env_want literal{name, text, std::nullopt};
+      env_want from{name, "", json{{"fieldRef", {{"fieldPath", text}}}}};
+      for (const auto* e : {&literal, &from}) {
+        std::string out = "[";
+        e->append_json(out);
+        CHECK(out == "[" + e->to_json().dump());
+        CHECK(e->to_json().contains(e->value_from ? "valueFrom" : "value"));
+      }
+    }
+  }
+  env_want broken{"A", "\xff", std::nullopt};
+  std::string out;
+  CHECK_THROWS_AS(broken.append_json(out), json::type_error);  // as dump() throws
+}

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/json_access.hpp"
+
 namespace trainenv::core {
 
 // RFC 6901 token escaping: "~" -> "~0", "/" -> "~1".
@@ -20,6 +22,29 @@ class patch_builder {
   // is created as a whole when missing (or null), else each item is appended with "/-".
   void append(const nlohmann::json& parent, std::string_view parent_path, std::string_view key,
               const std::vector<const nlohmann::json*>& items);
+  // The same for items of any type: `write(out, item)` appends an item's JSON text to `out`.
+  template <class Item, class Write>
+  void append(const nlohmann::json& parent, std::string_view parent_path, std::string_view key,
+              const std::vector<const Item*>& items, Write write) {
+    if (items.empty()) return;
+    std::string path = std::string(parent_path) + "/" + escape_pointer_token(key);
+    if (member(parent, key) == nullptr) {
+      begin_add(path);
+      text_ += '[';
+      for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i > 0) text_ += ',';
+        write(text_, *items[i]);
+      }
+      text_ += "]}";
+      return;
+    }
+    path += "/-";
+    for (const auto* item : items) {
+      begin_add(path);
+      write(text_, *item);
+      text_ += '}';
+    }
+  }
   // Adds members to the object at pointer `path`: created as a whole unless `exists` (the
   // caller knows: a pod's annotations are read apart from its tree), else each member is added
   // under its escaped key.

@@ -57,6 +57,9 @@ void append_json(std::string& out, const nlohmann::json& value);
 // `text` as a JSON string literal appended to `out`: what json(text).dump() writes with
 // error_handler_t::replace (invalid UTF-8 becomes U+FFFD), for messages that may quote a value
 // cut mid-character.
-void append_json_string(std::string& out, std::string_view text);
+// With error_handler_t::strict it throws as dump() does: the bytes append_json writes for a string.
+void append_json_string(
+    std::string& out, std::string_view text,
+    nlohmann::json::error_handler_t invalid_utf8 = nlohmann::json::error_handler_t::replace);
 
 }  // namespace trainenv::core

@@ -29,10 +29,25 @@ struct args_site {
   std::size_t flags_end = 0;
 };
 
+// One v1.EnvVar to add: a literal value, or a valueFrom. Not a json object: a request renders
+// about ten, and as nlohmann values each was a map, two nodes and their strings to build, write
+// out and free.
+struct env_want {
+  std::string name;
+  std::string value;                         // when there is no value_from
+  std::optional<nlohmann::json> value_from;  // a v1.EnvVarSource
+
+  // As the pod holds it: {"name", "value"} or {"name", "valueFrom"}.
+  [[nodiscard]] nlohmann::json to_json() const;
+  // to_json().dump(), appended.
+  void append_json(std::string& out) const;
+};
+
 struct container_wants {
   std::string list = "containers";  // or "initContainers"
   std::size_t index = 0;
-  std::vector<nlohmann::json> env;     // v1.EnvVar
+  std::vector<env_want> env;
+
   std::vector<nlohmann::json> ports;   // v1.ContainerPort
   std::vector<nlohmann::json> mounts;  // v1.VolumeMount
   std::vector<std::string> args;
