@@ -21,11 +21,17 @@ std::string escape_pointer_token(std::string_view token) {
 }
 
 void patch_builder::begin_add(std::string_view path) {
-  text_ += ops_ == 0 ? '[' : ',';
+  if (ops_ == 0) {
+    // Room for a typical patch at once, instead of doubling up to it (~1 KiB).
+    text_.reserve(initial_capacity);
+    text_ += '[';
+  } else {
+    text_ += ',';
+  }
   ++ops_;
-  text_ += R"({"op":"add","path":)";
+  text_.append(R"({"op":"add","path":)");
   append_json_string(text_, path);
-  text_ += R"(,"value":)";
+  text_.append(R"(,"value":)");
 }
 
 void patch_builder::add(std::string_view path, const nlohmann::json& value) {

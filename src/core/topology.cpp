@@ -23,10 +23,15 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// The first present, non-empty source wins.
+// The first present, non-empty source wins. Its name is written only for a message.
 struct sourced {
   const std::string_view* value = nullptr;
-  std::string source;  // "annotation X" / "label X"
+  std::string_view kind;  // "annotation", "label", "spec.subdomain"
+  std::string_view key;   // of the annotation or label
+
+  [[nodiscard]] std::string source() const {
+    return key.empty() ? std::string(kind) : std::string(kind) + " " + std::string(key);
+  }
 };
 
 sourced first_of(std::initializer_list<sourced> candidates) {
@@ -44,18 +49,18 @@ std::string annotation_name(std::string_view key) {
 }
 
 sourced label_or_annotation(const pod_view& pod, std::string_view key) {
-  if (const auto* v = non_empty(pod.label(key))) return {v, label_name(key)};
-  return {non_empty(pod.annotation(key)), annotation_name(key)};
+  if (const auto* v = non_empty(pod.label(key))) return {v, "label", key};
+  return {non_empty(pod.annotation(key)), "annotation", key};
 }
 
 result<std::string> resolve_job(const pod_view& pod) {
   const auto volcano = label_or_annotation(pod, keys::volcano_job);
   const auto found = first_of({
-      {pod.label(keys::jobset_name), ""},
-      {pod.label(keys::trainjob_name), ""},
+      {pod.label(keys::jobset_name), "label", keys::jobset_name},
+      {pod.label(keys::trainjob_name), "label", keys::trainjob_name},
       volcano,
-      {pod.label(keys::job_name), ""},
-      {pod.subdomain(), ""},
+      {pod.label(keys::job_name), "label", keys::job_name},
+      {pod.subdomain(), "spec.subdomain", {}},
   });
   if (found.value == nullptr) {
     return error{"trainenv: cannot tell the job name: set label " + std::string(keys::jobset_name) +
@@ -73,7 +78,7 @@ using role_counts = std::vector<std::pair<std::string, std::int64_t>>;
 std::string pod_role(const pod_view& pod) {
   const auto found = first_of({
       label_or_annotation(pod, keys::role),
-      {pod.label(keys::replicated_job), ""},
+      {pod.label(keys::replicated_job), "label", keys::replicated_job},
       label_or_annotation(pod, keys::volcano_task),
   });
   return found.value != nullptr ? std::string(*found.value) : std::string("node");
@@ -84,14 +89,14 @@ namespace {
 // nullopt value with no error: no source present.
 result<std::optional<std::int64_t>> read_index(const pod_view& pod) {
   const auto found = first_of({
-      {pod.annotation(keys::completion_index), annotation_name(keys::completion_index)},
-      {pod.label(keys::completion_index), label_name(keys::completion_index)},
-      {pod.label(keys::volcano_index), label_name(keys::volcano_index)},
+      {pod.annotation(keys::completion_index), "annotation", keys::completion_index},
+      {pod.label(keys::completion_index), "label", keys::completion_index},
+      {pod.label(keys::volcano_index), "label", keys::volcano_index},
   });
   if (found.value != nullptr) {
     const auto n = parse_decimal(trim(*found.value), max_count);
     if (!n) {
-      return error{"trainenv: " + found.source + " is " + quote(*found.value) +
+      return error{"trainenv: " + found.source() + " is " + quote(*found.value) +
                    "; expected a whole number >= 0"};
     }
     return std::optional<std::int64_t>(*n);

@@ -271,7 +271,7 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
         const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                                 std::chrono::steady_clock::now() - started)
                                 .count();
-        const core::pod_view pod(review->object);
+        const auto pod = review->pod();
         const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
         log_field message{"message", {}};  // only on a denial or a pass with a warning
         if (!d.allowed || d.unrecognised || d.unknown_framework)

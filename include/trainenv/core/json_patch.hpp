@@ -60,6 +60,7 @@ class patch_builder {
   // Starts an "add" operation at `path`; the caller writes its value and closes it with '}'.
   void begin_add(std::string_view path);
 
+  static constexpr std::size_t initial_capacity = 2048;
   std::string text_;
   std::size_t ops_ = 0;
 };
