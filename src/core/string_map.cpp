@@ -39,8 +39,11 @@ string_map string_map::writer::finish(std::size_t& first_repeat) && {
   string_map out(shape::object);
   first_repeat = entries_.size();
   // The API server writes maps in key order: then there is nothing to sort and no key twice.
-  if (!std::is_sorted(entries_.begin(), entries_.end(),
-                      [](const entry& a, const entry& b) { return a.key <= b.key; })) {
+  const bool strictly_increasing =
+      std::adjacent_find(entries_.begin(), entries_.end(), [](const entry& a, const entry& b) {
+        return a.key >= b.key;
+      }) == entries_.end();
+  if (!strictly_increasing) {
     // Sorted by key, then by the order added: of each run of equal keys the second is the
     // first repetition met; the earliest of those is the one a reader in order meets first.
     std::vector<std::size_t> order(entries_.size());
