@@ -75,10 +75,12 @@ struct setup {
   // Decides each pod concurrently; returns how many were patched.
   int decide(const std::vector<json>& pods) {
     int patched = 0;
-    std::deque<core::pod_view> views;  // each lives until its coroutine has run
+    std::deque<core::pod_view> views;    // each lives until its coroutine has run
+    const core::mutate_options options;  // likewise: a coroutine argument is a reference
     for (const auto& pod : pods) {
       const auto& view = views.emplace_back(pod);
-      boost::asio::co_spawn(ioc, server::decide_with_owners(view, policies(), {}, lookup, metrics),
+      boost::asio::co_spawn(ioc,
+                            server::decide_with_owners(view, policies(), options, lookup, metrics),
                             [&](const std::exception_ptr& e, const core::decision& d) {
                               if (e) std::rethrow_exception(e);
                               if (d.allowed && d.mutated()) ++patched;

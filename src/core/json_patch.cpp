@@ -5,6 +5,8 @@
 
 namespace trainenv::core {
 
+using namespace std::string_view_literals;
+
 std::string escape_pointer_token(std::string_view token) {
   std::string out;
   out.reserve(token.size());
@@ -29,9 +31,9 @@ void patch_builder::begin_add(std::string_view path) {
     text_ += ',';
   }
   ++ops_;
-  text_.append(R"({"op":"add","path":)");
+  text_.append(R"({"op":"add","path":)"sv);
   append_json_string(text_, path);
-  text_.append(R"(,"value":)");
+  text_.append(R"(,"value":)"sv);
 }
 
 void patch_builder::add(std::string_view path, const nlohmann::json& value) {

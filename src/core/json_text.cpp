@@ -129,8 +129,8 @@ class builder {
     return map;
   }
 
-  // At the end first: the apiserver writes maps (labels, annotations) in key order, where the
-  // hint saves the search; a key out of order is placed by a search as without it.
+  // At the end first: the apiserver writes an object's members in key order, where the hint
+  // saves the search; a key out of order is placed by a search as without it.
   void add(json& object, std::string_view key, json value) {
     auto& members = object.get_ref<json::object_t&>();
     const auto before = members.size();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <utility>
 
 namespace trainenv::core {
 namespace {
@@ -85,6 +86,25 @@ string_map::string_map(const string_map& other)
     rebase(e.key);
     rebase(e.value);
   }
+}
+
+string_map::string_map(string_map&& other) noexcept
+    : bytes_(std::move(other.bytes_)),
+      size_(std::exchange(other.size_, 0)),
+      entries_(std::move(other.entries_)),
+      shape_(std::exchange(other.shape_, shape::absent)) {
+  other.entries_.clear();
+}
+
+string_map& string_map::operator=(string_map&& other) noexcept {
+  if (this != &other) {
+    bytes_ = std::move(other.bytes_);
+    size_ = std::exchange(other.size_, 0);
+    entries_ = std::move(other.entries_);
+    other.entries_.clear();
+    shape_ = std::exchange(other.shape_, shape::absent);
+  }
+  return *this;
 }
 
 string_map& string_map::operator=(const string_map& other) {

@@ -243,7 +243,9 @@ std::string generated_metadata(std::mt19937& rng) {
     return out + "}";
   };
   std::vector<std::string> members = {R"("name":"p")", R"("labels":)" + labels()};
+  if (chance(60)) members.push_back(R"("annotations":)" + labels());
   if (chance(10)) members.push_back(R"("labels":)" + labels());
+  if (chance(5)) members.push_back(R"("annotations":)" + labels());
   if (chance(10)) members.push_back(R"("name":"again")");
   if (chance(10)) members.push_back(R"("other":{"o":1,"o":2})");
   std::shuffle(members.begin(), members.end(), rng);
@@ -259,16 +261,19 @@ TEST_CASE("parse_json reads a map slot as the tree holds the value, with the sam
   // The same text read twice: labels into the tree, and into a string_map. Both must accept and
   // refuse the same texts with the same message (the first problem in the text's order), and the
   // map must hold what the tree holds.
-  static constexpr json_keep meta_tree[] = {{"name"}, {"labels"}};
+  static constexpr json_keep meta_tree[] = {{"name"}, {"labels"}, {"annotations"}};
   static constexpr json_keep keep_tree[] = {{"metadata", meta_tree}};
-  static constexpr json_keep meta_map[] = {{"name"}, {"labels", {}, 0}};
+  static constexpr json_keep meta_map[] = {{"name"}, {"labels", {}, 0}, {"annotations", {}, 1}};
   static constexpr json_keep keep_map[] = {{"metadata", meta_map}};
   std::mt19937 rng(4242);
   int refused = 0;
   for (int round = 0; round < 3000; ++round) {
-    const std::string text = R"({"metadata":)" + generated_metadata(rng) + "}";
+    // Now and then a second metadata object: its maps are read too, and the repeat is refused.
+    std::string text = R"({"metadata":)" + generated_metadata(rng);
+    if (round % 40 == 0) text += R"(,"metadata":)" + generated_metadata(rng);
+    text += "}";
     INFO(text);
-    std::array<string_map, 1> maps;
+    std::array<string_map, 2> maps;
     const auto tree = parse_json(text, keep_tree);
     const auto flat = parse_json(text, keep_map, maps);
     REQUIRE(tree.ok() == flat.ok());
@@ -278,18 +283,22 @@ TEST_CASE("parse_json reads a map slot as the tree holds the value, with the sam
       continue;
     }
     json expected = *tree;
-    const auto* labels = member(expected["metadata"], "labels");
-    const auto map = string_map::of(labels);
-    CHECK(maps[0].kind() == map.kind());
-    CHECK(trainenv::test::as_json(maps[0]) == trainenv::test::as_json(map));
-    if (labels != nullptr && labels->is_object()) {
-      for (const auto& [key, value] : labels->items()) {
-        const auto* found = maps[0].find(key);
-        CHECK((found != nullptr) == value.is_string());
-        if (found != nullptr) CHECK(*found == value.get_ref<const std::string&>());
+    for (std::size_t slot = 0; slot < maps.size(); ++slot) {
+      const char* key = slot == 0 ? "labels" : "annotations";
+      INFO(key);
+      const auto* values = member(expected["metadata"], key);
+      const auto map = string_map::of(values);
+      CHECK(maps[slot].kind() == map.kind());
+      CHECK(trainenv::test::as_json(maps[slot]) == trainenv::test::as_json(map));
+      if (values != nullptr && values->is_object()) {
+        for (const auto& [name, value] : values->items()) {
+          const auto* found = maps[slot].find(name);
+          CHECK((found != nullptr) == value.is_string());
+          if (found != nullptr) CHECK(*found == value.get_ref<const std::string&>());
+        }
       }
+      expected["metadata"].erase(key);
     }
-    expected["metadata"].erase("labels");
     CHECK(*flat == expected);
   }
   // Both kinds of text came up often enough to mean something.
@@ -313,6 +322,13 @@ TEST_CASE("a copied string_map holds its own bytes", "[string_map]") {
     CHECK(map->find("absent") == nullptr);
     CHECK(map->entries().size() == 3);
   }
+  // Moved from: empty and absent, and safe to copy.
+  string_map moved = copy;
+  const string_map taken = std::move(moved);
+  CHECK(taken.entries().size() == 3);
+  const string_map after = moved;  // NOLINT(bugprone-use-after-move): what this checks
+  CHECK(after.entries().empty());
+  CHECK(after.kind() == string_map::shape::absent);
   const json text = "labels";
   CHECK(string_map::of(&text).kind() == string_map::shape::not_object);
   const json null;

@@ -26,7 +26,8 @@ inline constexpr int max_json_depth = 1000;
 
 // Which members of an object to build: `key` with all of its value when `only` is empty, else
 // (when the value is an object) just the members `only` lists. A value that is not an object is
-// built whole, so the reader sees every shape the text had at the paths it reads.
+// built whole, so the reader sees every shape the text had at the paths it reads; one read into a
+// map slot keeps only that shape (string_map::shape::not_object).
 struct json_keep {
   std::string_view key;
   std::span<const json_keep> only = {};

@@ -49,8 +49,9 @@ class string_map {
   explicit string_map(shape s) : shape_(s) {}
   string_map(const string_map& other);
   string_map& operator=(const string_map& other);
-  string_map(string_map&&) noexcept = default;
-  string_map& operator=(string_map&&) noexcept = default;
+  // The moved-from map is empty and absent, so that copying it is safe.
+  string_map(string_map&& other) noexcept;
+  string_map& operator=(string_map&& other) noexcept;
   ~string_map() = default;
 
   // The value at `at` as nlohmann holds it: null or missing reads as absent.

@@ -35,8 +35,9 @@ struct owner_lookup {
   std::string no_access = "the webhook has no API access (serve --kubeconfig, or run in a cluster)";
 };
 
-// core::decide, with each owner fetched through `lookup` and counted in `m`. `pod` must outlive
-// the coroutine: a named object of the caller's.
+// core::decide, with each owner fetched through `lookup` and counted in `m`. Every argument is
+// taken by reference and must outlive the coroutine: named objects of the caller's, not
+// temporaries (a coroutine spawned to run later would read them after they are gone).
 [[nodiscard]] boost::asio::awaitable<core::decision> decide_with_owners(
     const core::pod_view& pod, const core::policy_set& policies,
     const core::mutate_options& options, const owner_lookup& lookup, metrics& m);
