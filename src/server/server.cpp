@@ -80,6 +80,25 @@ void take_received(tls_stream& stream, beast::flat_buffer& buffer) {
 }
 void take_received(beast::tcp_stream& /*stream*/, beast::flat_buffer& /*buffer*/) {}
 
+// Waits, idle, for the next request to begin. A TLS connection waits for ciphertext without a
+// plaintext buffer and takes the request whole into `buffer`; a record that carries no request
+// (a KeyUpdate) leaves it idle. A plain connection (metrics, probes) reads the request's start.
+asio::awaitable<boost::system::error_code> wait_for_request(tls_stream& stream,
+                                                            beast::flat_buffer& buffer) {
+  for (;;) {
+    auto [ec, n] = co_await stream.async_wait_readable(use_nothrow);
+    if (ec) co_return ec;
+    take_received(stream, buffer);
+    if (buffer.size() != 0 || stream.mid_record()) co_return ec;
+  }
+}
+asio::awaitable<boost::system::error_code> wait_for_request(beast::tcp_stream& stream,
+                                                            beast::flat_buffer& buffer) {
+  auto [ec, n] = co_await stream.async_read_some(buffer.prepare(1024), use_nothrow);
+  buffer.commit(n);
+  co_return ec;
+}
+
 // Feeds the parser what `buffer` holds, without reading: the common case of a request that is
 // already whole needs no asynchronous read. need_more is not an error here.
 boost::system::error_code parse_received(http::request_parser<http::string_body>& parser,
@@ -222,10 +241,9 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
       registration.handle().idle = true;
       // An idle connection keeps no request buffer: the apiserver holds many of them open.
       buffer.shrink_to_fit();
-      auto [ec, n] = co_await stream.async_read_some(buffer.prepare(1024), use_nothrow);
+      const auto ec = co_await wait_for_request(stream, buffer);
       registration.handle().idle = false;
       if (ec) co_return;
-      buffer.commit(n);
     }
     socket.expires_after(limits.read_timeout);
     http::request_parser<http::string_body> parser;

@@ -1,5 +1,6 @@
 #include "trainenv/server/tls_stream.hpp"
 
+#include <sys/socket.h>
 #include <climits>
 #include <stdexcept>
 
@@ -86,11 +87,25 @@ void tls_stream::received(std::size_t n) {
   if (receiving_into_first_) {
     input_.commit(boost::asio::buffer_copy(input_.prepare(n), boost::asio::buffer(first_, n)));
     more_expected_ = n == first_.size();
+    if (more_expected_) take_rest();
   } else {
     input_.commit(n);
     more_expected_ = n == read_chunk;
   }
   if (input_.size() == 0) input_.shrink_to_fit();
+}
+
+void tls_stream::take_rest() {
+  // A request is usually longer than first_ and has wholly arrived: waiting for the rest through
+  // the reactor cost an asynchronous operation and an SSL_read that could only ask for more
+  // (12,000 instructions of a small request's 274,000 under callgrind). Errors and end of stream
+  // are left for the next asynchronous read to meet.
+  const auto room = input_.prepare(read_chunk);
+  const auto r = ::recv(next_.socket().native_handle(), room.data(), room.size(), MSG_DONTWAIT);
+  if (r <= 0) return;  // nothing more yet: more_expected_ stays, the next read waits for it
+  const auto n = static_cast<std::size_t>(r);
+  input_.commit(n);
+  more_expected_ = n == read_chunk;
 }
 
 std::size_t tls_stream::read_available(boost::asio::mutable_buffer buffer) {
@@ -127,6 +142,12 @@ tls_stream::step tls_stream::call(op what, void* data, std::size_t size,
       if (size == 0) return step::done;
       r = SSL_write(ssl_, data, static_cast<int>(size));
       break;
+    case op::wait:
+      if (mid_record()) return step::done;
+      if (!peer_closed_ && (SSL_get_shutdown(ssl_) & SSL_RECEIVED_SHUTDOWN) == 0)
+        return step::want_read;
+      ec = boost::asio::error::eof;
+      return step::done;
     case op::shutdown:
       r = SSL_shutdown(ssl_);
       if (r >= 0) return step::done;  // close_notify written (and maybe the peer's received)

@@ -360,6 +360,38 @@ TEST_CASE("an idle keep-alive connection is closed after the idle timeout, not b
   CHECK(*closed_after < 4s);
 }
 
+TEST_CASE("a TLS record without a request (a KeyUpdate) leaves a connection idle, not reading",
+          "[server][timeouts]") {
+  auto limits = test_limits();
+  limits.read_timeout = 300ms;
+  running_server server(limits);
+  tls_client client(server.tls_port());
+  REQUIRE_FALSE(client.handshake());
+  REQUIRE(client.protocol() == "TLSv1.3");
+  const auto health = [] { return make_request(http::verb::get, "/healthz", "", ""); };
+  CHECK(client.send(health()).result() == http::status::ok);
+  REQUIRE_FALSE(client.key_update());
+  // Past the read timeout, well within the idle one: a connection taken to be reading a request
+  // since the KeyUpdate arrived would be closed by now.
+  std::this_thread::sleep_for(1s);
+  CHECK(client.send(health()).result() == http::status::ok);
+  CHECK(client.send(health()).result() == http::status::ok);
+}
+
+TEST_CASE("a close_notify from an idle client is answered at once, not at the idle timeout",
+          "[server][timeouts]") {
+  auto limits = test_limits();
+  limits.idle_timeout = 5s;
+  running_server server(limits);
+  tls_client client(server.tls_port());
+  REQUIRE_FALSE(client.handshake());
+  CHECK(client.send(make_request(http::verb::get, "/healthz", "", "")).result() ==
+        http::status::ok);
+  const auto answered_after = client.tls_shutdown(4s);
+  REQUIRE(answered_after.has_value());
+  CHECK(*answered_after < 1s);
+}
+
 TEST_CASE("a client that never completes the handshake is dropped at the handshake timeout",
           "[server][timeouts]") {
   auto limits = test_limits();

@@ -225,6 +225,26 @@ class tls_client {
 
   void write_raw(std::string_view bytes) { asio::write(*stream_, asio::buffer(bytes)); }
 
+  // A TLS 1.3 KeyUpdate asking for the server's, sent at once: a record with no request in it.
+  // (The handshake call sends it: OpenSSL writes a pending KeyUpdate from SSL_do_handshake.)
+  boost::system::error_code key_update() {
+    if (SSL_key_update(stream_->native_handle(), SSL_KEY_UPDATE_REQUESTED) != 1)
+      return asio::error::invalid_argument;
+    return handshake();
+  }
+
+  // Sends close_notify and waits for the server's (the connection stays open meanwhile); how long
+  // that took, or nullopt if the server did not answer within `limit`.
+  std::optional<std::chrono::milliseconds> tls_shutdown(std::chrono::milliseconds limit) {
+    const auto start = std::chrono::steady_clock::now();
+    beast::get_lowest_layer(*stream_).expires_after(limit);
+    boost::system::error_code ec;
+    stream_->shutdown(ec);
+    if (ec == beast::error::timeout) return std::nullopt;
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                 start);
+  }
+
   // Half-closes the TCP connection (no TLS close_notify): the server reads end of stream.
   void shutdown_send() {
     boost::system::error_code ignored;

@@ -59,6 +59,20 @@ class tls_stream {
     return run(op::read, first.data(), first.size(), std::forward<Token>(token));
   }
 
+  // Completes when ciphertext has arrived, or OpenSSL holds bytes, without decrypting any: an
+  // idle keep-alive connection waits for its next request with no plaintext buffer, and
+  // read_available then takes the whole request in one SSL_read. Completes with eof once the
+  // peer has closed (TCP, or TLS with close_notify) and nothing is left; with 0 bytes, always.
+  template <class Token>
+  auto async_wait_readable(Token&& token) {
+    return run(op::wait, nullptr, 0, std::forward<Token>(token));
+  }
+
+  // Whether bytes have arrived that read_available could not return yet: part of a record.
+  [[nodiscard]] bool mid_record() const noexcept {
+    return input_.size() != 0 || SSL_has_pending(ssl_) != 0;
+  }
+
   // Decrypted bytes into `buffer` from what has already arrived, without waiting: 0 when
   // nothing has, or when what has is not a whole record yet. Errors are left for the next
   // async_read_some to report. Saves an asynchronous read (a trip through the scheduler) per
@@ -82,7 +96,7 @@ class tls_stream {
   }
 
  private:
-  enum class op { handshake, read, write, shutdown };
+  enum class op { handshake, read, write, shutdown, wait };
   enum class step { done, want_read, flush };
   static constexpr std::size_t max_write = std::size_t{64} * 1024;
   static constexpr std::size_t read_chunk = std::size_t{16} * 1024 + 512;  // a whole TLS record
@@ -150,6 +164,8 @@ class tls_stream {
   // next request) a small fixed buffer, so waiting holds no heap; else the input's tail.
   boost::asio::mutable_buffer receive_buffer();
   void received(std::size_t n);
+  // After the small buffer filled: the rest of what has arrived, at once, without waiting.
+  void take_rest();
 
   friend int tls_stream_bio_read(BIO*, char*, int);
   friend int tls_stream_bio_write(BIO*, const char*, int);
