@@ -1,6 +1,9 @@
 #include "trainenv/core/admission.hpp"
 
 #include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
 
 #include "trainenv/core/json_text.hpp"
 #include "trainenv/core/pod_view.hpp"
@@ -14,6 +17,12 @@ constexpr std::string_view v1 = "admission.k8s.io/v1";
 constexpr std::string_view v1beta1 = "admission.k8s.io/v1beta1";
 constexpr std::string_view alphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+// The two characters of every 12 bits, in order: an 8 KiB table, two lookups per three bytes.
+constexpr auto base64_pairs = [] {
+  std::array<std::array<char, 2>, 4096> table{};
+  for (std::size_t n = 0; n < table.size(); ++n) table[n] = {alphabet[n >> 6], alphabet[n & 63]};
+  return table;
+}();
 
 // What decode_review_json reads of a review, and of its object what the engine reads.
 constexpr json_keep request_fields_read[] = {
@@ -140,10 +149,24 @@ std::string base64_encode(std::string_view bytes) {
   // Locals, not the globals: a store through char* may alias anything, and with the table and
   // the input read through globals the compiler reloads them after every character written.
   const char* const table = alphabet.data();
+  const auto* const pairs = base64_pairs.data();
   const auto* in = reinterpret_cast<const unsigned char*>(bytes.data());
   const std::size_t whole = bytes.size() / 3 * 3;
   char* o = out.data();
-  for (std::size_t i = 0; i < whole; i += 3, o += 4) {
+  std::size_t i = 0;
+  // Six bytes at a time, read in one eight-byte load while eight are there, and written as four
+  // pairs: the patch is most of a response, and this loop was 4% of a small request's
+  // instructions a character at a time.
+  for (; i + 8 <= bytes.size(); i += 6, o += 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, in + i, sizeof word);
+    if constexpr (std::endian::native == std::endian::little) word = __builtin_bswap64(word);
+    std::memcpy(o, pairs[(word >> 52) & 0xfff].data(), 2);
+    std::memcpy(o + 2, pairs[(word >> 40) & 0xfff].data(), 2);
+    std::memcpy(o + 4, pairs[(word >> 28) & 0xfff].data(), 2);
+    std::memcpy(o + 6, pairs[(word >> 16) & 0xfff].data(), 2);
+  }
+  for (; i < whole; i += 3, o += 4) {
     const unsigned n = (unsigned{in[i]} << 16) | (unsigned{in[i + 1]} << 8) | in[i + 2];
     const char c0 = table[(n >> 18) & 63];
     const char c1 = table[(n >> 12) & 63];
