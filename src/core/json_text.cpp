@@ -62,6 +62,13 @@ class builder {
   }
 
   json only(element e, std::span<const json_keep> keep) {
+    if (e.type() == element_type::ARRAY) {
+      json out = json::array();
+      const simdjson::dom::array array = e.get_array().value_unsafe();
+      for (const auto item : array)
+        out.push_back(item.type() == element_type::OBJECT ? only(item, keep) : whole(item));
+      return out;
+    }
     if (e.type() != element_type::OBJECT) return whole(e);
     const auto id = ++objects_;
     json out = json::object();

@@ -40,7 +40,10 @@ pod_view::pod_view(const nlohmann::json& pod, const pod_maps& maps)
       generate_name_(string_at(metadata_, "generateName")),
       namespace_(string_at(metadata_, "namespace")),
       hostname_(string_at(spec_, "hostname")),
-      subdomain_(string_at(spec_, "subdomain")) {}
+      subdomain_(string_at(spec_, "subdomain")),
+      containers_(spec_ != nullptr ? member(*spec_, "containers") : nullptr) {
+  if (containers_ != nullptr && !containers_->is_array()) containers_ = nullptr;
+}
 
 const std::string_view* pod_view::label(std::string_view key) const {
   return labels().find(key);
@@ -48,12 +51,6 @@ const std::string_view* pod_view::label(std::string_view key) const {
 
 const std::string_view* pod_view::annotation(std::string_view key) const {
   return annotations().find(key);
-}
-
-const nlohmann::json* pod_view::containers() const {
-  if (spec_ == nullptr) return nullptr;
-  const auto* list = member(*spec_, "containers");
-  return list != nullptr && list->is_array() ? list : nullptr;
 }
 
 std::optional<std::size_t> pod_view::target_container(std::string_view preferred) const {

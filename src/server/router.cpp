@@ -245,11 +245,11 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
   // -Wmismatched-new-delete on the coroutine frame, so the answer is built in plain functions.
   // Named: GCC 12 destroys a temporary argument of a co_await'd call twice.
   const core::mutate_options options;
+  const auto pod = review->pod();  // read once, for the decision and the log line
   std::optional<core::decision> decided;
   std::string failure;
   try {
     if (review->is_pod_create()) {
-      const auto pod = review->pod();
       decided = co_await decide_with_owners(pod, *policies, options, state_.owners, state_.metrics);
     } else {
       decided = core::mutate(*review, *policies);
@@ -271,7 +271,6 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
         const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
                                 std::chrono::steady_clock::now() - started)
                                 .count();
-        const auto pod = review->pod();
         const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
         log_field message{"message", {}};  // only on a denial or a pass with a warning
         if (!d.allowed || d.unrecognised || d.unknown_framework)

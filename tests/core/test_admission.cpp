@@ -54,9 +54,17 @@ json read_parts(json pod) {
   auto& metadata = pod["metadata"];
   for (const auto* key : {"managedFields", "uid", "resourceVersion", "labels", "annotations"})
     metadata.erase(key);
+  // Of an ownerReference, not blockOwnerDeletion; of a container, not its pull policy,
+  // termination message or probes.
+  for (auto& ref : metadata["ownerReferences"]) ref.erase("blockOwnerDeletion");
   json spec = json::object();
   for (const auto* key : {"containers", "initContainers", "volumes", "hostname", "subdomain"}) {
     if (pod["spec"].contains(key)) spec[key] = pod["spec"][key];
+  }
+  for (auto& container : spec["containers"]) {
+    for (const auto* key : {"imagePullPolicy", "terminationMessagePath", "terminationMessagePolicy",
+                            "livenessProbe", "readinessProbe"})
+      container.erase(key);
   }
   pod["spec"] = spec;
   return pod;

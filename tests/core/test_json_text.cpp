@@ -119,6 +119,24 @@ TEST_CASE("parse_json with a keep list keeps a value that is not an object whole
   CHECK(*root == json::array({1}));
 }
 
+TEST_CASE("parse_json with a keep list keeps those members of each object in an array",
+          "[json_text]") {
+  static constexpr json_keep item[] = {{"name"}, {"env"}};
+  static constexpr json_keep keep[] = {{"containers", item}};
+  const auto r = parse_json(
+      R"({"containers": [{"name": "a", "image": "x", "env": [{"name": "E", "image": 1}]},
+                         "text", [{"image": "y"}], null, {"probe": {"x": 1}}]})",
+      keep);
+  REQUIRE(r.ok());
+  // Objects lose the members not listed (those inside a kept member stay); other items, nested
+  // arrays included, are kept whole.
+  CHECK(*r == json::parse(R"({"containers": [{"name": "a", "env": [{"name": "E", "image": 1}]},
+                                             "text", [{"image": "y"}], null, {}]})"));
+  // A duplicate among the listed members is still refused; among the others it is not looked at.
+  CHECK_FALSE(parse_json(R"({"containers": [{"name": "a", "name": "b"}]})", keep).ok());
+  CHECK(parse_json(R"({"containers": [{"image": "a", "image": "b"}]})", keep).ok());
+}
+
 TEST_CASE("parse_json with a keep list still validates what it does not build", "[json_text]") {
   static constexpr json_keep keep[] = {{"kind"}};
   CHECK_FALSE(parse_json(R"({"kind": "Pod", "status": {"x": 01}})", keep).ok());

@@ -25,9 +25,10 @@ inline constexpr int max_json_depth = 1000;
                                                              int limit = max_json_depth);
 
 // Which members of an object to build: `key` with all of its value when `only` is empty, else
-// (when the value is an object) just the members `only` lists. A value that is not an object is
-// built whole, so the reader sees every shape the text had at the paths it reads; one read into a
-// map slot keeps only that shape (string_map::shape::not_object).
+// just the members `only` lists of the value when it is an object, or of each object in it when
+// it is an array (a pod's containers). Any other value, and any item of such an array that is
+// not an object, is built whole, so the reader sees every shape the text had at the paths it
+// reads; one read into a map slot keeps only that shape (string_map::shape::not_object).
 struct json_keep {
   std::string_view key;
   std::span<const json_keep> only = {};

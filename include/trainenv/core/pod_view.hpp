@@ -31,14 +31,27 @@ struct pod_maps {
 // decode_review builds only these from the text, so a new reader of another field must be
 // added here; the tests and the decode fuzz target check that a pod decoded this way gets the
 // same decision as the whole pod.
+// Of each ownerReference, what controller_of reads.
+inline constexpr json_keep owner_reference_read[] = {
+    {"apiVersion"}, {"kind"}, {"name"}, {"uid"}, {"controller"}};
 inline constexpr json_keep pod_metadata_read[] = {{"name"},
                                                   {"generateName"},
                                                   {"namespace"},
                                                   {"labels", {}, pod_maps::labels_slot},
                                                   {"annotations", {}, pod_maps::annotations_slot},
-                                                  {"ownerReferences"}};
-inline constexpr json_keep pod_spec_read[] = {
-    {"containers"}, {"initContainers"}, {"volumes"}, {"hostname"}, {"subdomain"}};
+                                                  {"ownerReferences", owner_reference_read}};
+// Of each container, what the engine reads or compares: the lists it merges into (whole, as
+// entries are compared member by member), the command line, resources for the GPU count, and
+// the image and securityContext an expanding init container copies. Init containers are kept
+// whole: an added one is compared with the pod's own of that name.
+inline constexpr json_keep container_fields_read[] = {
+    {"name"},  {"image"},        {"command"},   {"args"},           {"env"},
+    {"ports"}, {"volumeMounts"}, {"resources"}, {"securityContext"}};
+inline constexpr json_keep pod_spec_read[] = {{"containers", container_fields_read},
+                                              {"initContainers"},
+                                              {"volumes"},
+                                              {"hostname"},
+                                              {"subdomain"}};
 inline constexpr json_keep pod_fields_read[] = {
     {"apiVersion"}, {"kind"}, {"metadata", pod_metadata_read}, {"spec", pod_spec_read}};
 
@@ -70,7 +83,7 @@ class pod_view {
   [[nodiscard]] const std::string_view* subdomain() const { return known(subdomain_); }
 
   // spec.containers when it is an array, else nullptr.
-  [[nodiscard]] const nlohmann::json* containers() const;
+  [[nodiscard]] const nlohmann::json* containers() const { return containers_; }
   // The container named `preferred`; if none has that name, the first; nullopt if none.
   [[nodiscard]] std::optional<std::size_t> target_container(std::string_view preferred) const;
 
@@ -86,6 +99,7 @@ class pod_view {
   const pod_maps* maps_;              // own_maps_ or the decoder's
   // Read once: every accessor returns the same kind of pointer, a view.
   std::optional<std::string_view> name_, generate_name_, namespace_, hostname_, subdomain_;
+  const nlohmann::json* containers_;  // read once too: the engine asks for it several times
 
   static const std::string_view* known(const std::optional<std::string_view>& v) {
     return v ? &*v : nullptr;
