@@ -62,13 +62,6 @@ class builder {
   }
 
   json only(element e, std::span<const json_keep> keep) {
-    if (e.type() == element_type::ARRAY) {
-      json out = json::array();
-      const simdjson::dom::array array = e.get_array().value_unsafe();
-      for (const auto item : array)
-        out.push_back(item.type() == element_type::OBJECT ? only(item, keep) : whole(item));
-      return out;
-    }
     if (e.type() != element_type::OBJECT) return whole(e);
     const auto id = ++objects_;
     json out = json::object();
@@ -79,7 +72,10 @@ class builder {
         if (k.map >= 0 && static_cast<std::size_t>(k.map) < maps_.size()) {
           read_map(field.key, field.value, static_cast<std::size_t>(k.map), id);
         } else {
-          add(out, field.key, k.only.empty() ? whole(field.value) : only(field.value, k.only));
+          add(out, field.key,
+              k.only.empty() ? whole(field.value)
+              : k.each       ? each(field.value, k.only)
+                             : only(field.value, k.only));
         }
         break;
       }
@@ -88,6 +84,15 @@ class builder {
   }
 
  private:
+  // `only` applied to each object in the list `e`; anything else whole.
+  json each(element e, std::span<const json_keep> keep) {
+    if (e.type() != element_type::ARRAY) return whole(e);
+    json out = json::array();
+    const simdjson::dom::array array = e.get_array().value_unsafe();
+    for (const auto item : array) out.push_back(only(item, keep));
+    return out;
+  }
+
   // `e` into maps_[slot]. The problems found are those building it into the tree finds, in the
   // same order: per member, what is wrong inside its value, then the key if it is a repeat.
   void read_map(std::string_view key, element e, std::size_t slot, std::size_t parent) {

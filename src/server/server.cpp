@@ -74,29 +74,16 @@ http_request header_so_far(const http::request_parser<http::string_body>& parser
 
 // Moves into `buffer` what the stream has already received, without waiting: the rest of a
 // request that arrived in one TLS record. A plain connection (metrics, probes) waits for it.
-void take_received(tls_stream& stream, beast::flat_buffer& buffer) {
+// An error is returned for whoever would stop at it; the stream meets it again on its next read.
+boost::system::error_code take_received(tls_stream& stream, beast::flat_buffer& buffer) {
   constexpr std::size_t step = std::size_t{16} * 1024;
-  while (const auto n = stream.read_available(buffer.prepare(step))) buffer.commit(n);
+  boost::system::error_code ec;
+  while (const auto n = stream.read_available(buffer.prepare(step), ec)) buffer.commit(n);
+  return ec;
 }
-void take_received(beast::tcp_stream& /*stream*/, beast::flat_buffer& /*buffer*/) {}
-
-// Waits, idle, for the next request to begin. A TLS connection waits for ciphertext without a
-// plaintext buffer and takes the request whole into `buffer`; a record that carries no request
-// (a KeyUpdate) leaves it idle. A plain connection (metrics, probes) reads the request's start.
-asio::awaitable<boost::system::error_code> wait_for_request(tls_stream& stream,
-                                                            beast::flat_buffer& buffer) {
-  for (;;) {
-    auto [ec, n] = co_await stream.async_wait_readable(use_nothrow);
-    if (ec) co_return ec;
-    take_received(stream, buffer);
-    if (buffer.size() != 0 || stream.mid_record()) co_return ec;
-  }
-}
-asio::awaitable<boost::system::error_code> wait_for_request(beast::tcp_stream& stream,
-                                                            beast::flat_buffer& buffer) {
-  auto [ec, n] = co_await stream.async_read_some(buffer.prepare(1024), use_nothrow);
-  buffer.commit(n);
-  co_return ec;
+boost::system::error_code take_received(beast::tcp_stream& /*stream*/,
+                                        beast::flat_buffer& /*buffer*/) {
+  return {};
 }
 
 // Feeds the parser what `buffer` holds, without reading: the common case of a request that is
@@ -170,6 +157,32 @@ class session_registry {
   std::atomic<bool> closing_{false};
 };
 
+// Waits, idle, for the next request to begin. A TLS connection waits for ciphertext without a
+// plaintext buffer and takes the request whole into `buffer`; a record that carries no request
+// (a KeyUpdate) leaves it idle, unless the server is closing. A plain connection (metrics,
+// probes) reads the request's start.
+asio::awaitable<boost::system::error_code> wait_for_request(tls_stream& stream,
+                                                            beast::flat_buffer& buffer,
+                                                            const session_registry& registry) {
+  for (;;) {
+    auto [ec, n] = co_await stream.async_wait_readable(use_nothrow);
+    if (ec) co_return ec;
+    const auto failed = take_received(stream, buffer);
+    // A request (or part of one) first: an error after it is met again by the next read.
+    if (buffer.size() != 0 || stream.mid_record()) co_return boost::system::error_code{};
+    if (failed) co_return failed;
+    // close_idle may have found this connection idle after its wait had already completed.
+    if (registry.closing()) co_return asio::error::operation_aborted;
+  }
+}
+asio::awaitable<boost::system::error_code> wait_for_request(beast::tcp_stream& stream,
+                                                            beast::flat_buffer& buffer,
+                                                            const session_registry& /*registry*/) {
+  auto [ec, n] = co_await stream.async_read_some(buffer.prepare(1024), use_nothrow);
+  buffer.commit(n);
+  co_return ec;
+}
+
 // Registers a session for as long as it runs. Sessions share ownership of the registry: their
 // frames may be destroyed with the io_context, after the server.
 class registered_session {
@@ -241,7 +254,7 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
       registration.handle().idle = true;
       // An idle connection keeps no request buffer: the apiserver holds many of them open.
       buffer.shrink_to_fit();
-      const auto ec = co_await wait_for_request(stream, buffer);
+      const auto ec = co_await wait_for_request(stream, buffer, *registry);
       registration.handle().idle = false;
       if (ec) co_return;
     }

@@ -98,19 +98,25 @@ void tls_stream::received(std::size_t n) {
 void tls_stream::take_rest() {
   // A request is usually longer than first_ and has wholly arrived: waiting for the rest through
   // the reactor cost an asynchronous operation and an SSL_read that could only ask for more
-  // (12,000 instructions of a small request's 274,000 under callgrind). Errors and end of stream
-  // are left for the next asynchronous read to meet.
+  // (12,000 instructions of a small request's 274,000 under callgrind). End of stream is left
+  // for the next asynchronous read to meet; an error too, though recv has taken it from the
+  // socket (a reset then reads as a truncated stream).
   const auto room = input_.prepare(read_chunk);
   const auto r = ::recv(next_.socket().native_handle(), room.data(), room.size(), MSG_DONTWAIT);
-  if (r <= 0) return;  // nothing more yet: more_expected_ stays, the next read waits for it
+  if (r <= 0) {
+    // Nothing more yet. If the record is whole, the connection may go idle next: into first_.
+    more_expected_ = false;
+    return;
+  }
   const auto n = static_cast<std::size_t>(r);
   input_.commit(n);
   more_expected_ = n == read_chunk;
 }
 
-std::size_t tls_stream::read_available(boost::asio::mutable_buffer buffer) {
+std::size_t tls_stream::read_available(boost::asio::mutable_buffer buffer,
+                                       boost::system::error_code& ec) {
+  ec = {};
   if (buffer.size() == 0 || (input_.size() == 0 && SSL_has_pending(ssl_) == 0)) return 0;
-  boost::system::error_code ec;
   std::size_t n = 0;
   // Whatever OpenSSL writes meanwhile (a KeyUpdate's answer) leaves with the next operation.
   if (call(op::read, buffer.data(), buffer.size(), ec, n) != step::done || ec) return 0;

@@ -122,7 +122,7 @@ TEST_CASE("parse_json with a keep list keeps a value that is not an object whole
 TEST_CASE("parse_json with a keep list keeps those members of each object in an array",
           "[json_text]") {
   static constexpr json_keep item[] = {{"name"}, {"env"}};
-  static constexpr json_keep keep[] = {{"containers", item}};
+  static constexpr json_keep keep[] = {{"containers", item, -1, true}};
   const auto r = parse_json(
       R"({"containers": [{"name": "a", "image": "x", "env": [{"name": "E", "image": 1}]},
                          "text", [{"image": "y"}], null, {"probe": {"x": 1}}]})",
@@ -135,6 +135,18 @@ TEST_CASE("parse_json with a keep list keeps those members of each object in an 
   // A duplicate among the listed members is still refused; among the others it is not looked at.
   CHECK_FALSE(parse_json(R"({"containers": [{"name": "a", "name": "b"}]})", keep).ok());
   CHECK(parse_json(R"({"containers": [{"image": "a", "image": "b"}]})", keep).ok());
+}
+
+TEST_CASE("parse_json keeps a list whole where the keep list expects an object", "[json_text]") {
+  // Without `each`, a list is not looked into: its items' labels never reach a map slot.
+  static constexpr json_keep meta[] = {{"name"}, {"labels", {}, 0}};
+  static constexpr json_keep keep[] = {{"metadata", meta}};
+  std::array<string_map, 1> maps;
+  const auto text = R"({"metadata": [{"name": "a", "labels": {"k": "v"}, "other": 1}]})";
+  const auto r = parse_json(text, keep, maps);
+  REQUIRE(r.ok());
+  CHECK((*r)["metadata"] == json::parse(text)["metadata"]);
+  CHECK(maps[0].kind() == string_map::shape::absent);
 }
 
 TEST_CASE("parse_json with a keep list still validates what it does not build", "[json_text]") {

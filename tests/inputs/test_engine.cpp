@@ -411,3 +411,37 @@ TEST_CASE("a review decoded from text gets the same decision as its whole pod",
     CHECK(whole.mutated());
   }
 }
+
+TEST_CASE("a pod whose metadata or containers have the wrong shape gets the same answer decoded",
+          "[engine][decode]") {
+  json pod = pod_of("review-torch-jobset-node3.json");
+  // A list where the metadata object belongs, holding what would select a policy: the decoder
+  // must not read labels out of its items when the whole pod has none.
+  json as_list = pod;
+  as_list["metadata"] = json::array({pod["metadata"]});
+  json containers_object = pod;
+  containers_object["spec"]["containers"] = pod["spec"]["containers"][0];
+  json container_not_object = pod;
+  container_not_object["spec"]["containers"].push_back("sidecar");
+  for (const auto& [what, shaped] :
+       {std::pair{"metadata as a list", as_list},
+        std::pair{"containers as an object", containers_object},
+        std::pair{"a container that is a string", container_not_object}}) {
+    INFO(what);
+    const json review = {{"apiVersion", "admission.k8s.io/v1"},
+                         {"kind", "AdmissionReview"},
+                         {"request",
+                          {{"uid", "u-1"},
+                           {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+                           {"operation", "CREATE"},
+                           {"namespace", "team-a"},
+                           {"object", shaped}}}};
+    const auto request = core::decode_review(review.dump());
+    REQUIRE(request.ok());
+    const auto from_text = core::mutate(*request, test::shipped_policies());
+    const auto whole = core::mutate_pod(shaped, test::shipped_policies());
+    CHECK(from_text.allowed == whole.allowed);
+    CHECK(from_text.patch() == whole.patch());
+    CHECK(from_text.message == whole.message);
+  }
+}

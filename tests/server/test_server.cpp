@@ -393,6 +393,20 @@ TEST_CASE("a close_notify from an idle client is answered at once, not at the id
   CHECK(*answered_after < 1s);
 }
 
+TEST_CASE("a record that cannot be decrypted, sent to an idle connection, closes it at once",
+          "[server][timeouts]") {
+  auto limits = test_limits();
+  limits.idle_timeout = 5s;
+  running_server server(limits);
+  tls_client client(server.tls_port());
+  serve_one_health_check(client);
+  // Application data, 64 bytes that no key produced: the record's tag cannot verify.
+  client.write_tcp(std::string("\x17\x03\x03\x00\x40", 5) + std::string(64, 'x'));
+  const auto closed_after = client.time_until_tcp_closed(4s);
+  REQUIRE(closed_after.has_value());
+  CHECK(*closed_after < 1s);
+}
+
 TEST_CASE("a client that never completes the handshake is dropped at the handshake timeout",
           "[server][timeouts]") {
   auto limits = test_limits();

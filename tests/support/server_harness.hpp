@@ -1,7 +1,11 @@
 // The real server in-process on port 0, and a verifying TLS client, for integration tests.
 #pragma once
 
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
+#include <array>
+#include <cerrno>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -243,6 +247,31 @@ class tls_client {
     if (ec == beast::error::timeout) return std::nullopt;
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
                                                                  start);
+  }
+
+  // Writes `bytes` straight to the TCP connection, past TLS (a record the server cannot decrypt).
+  void write_tcp(std::string_view bytes) {
+    asio::write(beast::get_lowest_layer(*stream_).socket(), asio::buffer(bytes));
+  }
+
+  // How long until the server closes the TCP connection, dropping whatever it sends meanwhile
+  // (an alert); nullopt if it is still open after `limit`. Polls the socket itself: Beast's
+  // deadline bounds only asynchronous reads.
+  std::optional<std::chrono::milliseconds> time_until_tcp_closed(std::chrono::milliseconds limit) {
+    const auto start = std::chrono::steady_clock::now();
+    const int fd = beast::get_lowest_layer(*stream_).socket().native_handle();
+    std::array<char, 4096> sink{};
+    for (;;) {
+      const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - start);
+      if (elapsed >= limit) return std::nullopt;
+      pollfd readable{fd, POLLIN, 0};
+      if (::poll(&readable, 1, static_cast<int>((limit - elapsed).count())) <= 0) continue;
+      const auto r = ::recv(fd, sink.data(), sink.size(), MSG_DONTWAIT);
+      if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        return std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - start);
+    }
   }
 
   // Half-closes the TCP connection (no TLS close_notify): the server reads end of stream.

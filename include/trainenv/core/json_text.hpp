@@ -25,16 +25,20 @@ inline constexpr int max_json_depth = 1000;
                                                              int limit = max_json_depth);
 
 // Which members of an object to build: `key` with all of its value when `only` is empty, else
-// just the members `only` lists of the value when it is an object, or of each object in it when
-// it is an array (a pod's containers). Any other value, and any item of such an array that is
-// not an object, is built whole, so the reader sees every shape the text had at the paths it
-// reads; one read into a map slot keeps only that shape (string_map::shape::not_object).
+// just the members `only` lists of the value when it is an object, or, with `each`, of each
+// object in it when it is an array (a pod's containers). Any other value, and any item of such an
+// array that is not an object, is built whole, so the reader sees every shape the text had at the
+// paths it reads; one read into a map slot keeps only that shape (string_map::shape::not_object).
 struct json_keep {
   std::string_view key;
   std::span<const json_keep> only = {};
   // Not -1: the value is read into this slot of parse_json's `maps` instead of the tree (an
   // object of strings the reader looks keys up in: a pod's labels and annotations).
   int map = -1;
+  // The value is a list: `only` applies to each object in it. Without it a list is built whole,
+  // so that a list where an object belongs (an array for `metadata`) keeps its shape and its
+  // items never reach a map slot.
+  bool each = false;
 };
 
 // The whole document. Errors name the byte offset (or the nesting limit); a key that appears

@@ -34,12 +34,13 @@ struct pod_maps {
 // Of each ownerReference, what controller_of reads.
 inline constexpr json_keep owner_reference_read[] = {
     {"apiVersion"}, {"kind"}, {"name"}, {"uid"}, {"controller"}};
-inline constexpr json_keep pod_metadata_read[] = {{"name"},
-                                                  {"generateName"},
-                                                  {"namespace"},
-                                                  {"labels", {}, pod_maps::labels_slot},
-                                                  {"annotations", {}, pod_maps::annotations_slot},
-                                                  {"ownerReferences", owner_reference_read}};
+inline constexpr json_keep pod_metadata_read[] = {
+    {"name"},
+    {"generateName"},
+    {"namespace"},
+    {"labels", {}, pod_maps::labels_slot},
+    {"annotations", {}, pod_maps::annotations_slot},
+    {"ownerReferences", owner_reference_read, -1, true}};
 // Of each container, what the engine reads or compares: the lists it merges into (whole, as
 // entries are compared member by member), the command line, resources for the GPU count, and
 // the image and securityContext an expanding init container copies. Init containers are kept
@@ -47,7 +48,7 @@ inline constexpr json_keep pod_metadata_read[] = {{"name"},
 inline constexpr json_keep container_fields_read[] = {
     {"name"},  {"image"},        {"command"},   {"args"},           {"env"},
     {"ports"}, {"volumeMounts"}, {"resources"}, {"securityContext"}};
-inline constexpr json_keep pod_spec_read[] = {{"containers", container_fields_read},
+inline constexpr json_keep pod_spec_read[] = {{"containers", container_fields_read, -1, true},
                                               {"initContainers"},
                                               {"volumes"},
                                               {"hostname"},

@@ -74,10 +74,11 @@ class tls_stream {
   }
 
   // Decrypted bytes into `buffer` from what has already arrived, without waiting: 0 when
-  // nothing has, or when what has is not a whole record yet. Errors are left for the next
-  // async_read_some to report. Saves an asynchronous read (a trip through the scheduler) per
-  // request: a request usually arrives whole, in one record.
-  std::size_t read_available(boost::asio::mutable_buffer buffer);
+  // nothing has, or when what has is not a whole record yet. Saves an asynchronous read (a trip
+  // through the scheduler) per request: a request usually arrives whole, in one record. An error
+  // (a bad record, the peer's close_notify or alert) returns 0 and sets `ec`; OpenSSL keeps it,
+  // so the next read meets it again.
+  std::size_t read_available(boost::asio::mutable_buffer buffer, boost::system::error_code& ec);
 
   // Encrypts up to 64 KiB of `buffers` (a header and a body: coalesced so that they leave in one
   // TLS record and one send where they fit) and sends it all.
