@@ -372,6 +372,25 @@ TEST_CASE("warnings are single printable lines of at most 120 characters", "[eng
   for (char c : d.warnings[0]) CHECK((c >= 0x20 && c < 0x7f));
 }
 
+namespace {
+
+// `pod` in a CREATE review for team-a, decoded from its text as the server decodes it.
+core::admission_request decoded_create(const json& pod) {
+  const json review = {{"apiVersion", "admission.k8s.io/v1"},
+                       {"kind", "AdmissionReview"},
+                       {"request",
+                        {{"uid", "u-1"},
+                         {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+                         {"operation", "CREATE"},
+                         {"namespace", "team-a"},
+                         {"object", pod}}}};
+  auto request = core::decode_review(review.dump());
+  REQUIRE(request.ok());
+  return std::move(*request);
+}
+
+}  // namespace
+
 // decode_review builds only the parts of the pod the engine reads (pod_fields_read); if a
 // reader of another field were added without listing it, this would catch the difference.
 TEST_CASE("a review decoded from text gets the same decision as its whole pod",
@@ -390,18 +409,9 @@ TEST_CASE("a review decoded from text gets the same decision as its whole pod",
   const auto owners = test::owner_file_at("tests/fixtures/owners/ds-job-jobset.yaml");
   for (const auto& [name, pod] : pods) {
     INFO("pod " << name);
-    const json review = {{"apiVersion", "admission.k8s.io/v1"},
-                         {"kind", "AdmissionReview"},
-                         {"request",
-                          {{"uid", "u-1"},
-                           {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-                           {"operation", "CREATE"},
-                           {"namespace", "team-a"},
-                           {"object", pod}}}};
-    const auto request = core::decode_review(review.dump());
-    REQUIRE(request.ok());
+    const auto request = decoded_create(pod);
     // The launcher's layout is its JobSet's: read from the file, as from the API.
-    const auto from_text = test::decide_with(request->pod(), owners);
+    const auto from_text = test::decide_with(request.pod(), owners);
     const auto whole = test::decide_with(pod, owners);
     CHECK(from_text.allowed == whole.allowed);
     CHECK(from_text.policy == whole.policy);
@@ -428,17 +438,8 @@ TEST_CASE("a pod whose metadata or containers have the wrong shape gets the same
         std::pair{"containers as an object", containers_object},
         std::pair{"a container that is a string", container_not_object}}) {
     INFO(what);
-    const json review = {{"apiVersion", "admission.k8s.io/v1"},
-                         {"kind", "AdmissionReview"},
-                         {"request",
-                          {{"uid", "u-1"},
-                           {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-                           {"operation", "CREATE"},
-                           {"namespace", "team-a"},
-                           {"object", shaped}}}};
-    const auto request = core::decode_review(review.dump());
-    REQUIRE(request.ok());
-    const auto from_text = core::mutate(*request, test::shipped_policies());
+    const auto request = decoded_create(shaped);
+    const auto from_text = core::mutate(request, test::shipped_policies());
     const auto whole = core::mutate_pod(shaped, test::shipped_policies());
     CHECK(from_text.allowed == whole.allowed);
     CHECK(from_text.patch() == whole.patch());
