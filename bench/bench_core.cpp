@@ -15,6 +15,7 @@
 #include "synthetic_policies.hpp"
 #include "trainenv/core/diff.hpp"
 #include "trainenv/core/engine.hpp"
+#include "trainenv/core/pod_shape.hpp"
 #include "trainenv/core/topology.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
 
@@ -69,8 +70,9 @@ const core::policy& torch() {
 core::topology topology_of(const core::pod_view& pod) {
   core::topology_sources sources;
   sources.kinds = &shipped().owner_kinds();
-  return core::resolve_topology(pod, torch(), pod.target_container(torch().container).value(),
-                                sources)
+  return core::resolve_topology(
+             pod, torch(), core::choose_container(pod, torch(), shipped().sidecars()).index.value(),
+             sources)
       .value();
 }
 

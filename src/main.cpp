@@ -132,6 +132,7 @@ int run_serve(const std::vector<std::string>& args) {
     return exit_violation;
   }
   state.owners.budget = config.lookup_timeout;
+  state.cluster_domain = config.cluster_domain;
   if (!config.owners.empty()) {
     auto owners = read_owners(config.owners);
     if (!owners) {
@@ -266,7 +267,9 @@ int run_job_preview(const inputs::preview_config& config, const core::policy_set
   const auto given =
       server::run_to_end(ioc, server::fetch_objects(core::job_needs(*job), policies, lookup));
   lookup.cache.reset();  // its pooled connections are sockets of `ioc`
-  auto preview = core::preview_job(*job, given, policies);
+  core::mutate_options options;
+  options.cluster_domain = config.cluster_domain;
+  auto preview = core::preview_job(*job, given, policies, core::max_preview_pods, options);
   if (!preview) {
     std::cerr << preview.message() << "\n";
     return exit_usage;
@@ -312,7 +315,7 @@ int run_preview(const std::vector<std::string>& args) {
   }
   // The server's own driver over the pod's owners; a review of anything but a pod CREATE is
   // answered without any.
-  const core::mutate_options options{config.policy};
+  const core::mutate_options options{config.policy, config.cluster_domain};
   const core::pod_view pod(input->pod);
   auto d = input->decides_pod()
                ? server::run_to_end(ioc, server::decide_with_owners(pod, *loaded.policies, options,

@@ -1,6 +1,7 @@
 #include "trainenv/core/controllers.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "trainenv/core/json_access.hpp"
 #include "trainenv/core/keys.hpp"
@@ -59,6 +60,21 @@ class uid_source {
   int count_ = 0;
 };
 
+// A headless Service whose name is the pods' subdomain: the one that gives them DNS names.
+json headless_service(const std::string& name,
+                      const std::pair<std::string_view, std::string>& selector, const json& owner) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", text_at(owner, {"metadata", "namespace"})},
+            {"ownerReferences", json::array({controller_ref(owner)})}}},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", true},
+            {"selector", {{std::string(selector.first), selector.second}}}}}};
+}
+
 struct builder {
   created_job& out;
   uid_source& uids;
@@ -75,7 +91,7 @@ struct builder {
   // The Job controller (pkg/controller/job): min(parallelism, completions) pods run at once; an
   // Indexed Job's pod carries its completion index (annotation and label) and the hostname
   // <job>-<index>; every pod carries the Job's labels and a controller reference.
-  result<bool> job_pods(const json& job, const std::string& role) {
+  result<bool> job_pods(const json& job, const std::string& role, bool prerequisite = false) {
     const auto* labels = find_path(job, {"metadata", "labels"});
     const auto* step = labels != nullptr ? string_member(*labels, keys::ancestor_step) : nullptr;
     // Read only through member(): a const json's operator[] on a missing key is undefined.
@@ -114,7 +130,7 @@ struct builder {
       pod["metadata"] = std::move(metadata);
       pod["spec"] = std::move(pod_spec);
       out.pods.push_back({generate.substr(0, generate.size() - 1), role,
-                          step != nullptr ? *step : std::string(), std::move(pod)});
+                          step != nullptr ? *step : std::string(), prerequisite, std::move(pod)});
     }
     return true;
   }
@@ -137,11 +153,33 @@ struct builder {
     const auto* jobs = find_path(js, {"spec", "replicatedJobs"});
     if (jobs == nullptr || !jobs->is_array())
       return error{"trainenv: JobSet " + name + " has no spec.replicatedJobs"};
+    // createHeadlessSvcIfNecessary: with DNS hostnames, a headless Service named the subdomain.
+    if (dns) out.objects.push_back(headless_service(subdomain, {keys::jobset_name, name}, js));
     std::int64_t global_replicas = 0;
     for (const auto& rj : *jobs) global_replicas += int_at(rj, {"replicas"}).value_or(1);
+    // CoordinatorEndpoint: written on every Job and pod template when the JobSet names one.
+    std::string coordinator;
+    if (const auto* c = find_path(js, {"spec", "coordinator"}); c != nullptr && c->is_object()) {
+      coordinator = name + "-" + text_at(*c, {"replicatedJob"}) + "-" +
+                    std::to_string(int_at(*c, {"jobIndex"}).value_or(0)) + "-" +
+                    std::to_string(int_at(*c, {"podIndex"}).value_or(0)) + "." + subdomain;
+    }
+    // dependsOn: a replicatedJob another waits for until it is Complete runs first, to the end.
+    std::set<std::string> prerequisites;
+    for (const auto& rj : *jobs) {
+      const auto* depends_on = member(rj, "dependsOn");
+      if (depends_on == nullptr || !depends_on->is_array()) continue;
+      for (const auto& d : *depends_on) {
+        if (text_at(d, {"status"}) == "Complete") prerequisites.insert(text_at(d, {"name"}));
+      }
+    }
     std::int64_t global_index = 0;
     for (const auto& rj : *jobs) {
       const auto rj_name = text_at(rj, {"name"});
+      if (rj_name == launcher_role &&
+          text_at(rj, {"template", "spec", "template", "metadata", "annotations",
+                       std::string(keys::run_launcher_as_node).c_str()}) == "true")
+        out.launcher_is_node = true;
       if (rj_name.empty())
         return error{"trainenv: JobSet " + name + " has a nameless replicatedJob"};
       const auto replicas = int_at(rj, {"replicas"}).value_or(1);
@@ -170,6 +208,10 @@ struct builder {
             object_member(*target, "labels")[k] = v;
             object_member(*target, "annotations")[k] = v;
           }
+          if (!coordinator.empty()) {
+            object_member(*target, "labels")[std::string(keys::coordinator)] = coordinator;
+            object_member(*target, "annotations")[std::string(keys::coordinator)] = coordinator;
+          }
         }
         if (dns) object_member(pod_template, "spec")["subdomain"] = subdomain;
         const std::string job_name = name + "-" + rj_name + "-" + std::to_string(j);
@@ -180,7 +222,7 @@ struct builder {
         job["metadata"] = std::move(metadata);
         job["spec"] = std::move(spec);
         out.objects.push_back(job);
-        if (auto ok = job_pods(job, rj_name); !ok) return ok;
+        if (auto ok = job_pods(job, rj_name, prerequisites.count(rj_name) != 0); !ok) return ok;
       }
     }
     return true;
@@ -202,6 +244,8 @@ struct builder {
       out.notes.push_back("Volcano Job " + name +
                           " has no svc plugin: its pods have no "
                           "DNS names");
+    // The svc plugin's headless Service, named the job.
+    if (svc) out.objects.push_back(headless_service(name, {keys::volcano_job, name}, vj));
     const auto* tasks = find_path(vj, {"spec", "tasks"});
     if (tasks == nullptr || !tasks->is_array() || tasks->empty())
       return error{"trainenv: Volcano Job " + name + " has no spec.tasks"};
@@ -234,6 +278,7 @@ struct builder {
             {pod_name,
              task_name,
              std::string(),
+             false,
              {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", spec}}});
       }
     }
@@ -374,12 +419,22 @@ class trainer_plugins {
     spec["completions"] = count;
     json* c = node_container(rj);
     if (c == nullptr || !(trainer || (launcher_node() && mpi_node))) return;
+    // builder.go: the image, command and args go to the trainer's Job only; a node Job beside a
+    // launcher that is a node gets the env and resources, and keeps its own command (sshd).
     for (const auto* key : {"image", "command", "args"})
-      if (trainer_.contains(key)) (*c)[key] = trainer_[key];
+      if (trainer && trainer_.contains(key)) (*c)[key] = trainer_[key];
     if (const auto* resources = member(trainer_, "resourcesPerNode"); resources != nullptr)
       (*c)["resources"] = *resources;
     for (const auto& e : trainer_.value("env", json::array()))
       upsert_env(*c, e.value("name", ""), e);
+  }
+
+  // torch.go: the TrainJob's numProcPerNode, else "auto" on a node with GPUs, else its CPUs
+  // (max(1, ceil(cpu)), requests before limits) from the node's resources.
+  [[nodiscard]] std::string torch_nproc(const json& container) const {
+    if (const auto n = int_at(trainer_, {"numProcPerNode"})) return std::to_string(*n);
+    auto resolved = resolve_nproc(nproc_setting{}, container);
+    return resolved ? resolved->text() : std::string("auto");
   }
 
   // The GPUs of one node, for the plugins' rules: the TrainJob's resourcesPerNode, else the
@@ -402,9 +457,8 @@ class trainer_plugins {
     const auto count = rj["template"]["spec"]["parallelism"].get<std::int64_t>();
     const std::string master = name_ + "-node-0-0." + name_;
     if (ml_policy_.contains("torch")) {
-      const auto n = int_at(trainer_, {"numProcPerNode"});
       upsert_env(*c, "PET_NNODES", value_env(std::to_string(count)));
-      upsert_env(*c, "PET_NPROC_PER_NODE", value_env(n ? std::to_string(*n) : "auto"));
+      upsert_env(*c, "PET_NPROC_PER_NODE", value_env(torch_nproc(*c)));
       upsert_env(*c, "PET_NODE_RANK", index_env());
       if (c->value("command", json()) != json::array({"tune", "run"})) {
         upsert_env(*c, "PET_MASTER_ADDR", value_env(master));

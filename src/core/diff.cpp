@@ -268,6 +268,34 @@ void diff_annotations(const pod_view& pod, const json& wanted, patch_builder& pa
   patch.add_members("/metadata/annotations", existing.kind() == string_map::shape::object, added);
 }
 
+// The search domains the pod lacks, added to what it lists (docs/contract.md §3, Hydra): the whole
+// dnsConfig when it has none, its searches when it has no list, else each one appended.
+void diff_dns_searches(const json& spec, const std::vector<std::string>& wanted,
+                       patch_builder& patch, decision& d) {
+  const auto* dns = member(spec, "dnsConfig");
+  const auto* existing = dns != nullptr ? member(*dns, "searches") : nullptr;
+  std::vector<json> added;
+  for (const auto& domain : wanted) {
+    const bool listed =
+        existing != nullptr && existing->is_array() &&
+        std::any_of(existing->begin(), existing->end(), [&](const json& s) { return s == domain; });
+    const bool repeated =
+        std::any_of(added.begin(), added.end(), [&](const json& s) { return s == domain; });
+    if (listed || repeated) continue;
+    added.emplace_back(domain);
+    d.injected.dns_searches.push_back(domain);
+  }
+  if (added.empty()) return;
+  if (dns == nullptr || dns->is_null()) {
+    patch.add("/spec/dnsConfig", json{{"searches", added}});
+    return;
+  }
+  std::vector<const json*> items;
+  items.reserve(added.size());
+  for (const auto& s : added) items.push_back(&s);
+  patch.append(*dns, "/spec/dnsConfig", "searches", items);
+}
+
 }  // namespace
 
 std::string make_warning(std::string text) {
@@ -316,6 +344,7 @@ decision build_patch(const pod_view& pod, const wants& want, const std::string& 
         return "trainenv: kept user-set volume " + name;
       },
       [&](const json& w) { d.injected.volumes.push_back(name_of(w)); }, patch, d.warnings);
+  diff_dns_searches(spec, want.dns_searches, patch, d);
   diff_annotations(pod, want.annotations, patch, d);
   d.patch_ops = patch.size();
   d.patch_text = patch.take();

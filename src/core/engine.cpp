@@ -74,6 +74,64 @@ void add_disagreements(const pod_view& pod, const owner_counts& owners, const to
   }
 }
 
+// What would make an owner lookup that failed unnecessary (docs/contract.md §6): the count
+// annotations, unless what the pod needs is its MPI workers' names or the layout's names, which
+// no annotation gives.
+std::string what_avoids_lookup(const pod_view& view, const policy& p, const topology& alone,
+                               std::uint32_t used) {
+  const auto open = alone.owner_open & used;
+  if (p.hostfile && alone.role == launcher_role && (open & variable_bit(variable::host)) != 0) {
+    return "no annotation avoids this lookup: the launcher's hostfile names its workers, which "
+           "only the owner can tell";
+  }
+  const bool counts_given = view.annotation(keys::replicas) != nullptr;
+  if (counts_given && (open & naming_variables) != 0) {
+    return "no annotation avoids this lookup: the pods' DNS names come from the owner";
+  }
+  return "set annotation " + std::string(keys::num_nodes) + " (or " + std::string(keys::replicas) +
+         ") on the pod template to skip the lookup";
+}
+
+// The pod's index in its role, when the layout it was placed in is the job's (not a placeholder for
+// owners that were not read) and counts it.
+std::optional<std::int64_t> placed_index(const topology& t) {
+  if (!t.counts_known || !t.index || *t.index >= t.layout.roles[t.role_at].pods)
+    return std::nullopt;
+  return t.index;
+}
+
+// The pod checks itself against its layout (docs/contract.md §2.2): its own hostname.subdomain,
+// as its controller set them, must be the name the layout gives its place, and the coordinator
+// JobSet names on every pod must be the layout's master. A disagreement means trainenv's rule for
+// this owner is wrong: denied loudly (500), never a silently wrong address. Bare pods and worlds
+// of one pod are not checked, nor pods whose policy names no pod.
+std::optional<error> check_own_name(const pod_view& view, const policy& p, const topology& t) {
+  if (!has_controller(view) || t.layout.node_count() <= 1) return std::nullopt;
+  if ((p.variables_used_for(t.role, t.training_role) & naming_variables) == 0) return std::nullopt;
+  const auto report = [&](const std::string& what) {
+    return error{"trainenv: " + what + ": trainenv's naming rule for " + t.layout.naming_kind +
+                     " is wrong here; a retry will not help, report it",
+                 500};
+  };
+  if (const auto index = placed_index(t); !t.own_name.empty() && index) {
+    if (auto expected = t.layout.dns_name(t.role_at, *index); expected && *expected != t.own_name) {
+      return report("this pod is named " + t.own_name + " (spec.hostname.spec.subdomain), but " +
+                    t.layout.source + " gives role " + quote(t.role) + " index " +
+                    std::to_string(*index) + " the name " + *expected);
+    }
+  }
+  // JobSet writes the coordinator's endpoint with its own subdomain even when DNS hostnames are
+  // off and no Service gives it a name: only then is its label not the name to check.
+  if (const auto* declared = view.label(keys::coordinator);
+      declared != nullptr && t.layout.coordinator && t.layout.templates_only.empty()) {
+    if (auto master = t.layout.master(); master && *master != *declared) {
+      return report("the coordinator is " + std::string(*declared) + " (label " +
+                    std::string(keys::coordinator) + "), but trainenv names it " + *master);
+    }
+  }
+  return std::nullopt;
+}
+
 // The pod's place in its job, and the owner that gave its layout if one was read.
 struct placement {
   result<topology> topo;
@@ -85,11 +143,12 @@ struct placement {
 // (read to recognise the pod, or cached) is always used.
 owner_step<placement> place(const pod_view& view, const policy& p, std::size_t target,
                             const owner_values& owners, const owner_kind_set& kinds,
-                            const trainer_settings* trainer) {
+                            const trainer_settings* trainer, const mutate_options& options) {
   topology_sources src;
   src.kinds = &kinds;
   src.trainer = trainer;
   src.has_owner = has_controller(view);
+  src.cluster_domain = options.cluster_domain;
   if (!src.has_owner || !uses_counts(p))
     return placement{resolve_topology(view, p, target, src), std::nullopt};
 
@@ -110,12 +169,10 @@ owner_step<placement> place(const pod_view& view, const policy& p, std::size_t t
   if (const auto* ref = needed(found)) return *ref;
   if (read != nullptr && !*read) {
     // Sizing fails closed: a silently wrong count is worse than a retried pod creation.
-    return placement{
-        error{"trainenv: cannot read the pod counts: " + read->message() + "; set annotation " +
-                  std::string(keys::num_nodes) + " (or " + std::string(keys::replicas) +
-                  ") on the pod template to skip the lookup",
-              read->code()},
-        std::nullopt};
+    return placement{error{"trainenv: cannot read the pod counts: " + read->message() + "; " +
+                               what_avoids_lookup(view, p, *alone, used),
+                           read->code()},
+                     std::nullopt};
   }
   return placement{std::move(alone), std::nullopt};  // no owner after all: its own answer
 }
@@ -178,23 +235,29 @@ owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
   const policy& p = *selected.chosen;
 
   std::size_t target = 0;
-  if (auto problem = check_pod_shape(view, p, target); !problem.empty())
+  std::string target_warning;
+  if (auto problem = check_pod_shape(view, p, policies.sidecars(), target, target_warning);
+      !problem.empty())
     return deny(std::move(problem), p.name);
 
-  const auto placed = place(view, p, target, owners, kinds, trainer ? &*trainer : nullptr);
+  const auto placed = place(view, p, target, owners, kinds, trainer ? &*trainer : nullptr, options);
   if (const auto* ref = needed(placed)) return *ref;
   const auto& [topo, layout_owner] = std::get<placement>(placed);
   if (!topo) return deny(error{topo.message(), topo.code()}, p.name);
+  if (auto wrong = check_own_name(view, p, *topo)) return deny(*wrong, p.name);
   auto want = render(p, *topo, view);
-  if (!want) return deny(want.message(), p.name);
-  if (!want->applies) {
+  if (want && !want->applies) {
     return pass("policy " + quote(p.name) + " does not apply: its condition " +
                 quote(p.when_source) + " is false");
   }
-  // A layout with nothing to train on cannot be named (no master): said, never guessed.
+  // A layout with nothing to train on cannot be named (no master): said, never guessed, and said
+  // before whatever a policy item could not render for want of a node.
   if (topo->counts_known && !topo->layout.no_nodes.empty() && uses_counts(p))
     return deny(topo->layout.no_nodes, p.name);
+  if (!want) return deny(want.message(), p.name);
   auto d = build_patch(view, *want, p.name);
+  for (const auto& note : topo->notes) d.warnings.push_back(make_warning(note));
+  if (!target_warning.empty()) d.warnings.push_back(make_warning(target_warning));
   d.sources = topo->sources;
   if (trainer) {
     const auto& value = trainer->framework ? trainer->framework : trainer->ml_policy;
@@ -205,6 +268,12 @@ owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
     }
   }
   if (layout_owner) add_disagreements(view, *layout_owner, *topo, d);
+  const auto& layout = topo->layout;
+  if (const auto index = placed_index(*topo)) {
+    if (auto name = layout.dns_name(topo->role_at, *index)) d.layout_name = std::move(*name);
+  }
+  for (const auto r : layout.nodes) d.world_roles.push_back(layout.roles[r].name);
+  d.world_of_workers = p.every_role_trains;
   return d;
 }
 

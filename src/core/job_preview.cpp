@@ -8,6 +8,7 @@
 #include "trainenv/core/json_access.hpp"
 #include "trainenv/core/keys.hpp"
 #include "trainenv/core/names.hpp"
+#include "trainenv/core/pod_shape.hpp"
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/render.hpp"
 #include "trainenv/core/topology.hpp"
@@ -141,9 +142,10 @@ std::optional<std::string> hostfile_text(const pod_view& pod, const json& contai
 
 // What the pod was told, by meaning: the policy's env items whose templates are one of the
 // layout's values, read back from the pod's final env.
-void read_values(previewed_pod& p, const policy& pol, const std::vector<json>& objects) {
+void read_values(previewed_pod& p, const policy& pol, const std::vector<std::string>& sidecars,
+                 const std::vector<json>& objects) {
   const pod_view view(p.admitted);
-  const auto target = view.target_container(pol.container);
+  const auto target = choose_container(view, pol, sidecars).index;
   if (!target) return;
   const auto& container = (*view.containers())[*target];
   const auto env = final_env(view, container);
@@ -248,15 +250,16 @@ std::size_t check_ranks(const std::vector<previewed_pod>& pods, const std::strin
   return count;
 }
 
-// The master is node rank 0 (RANK 0 where a policy tells no node rank), by its own DNS name.
-void check_master(const std::vector<previewed_pod>& pods, bool node_ranks,
+// The master is node rank 0 (RANK 0 where a policy tells no node rank), by its own DNS name; a
+// world of one pod may call it localhost.
+void check_master(const std::vector<previewed_pod>& pods, bool node_ranks, std::size_t world,
                   std::vector<job_problem>& problems) {
   const previewed_pod* first = nullptr;
   for (const auto& p : pods) {
     if ((node_ranks ? p.node_rank : p.rank) == 0) first = &p;
   }
   for (const auto& p : pods) {
-    if (!p.master) continue;
+    if (!p.master || (world == 1 && *p.master == "localhost")) continue;
     if (first == nullptr) {
       problems.push_back(
           {"the master address is " + *p.master + ", but no pod has rank 0", {p.created.name}});
@@ -273,17 +276,28 @@ void check_master(const std::vector<previewed_pod>& pods, bool node_ranks,
   }
 }
 
-// The hostfile lists the workers, each once: every pod but the launcher (and it too, when the
-// runtime runs it as a node), none of Trainer's initializers.
+// Whether a pod is one of an MPI job's workers (docs/contract.md §2.2), from what its controllers
+// made of it: for a TrainJob the node role (and the launcher run as a node), as Trainer's MPI
+// plugin picks them; else every pod but the launcher (unless it runs as a node), an
+// initializer, a prerequisite that completes first and a pod that opts out.
+bool is_worker(const created_job& job, const created_pod& c) {
+  const bool launcher = c.role == launcher_role;
+  if (launcher) return job.launcher_is_node;
+  if (job.kind == "TrainJob") return c.role == "node";
+  if (!c.step.empty() && c.step != "trainer") return false;
+  if (c.prerequisite) return false;
+  const pod_view view(c.pod);
+  const auto* inject = view.annotation(keys::inject);
+  return inject == nullptr || *inject != "false";
+}
+
+// The hostfile lists the workers, each once.
 void check_hostfiles(const created_job& job, const std::vector<previewed_pod>& pods,
                      std::vector<job_problem>& problems) {
   std::set<std::string> expected;
   std::vector<const previewed_pod*> workers;
   for (const auto& p : pods) {
-    const bool launcher = p.created.role == launcher_role;
-    if ((launcher && !job.launcher_is_node) ||
-        (!p.created.step.empty() && p.created.step != "trainer"))
-      continue;
+    if (!is_worker(job, p.created)) continue;
     workers.push_back(&p);
     expected.insert(p.dns_name);
   }
@@ -315,6 +329,36 @@ void check_hostfiles(const created_job& job, const std::vector<previewed_pod>& p
   }
 }
 
+// Every pod is named what its layout calls it, and every pod its world counts is a training pod
+// (an MPI job's workers need not be): a layout trainenv got wrong shows here, not at rendezvous.
+void check_world(const std::vector<previewed_pod>& pods, std::vector<job_problem>& problems) {
+  std::set<std::string> world;
+  bool workers = false;
+  for (const auto& p : pods) {
+    if (p.d.allowed && !p.d.layout_name.empty() && !p.dns_name.empty() &&
+        p.d.layout_name != p.dns_name) {
+      problems.push_back({"pod " + p.created.name + " is named " + p.dns_name +
+                              ", but its layout calls it " + p.d.layout_name,
+                          {p.created.name}});
+    }
+    if (!p.d.policy.empty() && world.empty()) {
+      world.insert(p.d.world_roles.begin(), p.d.world_roles.end());
+      workers = p.d.world_of_workers;
+    }
+  }
+  if (workers) return;
+  std::vector<std::string> unmutated;
+  for (const auto& p : pods) {
+    if (world.count(p.created.role) != 0 && p.d.allowed && p.d.policy.empty())
+      unmutated.push_back(p.created.name);
+  }
+  if (!unmutated.empty()) {
+    problems.push_back({"the world counts " + std::to_string(unmutated.size()) +
+                            " pod(s) that are not training pods (they pass unchanged)",
+                        unmutated});
+  }
+}
+
 }  // namespace
 
 std::vector<job_problem> check_job(const created_job& job, std::vector<previewed_pod>& pods,
@@ -323,7 +367,7 @@ std::vector<job_problem> check_job(const created_job& job, std::vector<previewed
   for (auto& p : pods) {
     if (!p.d.allowed) problems.push_back({"denied: " + p.d.message, {p.created.name}});
     if (const auto* pol = policies.by_name(p.d.policy); pol != nullptr && p.d.allowed)
-      read_values(p, *pol, job.objects);
+      read_values(p, *pol, policies.sidecars(), job.objects);
   }
   // The ranks: 0..N-1, each once; the node rank over the nodes, RANK over the training pods.
   const auto nodes = check_ranks(
@@ -354,13 +398,15 @@ std::vector<job_problem> check_job(const created_job& job, std::vector<previewed
       break;
     }
   }
-  check_master(pods, nodes > 0, problems);
+  check_master(pods, nodes > 0, nodes > 0 ? nodes : ranked, problems);
   check_hostfiles(job, pods, problems);
+  check_world(pods, problems);
   return problems;
 }
 
 result<job_preview> preview_job(const json& job, const std::vector<json>& given,
-                                const policy_set& policies, std::size_t max_pods) {
+                                const policy_set& policies, std::size_t max_pods,
+                                const mutate_options& options) {
   try {
     auto created = create_job(job, given, max_pods);
     if (!created) return std::move(created).take_error();
@@ -376,13 +422,14 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
       shared.push_back(std::make_shared<const owner_object>(object));
     for (auto& c : out.job.pods) {
       previewed_pod p;
-      p.d = decide(pod_view(c.pod), policies, {}, [&](const owner_ref& ref, owner_values& owners) {
-        if (const auto* object = find_object(objects, ref)) {
-          owners.add(ref, shared[static_cast<std::size_t>(object - objects.data())]);
-        } else {
-          owners.add_failure(ref, lookup_failure::not_found, "not part of the previewed job");
-        }
-      });
+      p.d = decide(
+          pod_view(c.pod), policies, options, [&](const owner_ref& ref, owner_values& owners) {
+            if (const auto* object = find_object(objects, ref)) {
+              owners.add(ref, shared[static_cast<std::size_t>(object - objects.data())]);
+            } else {
+              owners.add_failure(ref, lookup_failure::not_found, "not part of the previewed job");
+            }
+          });
       p.admitted = p.d.allowed && p.d.mutated() ? c.pod.patch(p.d.patch()) : c.pod;
       const pod_view view(p.admitted);
       if (view.hostname() != nullptr && view.subdomain() != nullptr)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "trainenv/core/json_access.hpp"
 #include "trainenv/core/keys.hpp"
 
 namespace trainenv::core {
@@ -55,12 +56,20 @@ std::int64_t job_layout::training_pods() const {
 }
 
 std::optional<std::int64_t> job_layout::node_rank(std::size_t role, std::int64_t position) const {
-  std::int64_t before = 0;
-  for (const auto r : nodes) {
-    if (r == role) return before + position;
-    before += roles[r].pods;
-  }
-  return std::nullopt;
+  // In node order, before the coordinator moves to the front.
+  const auto in_order = [this](std::size_t r, std::int64_t at) -> std::optional<std::int64_t> {
+    std::int64_t before = 0;
+    for (const auto n : nodes) {
+      if (n == r) return before + at;
+      before += roles[n].pods;
+    }
+    return std::nullopt;
+  };
+  const auto rank = in_order(role, position);
+  if (!rank || !coordinator) return rank;
+  if (coordinator->first == role && coordinator->second == position) return 0;
+  const auto moved = in_order(coordinator->first, coordinator->second);
+  return moved && *rank < *moved ? *rank + 1 : *rank;
 }
 
 std::string host_group::name(std::int64_t position) const {
@@ -69,8 +78,40 @@ std::string host_group::name(std::int64_t position) const {
          std::to_string(position % per_job) + suffix;
 }
 
-result<host_group> job_layout::names_of(std::size_t role) const {
+namespace {
+
+const std::string& template_subdomain(const layout_role& r) {
+  static const std::string none;
+  const auto* spec = r.pod_template != nullptr ? member(*r.pod_template, "spec") : nullptr;
+  const auto* subdomain = spec != nullptr ? string_member(*spec, "subdomain") : nullptr;
+  return subdomain != nullptr ? *subdomain : none;
+}
+
+}  // namespace
+
+result<std::string> job_layout::subdomain_of(std::size_t role) const {
   if (naming == nullptr || !unnamed.empty()) return error{unnamed};
+  const auto& r = roles[role];
+  const auto& own = template_subdomain(r);
+  if (!templates_only.empty()) {
+    if (!own.empty()) return own;
+    return error{"trainenv: the pods of role " + quote(r.name) + " of " + naming_kind + " " + job +
+                 " have no DNS names: " + templates_only + ", and the role's pod template sets " +
+                 "no spec.subdomain; set one, with a headless Service of that name"};
+  }
+  if (template_first && !own.empty()) return own;
+  if (!subdomain.empty()) return subdomain;
+  if (!own.empty()) return own;
+  return error{
+      "trainenv: the pods of " + naming_kind + " " + job +
+      " have no DNS names: it sets no subdomain" +
+      (naming->subdomain.empty() ? std::string() : " (" + path_text(naming->subdomain) + ")") +
+      "; set one, with a headless Service of that name"};
+}
+
+result<host_group> job_layout::names_of(std::size_t role) const {
+  auto domain = subdomain_of(role);
+  if (!domain) return std::move(domain).take_error();
   const auto& r = roles[role];
   variable_values values;
   values.set(variable::job, job);
@@ -89,12 +130,11 @@ result<host_group> job_layout::names_of(std::size_t role) const {
     group.middle = marked->substr(first + 1, second - first - 1);
   }
   group.pods_per_job = group.jobs ? r.pods_per_job() : r.pods;
-  group.suffix = "." + subdomain;
+  group.suffix = "." + *domain;
   return group;
 }
 
 result<std::string> job_layout::dns_name(std::size_t role, std::int64_t position) const {
-  if (self && self->first == role && self->second == position) return self_name;
   auto group = names_of(role);
   if (!group) return std::move(group).take_error();
   const auto& r = roles[role];
@@ -106,15 +146,34 @@ result<std::string> job_layout::dns_name(std::size_t role, std::int64_t position
 }
 
 result<std::string> job_layout::master() const {
+  auto name = [this]() -> result<std::string> {
+    if (coordinator) return dns_name(coordinator->first, coordinator->second);
+    for (const auto r : nodes) {
+      if (roles[r].pods > 0) return dns_name(r, 0);
+    }
+    return error{no_nodes};
+  }();
+  // A world of one pod needs no name: it rendezvous with itself.
+  if (!name && node_count() == 1) return std::string("localhost");
+  return name;
+}
+
+result<std::string> job_layout::launcher_subdomain() const {
+  if (const auto launcher = index_of(launcher_role)) return subdomain_of(*launcher);
+  if (coordinator) return subdomain_of(coordinator->first);
   for (const auto r : nodes) {
-    if (roles[r].pods > 0) return dns_name(r, 0);
+    if (roles[r].pods > 0) return subdomain_of(r);
   }
   return error{no_nodes};
 }
 
 result<std::vector<host_group>> job_layout::host_groups() const {
+  std::vector<std::size_t> in_owner_order = nodes;
+  std::stable_sort(
+      in_owner_order.begin(), in_owner_order.end(),
+      [this](std::size_t a, std::size_t b) { return roles[a].owner_order < roles[b].owner_order; });
   std::vector<host_group> groups;
-  for (const auto r : nodes) {
+  for (const auto r : in_owner_order) {
     const auto& role = roles[r];
     if (role.pods == 0) continue;
     auto group = names_of(r);
@@ -128,22 +187,72 @@ result<std::vector<host_group>> job_layout::host_groups() const {
   return groups;
 }
 
-void settle_roles(job_layout& layout, const policy& p, bool read_from_owner) {
+namespace {
+
+// Why a role is out of the world whatever the policy (docs/contract.md §2.2); empty when it is
+// not.
+std::string outside_reason(const layout_role& r) {
+  if (!r.step.empty() && r.step != "trainer")
+    return "its templates are step " + quote(r.step) + " (label " +
+           std::string(keys::ancestor_step) + ")";
+  if (r.opted_out)
+    return "its pod template opts out (annotation " + std::string(keys::inject) + ": \"false\")";
+  if (!r.completes_before.empty())
+    return "it completes before role " + quote(r.completes_before) +
+           " starts (dependsOn, status Complete)";
+  return {};
+}
+
+// The coordinator's place, when it names a pod of a node role; else why not (a warning).
+void place_coordinator(job_layout& layout, const coordinator_pod& c) {
+  const auto at = layout.index_of(c.role);
+  const std::string named =
+      quote(c.role) + " Job " + std::to_string(c.job_index) + " pod " + std::to_string(c.pod_index);
+  if (!at) {
+    layout.coordinator_note = "trainenv: the coordinator " + named + " is not a role of " +
+                              layout.source + "; the master is the first node";
+    return;
+  }
+  const auto& r = layout.roles[*at];
+  const auto position = c.job_index * r.pods_per_job() + c.pod_index;
+  if (!r.node || c.job_index >= r.jobs || c.pod_index >= r.pods_per_job()) {
+    layout.coordinator_note =
+        "trainenv: the coordinator " + named + " is not in the world (" +
+        (r.outside.empty() ? std::string(r.node ? "no such pod" : "its role does not train")
+                           : r.outside) +
+        "); the master is the first node";
+    return;
+  }
+  layout.coordinator = std::pair(*at, position);
+}
+
+}  // namespace
+
+void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
+                  const std::optional<coordinator_pod>& coordinator) {
   std::stable_sort(layout.roles.begin(), layout.roles.end(),
                    [](const layout_role& a, const layout_role& b) {
                      return order_of(a.name) < order_of(b.name);
                    });
-  bool any_training = false;
+  // The label rule: where some roles carry Trainer's trainer label, the others are side roles.
+  const bool some_labelled =
+      std::any_of(layout.roles.begin(), layout.roles.end(),
+                  [](const layout_role& r) { return r.listed && r.step == "trainer"; });
   for (auto& r : layout.roles) {
-    r.training = r.listed && p.is_training_role(r.name);
-    any_training = any_training || r.training;
-  }
-  if ((!any_training && read_from_owner) || p.every_role_trains) {
-    // A job whose roles the policy does not name (JobSet's `workers`, a `trainer`), or a policy
-    // whose every role trains (MPI's workers): every role trains but the launcher and the roles
-    // Trainer marks as another step (its initializers).
-    for (auto& r : layout.roles) {
-      r.training = r.listed && r.name != launcher_role && (r.step.empty() || r.step == "trainer");
+    r.outside = r.listed ? outside_reason(r) : "trainenv.io/replicas leaves it out";
+    const bool candidate = r.outside.empty() && r.name != launcher_role;
+    if (p.every_role_trains) {
+      // An MPI job's workers need not be training pods themselves: no label rule.
+      r.training = candidate && (!rules.trainer_workers || r.name == "node");
+    } else if (rules.read_from_owner) {
+      if (candidate && some_labelled && r.step.empty()) {
+        r.outside = "its templates do not carry label " + std::string(keys::ancestor_step) +
+                    ": trainer, which other roles' do";
+      }
+      r.training = r.outside.empty() && candidate &&
+                   (!p.strict_training_roles || p.is_training_role(r.name));
+    } else {
+      r.training = candidate && p.is_training_role(r.name);
     }
   }
   layout.nodes.clear();
@@ -151,7 +260,7 @@ void settle_roles(job_layout& layout, const policy& p, bool read_from_owner) {
   for (std::size_t i = 0; i < layout.roles.size(); ++i) {
     auto& r = layout.roles[i];
     r.node = r.training;
-    if (r.name == launcher_role && layout.launcher_is_node) {
+    if (r.name == launcher_role && layout.launcher_is_node && r.listed) {
       r.node = true;
       launcher = i;
     } else if (r.node) {
@@ -166,15 +275,20 @@ void settle_roles(job_layout& layout, const policy& p, bool read_from_owner) {
     }
     std::string trains = p.every_role_trains ? std::string("every role but the launcher") : "";
     for (const auto& r : p.training_roles) trains += (trains.empty() ? "" : ", ") + r;
+    if (!p.strict_training_roles && rules.read_from_owner && !p.every_role_trains)
+      trains = "every role in the world";
     layout.no_nodes = "trainenv: " + layout.source + " runs no pod in a node role (it has " +
                       (roles.empty() ? std::string("no role") : roles) + "; policy " +
                       quote(p.name) + " trains " + trains +
                       "): the job has nothing to train on, and no master";
   }
+  layout.coordinator.reset();
+  layout.coordinator_note.clear();
+  if (coordinator) place_coordinator(layout, *coordinator);
 }
 
 void set_naming(job_layout& layout, const owner_kind& kind, const json* owner, std::string_view job,
-                const std::string_view* pod_subdomain) {
+                const std::string_view* pod_subdomain, bool has_owner) {
   layout.naming_kind = kind.kind;
   layout.job = job;
   if (!kind.naming) {
@@ -184,26 +298,54 @@ void set_naming(job_layout& layout, const owner_kind& kind, const json* owner, s
   }
   layout.naming = &*kind.naming;
   const auto& naming = *kind.naming;
-  const json* subdomain =
-      owner != nullptr && !naming.subdomain.empty() ? find_path(*owner, naming.subdomain) : nullptr;
-  if (subdomain != nullptr && subdomain->is_string() &&
-      !subdomain->get_ref<const std::string&>().empty()) {
-    layout.subdomain = subdomain->get<std::string>();
-  } else if (owner == nullptr && pod_subdomain != nullptr && !pod_subdomain->empty()) {
+  layout.template_first = naming.template_subdomain == pod_naming::template_rule::first;
+  if (owner == nullptr) {
     // Not read: the subdomain the controller wrote into the pod is the job's.
-    layout.subdomain = *pod_subdomain;
-  } else if (naming.subdomain_default) {
+    if (pod_subdomain != nullptr && !pod_subdomain->empty()) {
+      layout.subdomain = *pod_subdomain;
+      layout.template_first = false;
+      return;
+    }
+    // A controller that names pods only when asked to (Volcano's svc plugin) wrote none into
+    // this one: it was not asked. A bare pod has no controller to ask.
+    if (!naming.requires_any.empty() && has_owner) {
+      layout.unnamed = "trainenv: the pod has no spec.subdomain, so its " + kind.kind + " " +
+                       std::string(job) + " names no pod";
+      return;
+    }
+  } else {
+    if (!naming.requires_any.empty() &&
+        std::none_of(naming.requires_any.begin(), naming.requires_any.end(),
+                     [&](const member_path& path) { return find_path(*owner, path) != nullptr; })) {
+      std::string wanted;
+      for (const auto& path : naming.requires_any)
+        wanted += (wanted.empty() ? "" : ", ") + path_text(path);
+      layout.unnamed = "trainenv: the pods of " + kind.kind + " " + std::string(job) +
+                       " have no DNS names: it sets none of " + wanted +
+                       " (the controller names its pods only with one of them)";
+      return;
+    }
+    if (!naming.dns_switch.empty()) {
+      const auto* on = find_path(*owner, naming.dns_switch);
+      if (on != nullptr && on->is_boolean() && !on->get<bool>()) {
+        layout.templates_only = kind.kind + " " + std::string(job) + " sets " +
+                                path_text(naming.dns_switch) + ": false";
+        return;
+      }
+    }
+    const json* subdomain =
+        !naming.subdomain.empty() ? find_path(*owner, naming.subdomain) : nullptr;
+    if (subdomain != nullptr && subdomain->is_string() &&
+        !subdomain->get_ref<const std::string&>().empty()) {
+      layout.subdomain = subdomain->get<std::string>();
+      return;
+    }
+  }
+  if (naming.subdomain_default) {
     variable_values values;
     values.set(variable::job, std::string(job));
     auto rendered = naming.subdomain_default->render(values);
     if (rendered) layout.subdomain = std::move(*rendered);
-  }
-  if (layout.subdomain.empty()) {
-    layout.unnamed =
-        "trainenv: the pods of " + kind.kind + " " + std::string(job) +
-        " have no DNS names: it sets no subdomain" +
-        (naming.subdomain.empty() ? std::string() : " (" + path_text(naming.subdomain) + ")") +
-        "; set one, with a headless Service of that name";
   }
 }
 

@@ -22,6 +22,17 @@ bool is_dns_label(std::string_view s) {
   return std::all_of(s.begin(), s.end(), ok) && s.front() != '-' && s.back() != '-';
 }
 
+bool is_dns_subdomain(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = s.find('.', start);
+    if (!is_dns_label(s.substr(start, dot - start))) return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
 bool is_env_name(std::string_view s) {
   if (s.empty()) return false;
   const auto ok_first = [](char c) {

@@ -82,6 +82,7 @@ owner_step<result<std::optional<owner_counts>>> counts_of(const owner_ref& ref,
   out.kind = &kind;
   out.object = &f->object();
   out.name = ref.name;
+  out.coordinator = read_coordinator(kind, f->object());
   return result<std::optional<owner_counts>>(std::optional<owner_counts>(std::move(out)));
 }
 

@@ -94,6 +94,23 @@ result<role_pods> read_role(const role_layout& layout, const json& entry, std::s
   if (out.step.empty()) {
     if (const auto* step = step_label(out.pod_template)) out.step = *step;
   }
+  if (const auto* metadata =
+          out.pod_template != nullptr ? member(*out.pod_template, "metadata") : nullptr) {
+    const auto* annotations = member(*metadata, "annotations");
+    const auto* inject =
+        annotations != nullptr ? string_member(*annotations, keys::inject) : nullptr;
+    out.opted_out = inject != nullptr && *inject == "false";
+  }
+  if (!layout.depends_on_member.empty()) {
+    const auto* list = member(entry, layout.depends_on_member);
+    if (list != nullptr && list->is_array()) {
+      for (const auto& d : *list) {
+        const auto* name = string_member(d, "name");
+        const auto* status = string_member(d, "status");
+        if (name != nullptr) out.depends_on.emplace_back(*name, status != nullptr ? *status : "");
+      }
+    }
+  }
   return out;
 }
 
@@ -379,7 +396,7 @@ class owner_kind_parser {
     if (spec == nullptr) return take();
     if (!known(*spec, "spec",
                {"apiGroup", "versions", "kind", "resource", "clusterScoped", "roles", "runtimeRef",
-                "framework", "naming", "defaultPolicy", "wiredBy"}))
+                "framework", "naming", "coordinator", "defaultPolicy", "wiredBy"}))
       return take();
     const auto* group = text(*spec, "apiGroup", "spec.apiGroup", true);
     if (failed_) return take();
@@ -426,6 +443,13 @@ class owner_kind_parser {
       if (!parsed) return take();
       out.naming = std::move(*parsed);
     }
+    if (const auto* coordinator = member(*spec, "coordinator")) {
+      if (!out.roles)
+        return fail("spec.coordinator", "needs roles: the coordinator names one of them");
+      auto parsed = parse_coordinator(*coordinator);
+      if (!parsed) return take();
+      out.coordinator = std::move(*parsed);
+    }
     if (const auto* policy = text(*spec, "defaultPolicy", "spec.defaultPolicy", true)) {
       if (!is_dns_label(*policy))
         return fail("spec.defaultPolicy", quote(*policy) + " is not a policy name");
@@ -445,7 +469,7 @@ class owner_kind_parser {
     if (!keep(expect_object(roles, "spec.roles"))) return std::nullopt;
     if (!known(roles, "spec.roles",
                {"own", "list", "map", "name", "replicas", "replicasDefault", "jobSpec",
-                "podTemplate"}))
+                "podTemplate", "dependsOn"}))
       return std::nullopt;
     role_layout out;
     const json* fields = &roles;
@@ -482,6 +506,10 @@ class owner_kind_parser {
         if (!keep(n)) return std::nullopt;
         out.replicas_default = *n;
       }
+      if (const auto* depends_on = text(roles, "dependsOn", "spec.roles.dependsOn", true)) {
+        if (!is_list) return fail_layout("spec.roles.dependsOn", "needs list: it is an entry's");
+        out.depends_on_member = *depends_on;
+      }
     }
     const std::string prefix = fields == &roles ? "spec.roles" : "spec.roles.own";
     if (const auto* job_spec = text(*fields, "jobSpec", prefix + ".jobSpec", true))
@@ -498,7 +526,9 @@ class owner_kind_parser {
   // naming: {hostname, subdomain, subdomainDefault, podLabel} (docs/policies.md, "Owner kinds").
   std::optional<pod_naming> parse_naming(const json& naming) {
     if (!keep(expect_object(naming, "spec.naming"))) return std::nullopt;
-    if (!known(naming, "spec.naming", {"hostname", "subdomain", "subdomainDefault", "podLabel"}))
+    if (!known(naming, "spec.naming",
+               {"hostname", "subdomain", "subdomainDefault", "templateSubdomain", "dnsHostnames",
+                "requiresAny", "podLabel"}))
       return std::nullopt;
     constexpr std::uint32_t naming_variables =
         variable_bit(variable::job) | variable_bit(variable::role) |
@@ -533,8 +563,52 @@ class owner_kind_parser {
       if (!fallback) return std::nullopt;
       out.subdomain_default = std::move(*fallback);
     }
+    if (const auto* rule =
+            text(naming, "templateSubdomain", "spec.naming.templateSubdomain", true)) {
+      if (*rule == "first") {
+        out.template_subdomain = pod_naming::template_rule::first;
+      } else if (*rule == "overridden") {
+        out.template_subdomain = pod_naming::template_rule::overridden;
+      } else {
+        return fail_layout("spec.naming.templateSubdomain",
+                           quote(*rule) +
+                               " is not a rule; write first (the template's own "
+                               "subdomain wins) or overridden (the controller's does)");
+      }
+    }
+    if (const auto* path = text(naming, "dnsHostnames", "spec.naming.dnsHostnames", true))
+      out.dns_switch = split(*path);
+    if (const auto* any = member(naming, "requiresAny")) {
+      if (!any->is_array() || any->empty())
+        return fail_layout("spec.naming.requiresAny",
+                           "must be a non-empty list of member paths, e.g. [spec.plugins.svc]");
+      for (std::size_t i = 0; i < any->size(); ++i) {
+        const auto* path = text(*any, i, "spec.naming.requiresAny[" + std::to_string(i) + "]");
+        if (path == nullptr) return std::nullopt;
+        out.requires_any.push_back(split(*path));
+      }
+    }
     if (const auto* label = text(naming, "podLabel", "spec.naming.podLabel", true))
       out.job_label = *label;
+    if (failed_) return std::nullopt;
+    return out;
+  }
+
+  // coordinator: {at, role, jobIndex, podIndex} (docs/policies.md, "Owner kinds").
+  std::optional<coordinator_rule> parse_coordinator(const json& coordinator) {
+    if (!keep(expect_object(coordinator, "spec.coordinator"))) return std::nullopt;
+    if (!known(coordinator, "spec.coordinator", {"at", "role", "jobIndex", "podIndex"}))
+      return std::nullopt;
+    coordinator_rule out;
+    const auto* at = text(coordinator, "at", "spec.coordinator.at");
+    if (at == nullptr) return std::nullopt;
+    out.at = split(*at);
+    if (const auto* role = text(coordinator, "role", "spec.coordinator.role", true))
+      out.role_member = *role;
+    if (const auto* job = text(coordinator, "jobIndex", "spec.coordinator.jobIndex", true))
+      out.job_index_member = *job;
+    if (const auto* pod = text(coordinator, "podIndex", "spec.coordinator.podIndex", true))
+      out.pod_index_member = *pod;
     if (failed_) return std::nullopt;
     return out;
   }
@@ -560,6 +634,10 @@ class owner_kind_parser {
   const json* object(const json& parent, std::string_view key, const std::string& field) {
     const auto* value = member(parent, key);
     return keep(expect_object(value != nullptr ? *value : json(), field)) ? value : nullptr;
+  }
+  // A non-empty string item of a list.
+  const std::string* text(const json& list, std::size_t i, const std::string& field) {
+    return keep(read_text(list[i], field)) ? &list[i].get_ref<const std::string&>() : nullptr;
   }
   // A non-empty string member; absent is an error unless `optional`.
   const std::string* text(const json& parent, std::string_view key, const std::string& field,
@@ -607,6 +685,22 @@ result<owner_kind> parse_owner_kind(const json& document, std::string_view sourc
   auto kind = owner_kind_parser(source).parse(document);
   if (kind) kind->id = ++readings;
   return kind;
+}
+
+std::optional<coordinator_pod> read_coordinator(const owner_kind& kind, const json& object) {
+  if (!kind.coordinator) return std::nullopt;
+  const auto& rule = *kind.coordinator;
+  const auto* at = find_path(object, rule.at);
+  if (at == nullptr || !at->is_object()) return std::nullopt;
+  const auto* role = string_member(*at, rule.role_member);
+  if (role == nullptr || role->empty()) return std::nullopt;
+  const auto index = [&](const std::string& key) -> std::int64_t {
+    const auto* n = member(*at, key);
+    return n != nullptr && n->is_number_integer()
+               ? std::max<std::int64_t>(n->get<std::int64_t>(), 0)
+               : 0;
+  };
+  return coordinator_pod{*role, index(rule.job_index_member), index(rule.pod_index_member)};
 }
 
 const role_pods* owner_counts::find(std::string_view role) const {

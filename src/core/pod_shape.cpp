@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "trainenv/core/json_access.hpp"
+#include "trainenv/core/keys.hpp"
 
 namespace trainenv::core {
 namespace {
@@ -43,24 +44,126 @@ std::string check_container(const json& container, std::string_view list, std::s
   return {};
 }
 
+const std::string* container_name(const json& container) {
+  return string_member(container, "name");
+}
+
+std::optional<std::size_t> named(const json& containers, std::string_view name) {
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    const auto* n = container_name(containers[i]);
+    if (n != nullptr && *n == name) return i;
+  }
+  return std::nullopt;
+}
+
+bool is_sidecar(const json& container, const std::vector<std::string>& sidecars) {
+  const auto* n = container_name(container);
+  return n != nullptr && std::find(sidecars.begin(), sidecars.end(), *n) != sidecars.end();
+}
+
+// The container holding the most of the policy's variables, on a pod trainenv already mutated:
+// another webhook (a service mesh) may have put its proxy first since. A known sidecar holds them
+// too when the policy writes every container: the others win a tie.
+std::optional<std::size_t> holding_injected(const pod_view& pod, const policy& p,
+                                            const std::vector<std::string>& sidecars) {
+  if (pod.annotation(keys::injected) == nullptr || p.env.empty()) return std::nullopt;
+  const auto& containers = *pod.containers();
+  std::optional<std::size_t> best;
+  std::size_t most = 0;
+  bool best_is_sidecar = false;
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    const auto* env = member(containers[i], "env");
+    if (env == nullptr || !env->is_array()) continue;
+    std::size_t held = 0;
+    for (const auto& e : *env) {
+      const auto* name = string_member(e, "name");
+      if (name == nullptr) continue;
+      held += static_cast<std::size_t>(std::count_if(
+          p.env.begin(), p.env.end(), [&](const env_item& item) { return item.name == *name; }));
+    }
+    const bool sidecar = is_sidecar(containers[i], sidecars);
+    if (held > most || (held == most && held > 0 && best_is_sidecar && !sidecar)) {
+      most = held;
+      best = i;
+      best_is_sidecar = sidecar;
+    }
+  }
+  return best;
+}
+
+std::string names_of(const json& containers) {
+  std::string out;
+  for (const auto& c : containers) {
+    const auto* n = container_name(c);
+    out += (out.empty() ? "" : ", ") + (n != nullptr ? *n : std::string("?"));
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string check_pod_shape(const pod_view& pod, const policy& p, std::size_t& target) {
+container_choice choose_container(const pod_view& pod, const policy& p,
+                                  const std::vector<std::string>& sidecars) {
+  container_choice out;
+  const auto* list = pod.containers();
+  if (list == nullptr || list->empty()) {
+    out.violation =
+        "trainenv: spec.containers is empty or missing; the pod has no container to inject into";
+    return out;
+  }
+  const auto& containers = *list;
+  if (const auto* wanted = pod.annotation(keys::container)) {
+    out.index = named(containers, *wanted);
+    if (!out.index) {
+      out.violation = "trainenv: annotation " + std::string(keys::container) + " is " +
+                      quote(*wanted) + ", which names no container of the pod (it has " +
+                      names_of(containers) + ")";
+    }
+    return out;
+  }
+  if ((out.index = holding_injected(pod, p, sidecars))) return out;
+  if ((out.index = named(containers, p.container))) return out;
+  if (const auto* preferred = pod.annotation(keys::default_container)) {
+    if ((out.index = named(containers, *preferred))) return out;
+    out.warning = "trainenv: ignored annotation " + std::string(keys::default_container) + "=" +
+                  std::string(*preferred) + ": no container has that name";
+  }
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    if (!is_sidecar(containers[i], sidecars)) {
+      out.index = i;
+      return out;
+    }
+  }
+  out.index = 0;
+  return out;
+}
+
+std::string check_pod_shape(const pod_view& pod, const policy& p,
+                            const std::vector<std::string>& sidecars, std::size_t& target,
+                            std::string& warning) {
   const auto& object = pod.json();
   const auto* metadata = member(object, "metadata");
   if (metadata == nullptr || !metadata->is_object()) return "trainenv: metadata must be an object";
   if (pod.annotations().kind() == string_map::shape::not_object)
     return "trainenv: metadata.annotations must be an object of strings";
-  const auto container = pod.target_container(p.container);
-  if (!container) {
-    return "trainenv: spec.containers is empty or missing; the pod has no container to inject "
-           "into";
+  // Every container is an object before any is read for its name.
+  if (const auto* list = pod.containers()) {
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      if (!(*list)[i].is_object())
+        return "trainenv: spec.containers[" + std::to_string(i) + "] must be an object";
+    }
   }
-  target = *container;
-  const auto& spec = object["spec"];  // an object: target_container found a list in it
-  if (auto problem = check_container((*pod.containers())[target], "containers", target);
-      !problem.empty())
-    return problem;
+  auto choice = choose_container(pod, p, sidecars);
+  if (!choice.index) return choice.violation;
+  target = *choice.index;
+  warning = std::move(choice.warning);
+  const auto& spec = object["spec"];  // an object: choose_container found a list in it
+  const auto& containers = *pod.containers();
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    if (i != target && !p.all_containers) continue;
+    if (auto problem = check_container(containers[i], "containers", i); !problem.empty())
+      return problem;
+  }
   // Extra containers named by the policy get the env and mounts too.
   for (const auto& extra : p.extra_containers) {
     const std::string_view list_name = extra.init ? "initContainers" : "containers";
@@ -80,6 +183,17 @@ std::string check_pod_shape(const pod_view& pod, const policy& p, std::size_t& t
   if (p.hostfile) {  // a large hostfile comes with an init container
     if (const char* why = check_object_list(spec, "initContainers", true))
       return std::string("trainenv: spec.initContainers ") + why;
+  }
+  if (!p.dns_searches.empty()) {
+    if (const auto* dns = member(spec, "dnsConfig"); dns != nullptr && !dns->is_null()) {
+      if (!dns->is_object()) return "trainenv: spec.dnsConfig must be an object";
+      if (const auto* searches = member(*dns, "searches");
+          searches != nullptr && !searches->is_null()) {
+        if (!searches->is_array() || !std::all_of(searches->begin(), searches->end(),
+                                                  [](const json& s) { return s.is_string(); }))
+          return "trainenv: spec.dnsConfig.searches must be a list of strings";
+      }
+    }
   }
   return {};
 }

@@ -53,16 +53,6 @@ const std::string_view* pod_view::annotation(std::string_view key) const {
   return annotations().find(key);
 }
 
-std::optional<std::size_t> pod_view::target_container(std::string_view preferred) const {
-  const auto* list = containers();
-  if (list == nullptr || list->empty()) return std::nullopt;
-  for (std::size_t i = 0; i < list->size(); ++i) {
-    const auto* name = string_member((*list)[i], "name");
-    if (name != nullptr && *name == preferred) return i;
-  }
-  return 0;
-}
-
 const std::optional<owner_ref>& pod_view::controller() const {
   if (!controller_) {
     const auto* ns = namespace_name();

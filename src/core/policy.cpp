@@ -43,6 +43,7 @@ void each_item(const policy& p, F f) {
     f(item.scope, (item.value ? item.value->used() : 0) |
                       (item.line_count ? item.line_count->used() : 0) |
                       (item.line ? item.line->used() : 0));
+  for (const auto& item : p.dns_searches) f(item.scope, item.value.used());
   if (p.hostfile) f(p.hostfile->scope, p.hostfile->line.used());
 }
 
@@ -67,10 +68,12 @@ std::uint32_t variables_used_by(const policy& p) {
   return used;
 }
 
-result<policy_set> policy_set::build(std::vector<policy> policies, owner_kind_set owner_kinds) {
+result<policy_set> policy_set::build(std::vector<policy> policies, owner_kind_set owner_kinds,
+                                     std::vector<std::string> sidecars) {
   policy_set set;
   set.policies_ = std::move(policies);
   set.owner_kinds_ = std::move(owner_kinds);
+  set.sidecars_ = std::move(sidecars);
   for (std::size_t i = 0; i < set.policies_.size(); ++i) {
     const auto& p = set.policies_[i];
     if (auto [it, inserted] = set.by_name_.emplace(p.name, i); !inserted) {

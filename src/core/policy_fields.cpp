@@ -45,13 +45,19 @@ std::optional<error> check_type(const json& member, field_type type, std::string
       return expect_array(member, field);
     case field_type::object:
       return expect_object(member, field);
-    case field_type::file_mode:
-      if (!member.is_number_integer() || member.get<std::int64_t>() < 0 ||
-          member.get<std::int64_t>() > 0777) {
+    case field_type::file_mode: {
+      // Or one "${...}" that computes it (${sshKeyMode}); template_json checks the expression.
+      const bool templated = member.is_string() &&
+                             member.get_ref<const std::string&>().rfind("${", 0) == 0 &&
+                             member.get_ref<const std::string&>().back() == '}';
+      if (!templated && (!member.is_number_integer() || member.get<std::int64_t>() < 0 ||
+                         member.get<std::int64_t>() > 0777)) {
         return field_error(field,
-                           "must be a file mode from 0 to 0777 (write it in octal, e.g. 0644)");
+                           "must be a file mode from 0 to 0777 (write it in octal, e.g. 0644), "
+                           "or one ${...} that computes one, e.g. \"${sshKeyMode}\"");
       }
       break;
+    }
   }
   return std::nullopt;
 }

@@ -3,6 +3,7 @@
 // reads are policy_fields; the Kubernetes objects a policy writes whole, policy_objects.
 #include <algorithm>
 
+#include "trainenv/core/json_access.hpp"
 #include "trainenv/core/keys.hpp"
 #include "trainenv/core/names.hpp"
 #include "trainenv/core/policy.hpp"
@@ -127,8 +128,8 @@ class parser {
   void parse_spec(const json& spec) {
     check_keys(spec, "spec",
                {"frameworks", "default", "replaces", "when", "container", "extraContainers",
-                "trainingRoles", "defaults", "env", "ports", "args", "volumes", "volumeMounts",
-                "annotations", "hostfile"});
+                "trainingRoles", "strictTrainingRoles", "allContainers", "defaults", "env", "ports",
+                "args", "volumes", "volumeMounts", "annotations", "dnsSearches", "hostfile"});
     if (spec.contains("frameworks"))
       p_.frameworks = take(read_names(spec["frameworks"], "spec.frameworks"));
     if (spec.contains("default")) {
@@ -151,6 +152,8 @@ class parser {
       p_.container = require_string(spec["container"], "spec.container");
       if (!is_dns_label(p_.container)) fail("spec.container", "must be a container name");
     }
+    if (spec.contains("allContainers"))
+      p_.all_containers = require_bool(spec["allContainers"], "spec.allContainers");
     each(spec, "extraContainers", [&](const json& item, const std::string& field) {
       check_keys(item, field, {"name", "init"});
       extra_container extra;
@@ -181,6 +184,12 @@ class parser {
              "names no role; list the roles that train, e.g. [master, worker]");
       }
     }
+    if (spec.contains("strictTrainingRoles")) {
+      p_.strict_training_roles =
+          require_bool(spec["strictTrainingRoles"], "spec.strictTrainingRoles");
+      if (p_.strict_training_roles && p_.every_role_trains)
+        fail("spec.strictTrainingRoles", "needs trainingRoles that name roles, not [\"*\"]");
+    }
     if (spec.contains("defaults"))
       parse_defaults(require_object(spec["defaults"], "spec.defaults"));
     each(spec, "env", [&](const json& item, const std::string& field) { parse_env(item, field); });
@@ -193,8 +202,21 @@ class parser {
          [&](const json& item, const std::string& field) { parse_mount(item, field); });
     each(spec, "annotations",
          [&](const json& item, const std::string& field) { parse_annotation(item, field); });
+    each(spec, "dnsSearches",
+         [&](const json& item, const std::string& field) { parse_dns_search(item, field); });
     if (spec.contains("hostfile"))
       parse_hostfile(require_object(spec["hostfile"], "spec.hostfile"));
+  }
+
+  void parse_dns_search(const json& item, const std::string& field) {
+    check_keys(item, field, {"value", "roles", "when"});
+    if (!item.contains("value"))
+      fail(field + ".value", "missing; e.g. \"${subdomain}.${namespace}.svc.${clusterDomain}\"");
+    dns_search_item search;
+    search.value = require_template(item["value"], field + ".value");
+    search.scope = parse_scope(item, field);
+    check_variables(search.scope, search.value.used(), field);
+    p_.dns_searches.push_back(std::move(search));
   }
 
   void parse_hostfile(const json& item) {
@@ -524,6 +546,27 @@ result<policy> parse_policy(const json& document, std::string_view source) {
   }
   out.variables_used = variables_used_by(out);
   return out;
+}
+
+result<std::vector<std::string>> parse_sidecar_list(const json& document, std::string_view source) {
+  const auto fail_at = [&](const std::string& field, const std::string& problem) {
+    return error{std::string(source) + ": " + field + ": " + problem};
+  };
+  if (auto e = check_fields(document, "document", {"apiVersion", "kind", "metadata", "spec"}))
+    return error{std::string(source) + ": " + e->message};
+  const auto* api_version = string_member(document, "apiVersion");
+  if (api_version == nullptr || *api_version != policy_api_version)
+    return fail_at("apiVersion", "must be \"" + std::string(policy_api_version) + "\"");
+  const auto* spec = member(document, "spec");
+  if (spec == nullptr || !spec->is_object())
+    return fail_at("spec", "missing; write spec: {containers: [istio-proxy, ...]}");
+  if (auto e = check_fields(*spec, "spec", {"containers"}))
+    return error{std::string(source) + ": " + e->message};
+  const auto* containers = member(*spec, "containers");
+  if (containers == nullptr) return fail_at("spec.containers", "missing; list container names");
+  auto names = read_names(*containers, "spec.containers");
+  if (!names) return error{std::string(source) + ": " + names.message()};
+  return std::move(*names);
 }
 
 }  // namespace trainenv::core

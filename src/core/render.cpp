@@ -196,9 +196,20 @@ result<bool> render_args(const policy& p, const topology& t, const variable_valu
   return true;
 }
 
-// Extra containers (a sidecar, an init container) get the env and mounts too.
+// Extra containers (a sidecar, an init container) get the env and mounts too; with
+// allContainers, every container of the pod does.
 void add_extra_containers(const policy& p, const topology& t, const pod_view& pod,
                           const container_wants& target, std::vector<container_wants>& out) {
+  if (p.all_containers) {
+    for (std::size_t i = 0; i < pod.containers()->size(); ++i) {
+      if (i == t.container) continue;
+      container_wants more;
+      more.index = i;
+      more.env = target.env;
+      more.mounts = target.mounts;
+      out.push_back(std::move(more));
+    }
+  }
   for (const auto& extra : p.extra_containers) {
     const auto* list = member(pod.json()["spec"], extra.init ? "initContainers" : "containers");
     if (list == nullptr || !list->is_array()) continue;
@@ -306,7 +317,11 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
   }
   std::string key;
   std::string text;
-  if (inline_bytes <= hostfile_inline_limit) {
+  // Inline while it is small and fits beside the pod's other annotations; else the rule, which
+  // is as short as the job has node roles.
+  const auto others = annotation_bytes(pod);
+  if (inline_bytes <= hostfile_inline_limit &&
+      others + hostfile_annotation.size() + inline_bytes <= annotations_limit) {
     key = hostfile_annotation;
     text.reserve(inline_bytes);
     for (const auto& g : *groups) {
@@ -357,7 +372,7 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
       init["securityContext"] = *security;
     out.init_containers.push_back(std::move(init));
   }
-  if (annotation_bytes(pod) + key.size() + text.size() > annotations_limit) {
+  if (others + key.size() + text.size() > annotations_limit) {
     return error{"trainenv: the pod's annotations would exceed the API server's " +
                  std::to_string(annotations_limit / 1024) + " KiB with the hostfile's " +
                  std::to_string(text.size()) + " bytes; mount a ConfigMap with the hostfile at " +
@@ -450,6 +465,15 @@ result<wants> render(const policy& p, const topology& t, const pod_view& pod) {
   if (auto ok = render_json_items(p.volumes, &volume_item::volume, t, values, out.volumes); !ok)
     return std::move(ok).take_error();
   if (auto ok = render_annotations(p, t, values, out.annotations); !ok)
+    return std::move(ok).take_error();
+  if (auto ok = each_applying(p.dns_searches, t, values,
+                              [&](const dns_search_item& item) -> result<bool> {
+                                auto domain = item.value.render(values);
+                                if (!domain) return std::move(domain).take_error();
+                                out.dns_searches.push_back(std::move(*domain));
+                                return true;
+                              });
+      !ok)
     return std::move(ok).take_error();
   if (auto ok = render_hostfile(p, t, values, pod, out, out.containers.front()); !ok)
     return std::move(ok).take_error();

@@ -1,6 +1,7 @@
 #include "trainenv/core/selection.hpp"
 
 #include "trainenv/core/keys.hpp"
+#include "trainenv/core/pod_shape.hpp"
 #include "trainenv/core/render.hpp"
 
 namespace trainenv::core {
@@ -26,7 +27,7 @@ std::string framework_values(const policy_set& policies) {
 // The policy `chosen` is, or the one that takes it over for the pod's command.
 selection with_replacement(const pod_view& pod, const policy_set& policies, const policy* chosen) {
   for (const auto* replacement : policies.replacements_of(chosen->name)) {
-    const auto target = pod.target_container(replacement->container);
+    const auto target = choose_container(pod, *replacement, policies.sidecars()).index;
     if (target &&
         args_site_after((*pod.containers())[*target], replacement->replaces->command_prefix)) {
       return {replacement, {}, {}};

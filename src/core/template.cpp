@@ -385,18 +385,38 @@ result<template_json> template_json::compile(const nlohmann::json& value) {
   for (auto& [at, text] : strings) {
     auto compiled = template_string::compile(text);
     if (!compiled) return std::move(compiled).take_error();
+    const bool file_mode = is_file_mode_member(at);
+    if (file_mode && !compiled->is_integer()) {
+      return error{"\"" + at.back() + "\": \"" + text +
+                   "\" must be a file mode, or one ${...} that computes one, e.g. "
+                   "\"${sshKeyMode}\""};
+    }
     // Escaped "$${" must be rendered too, or it would reach the pod verbatim.
     if (!compiled->is_literal() || text.find("$${") != std::string::npos) {
       out.used_ |= compiled->used();
-      out.templated_strings_.emplace_back(at, std::move(*compiled));
+      out.templated_strings_.push_back({at, std::move(*compiled), file_mode});
     }
   }
   return out;
 }
 
+bool template_json::is_file_mode_member(const nlohmann::json::json_pointer& at) {
+  return !at.empty() && (at.back() == "mode" || at.back() == "defaultMode");
+}
+
 result<nlohmann::json> template_json::render(const variable_values& values) const {
   nlohmann::json out = value_;
-  for (const auto& [at, text] : templated_strings_) {
+  for (const auto& [at, text, file_mode] : templated_strings_) {
+    if (file_mode) {
+      auto mode = text.evaluate(values);
+      if (!mode) return std::move(mode).take_error();
+      if (*mode < 0 || *mode > 0777) {
+        return error{"trainenv: " + at.back() + " \"" + text.source() + "\" is " +
+                     std::to_string(*mode) + "; expected a file mode from 0 to 0777"};
+      }
+      out[at] = *mode;
+      continue;
+    }
     auto rendered = text.render(values);
     if (!rendered) return std::move(rendered).take_error();
     out[at] = std::move(*rendered);

@@ -234,11 +234,37 @@ job_layout layout_from_owner(const owner_counts& owners) {
     role.pods = r.pods;
     role.jobs = std::max<std::int64_t>(r.jobs, 1);
     role.step = r.step;
+    role.opted_out = r.opted_out;
+    role.owner_order = layout.roles.size();
     role.pod_template = r.pod_template;
     layout.roles.push_back(std::move(role));
   }
-  set_naming(layout, *owners.kind, owners.object, owners.name, nullptr);
+  // A role another waits for until it is Complete has finished before that one starts.
+  for (const auto& r : owners.roles) {
+    for (const auto& [name, status] : r.depends_on) {
+      auto* before = layout.find(name);
+      if (before != nullptr && status == "Complete" && before->completes_before.empty())
+        before->completes_before = r.role;
+    }
+  }
+  set_naming(layout, *owners.kind, owners.object, owners.name, nullptr, true);
   return layout;
+}
+
+// Whether a hand-written MPI job runs its launcher as a node: the annotation on the launcher's
+// pod template (read from the owner) or on the launcher pod itself.
+bool launcher_runs_as_node(const pod_view& pod, const std::string& role, const job_layout& layout) {
+  const auto says_so = [](const std::string_view* value) {
+    return value != nullptr && *value == "true";
+  };
+  if (role == launcher_role && says_so(pod.annotation(keys::run_launcher_as_node))) return true;
+  const auto* launcher = layout.find(launcher_role);
+  const auto* tmpl = launcher != nullptr ? launcher->pod_template : nullptr;
+  const auto* metadata = tmpl != nullptr ? member(*tmpl, "metadata") : nullptr;
+  const auto* annotations = metadata != nullptr ? member(*metadata, "annotations") : nullptr;
+  const auto* value =
+      annotations != nullptr ? string_member(*annotations, keys::run_launcher_as_node) : nullptr;
+  return value != nullptr && *value == "true";
 }
 
 // The roles the pod's annotations give, else (a pod with no owner to ask) the policy's defaults,
@@ -250,6 +276,7 @@ result<bool> roles_from_pod(const pod_view& pod, const policy& p, const std::str
     r.name = std::move(name);
     r.pods = pods;
     r.jobs_known = !has_owner;  // only the owner knows how many Jobs another role runs
+    r.owner_order = layout.roles.size();
     layout.roles.push_back(std::move(r));
   };
   if (const auto* given = pod.annotation(keys::replicas)) {
@@ -322,6 +349,7 @@ result<bool> apply_replicas_annotation(const pod_view& pod, job_layout& layout) 
       layout_role added;
       added.name = std::move(name);
       added.pods = count;
+      added.owner_order = layout.roles.size();
       layout.roles.push_back(std::move(added));
     }
   }
@@ -390,7 +418,7 @@ std::uint32_t open_without_owner(const pod_view& pod, const policy& p, const top
       variable_bit(variable::num_nodes) | variable_bit(variable::world_size) |
       variable_bit(variable::rank) | variable_bit(variable::node_rank) |
       variable_bit(variable::master_addr) | variable_bit(variable::host) |
-      variable_bit(variable::slots) | replicas_bit;
+      variable_bit(variable::subdomain) | variable_bit(variable::slots) | replicas_bit;
   const bool replicas_given = pod.annotation(keys::replicas) != nullptr;
   const bool nodes_given = pod.annotation(keys::num_nodes) != nullptr;
   const auto& own = t.layout.roles[t.role_at];
@@ -400,7 +428,8 @@ std::uint32_t open_without_owner(const pod_view& pod, const policy& p, const top
     return roles_open;
   std::uint32_t open = 0;
   if (!t.layout.unnamed.empty()) {
-    open |= variable_bit(variable::master_addr) | variable_bit(variable::host);
+    open |= variable_bit(variable::master_addr) | variable_bit(variable::host) |
+            variable_bit(variable::subdomain);
   }
   if (!t.layout.host_groups()) open |= variable_bit(variable::host);
   if (!own.node && !t.nproc_count) open |= variable_bit(variable::slots);  // the workers' GPUs
@@ -419,7 +448,7 @@ result<bool> build_layout(const pod_view& pod, const policy& p, const topology_s
     const std::string_view* job_name = nullptr;
     if (const auto* kind =
             src.kinds != nullptr ? kind_by_labels(pod, *src.kinds, &job_name) : nullptr) {
-      set_naming(layout, *kind, nullptr, *job_name, pod.subdomain());
+      set_naming(layout, *kind, nullptr, *job_name, pod.subdomain(), src.has_owner);
     } else {
       layout.unnamed =
           "trainenv: cannot name the job's pods: the pod has no owner and none of "
@@ -428,7 +457,8 @@ result<bool> build_layout(const pod_view& pod, const policy& p, const topology_s
           std::string(keys::job_name);
     }
   }
-  layout.launcher_is_node = src.trainer != nullptr && src.trainer->run_launcher_as_node;
+  layout.launcher_is_node = src.trainer != nullptr ? src.trainer->run_launcher_as_node
+                                                   : launcher_runs_as_node(pod, role, layout);
   return true;
 }
 
@@ -452,8 +482,29 @@ result<bool> find_own_role(const pod_view& pod, const policy& p, const topology_
   layout_role unlisted;
   unlisted.name = role;
   unlisted.listed = false;
+  unlisted.owner_order = layout.roles.size();
   layout.roles.push_back(std::move(unlisted));
   return false;
+}
+
+// Where the MPI SSH keys go: the runtime's sshAuthMountPath, else the pod's annotation (a
+// hand-written MPI job whose user is not root), else the policy's default.
+std::string ssh_mount_path(const pod_view& pod, const policy& p, const trainer_settings* trainer) {
+  if (trainer != nullptr && trainer->ssh_auth_mount_path) return *trainer->ssh_auth_mount_path;
+  if (const auto* given = non_empty(pod.annotation(keys::ssh_auth_mount_path)))
+    return std::string(trim(*given));
+  return p.default_ssh_auth_mount_path;
+}
+
+// The private key's mode (docs/contract.md §3, SSH keys): OpenSSH refuses a key its own user
+// owns when others can read it, so 0600 where root reads the root-owned file; 0640 only when a
+// non-root user reads it through the pod's fsGroup, away from root's home.
+std::int64_t ssh_key_mode(const pod_view& pod, const std::string& mount_path) {
+  const auto* spec = member(pod.json(), "spec");
+  const auto* security = spec != nullptr ? member(*spec, "securityContext") : nullptr;
+  const auto* fs_group = security != nullptr ? member(*security, "fsGroup") : nullptr;
+  const bool under_root = mount_path == "/root" || mount_path.rfind("/root/", 0) == 0;
+  return fs_group != nullptr && fs_group->is_number_integer() && !under_root ? 0640 : 0600;
 }
 
 }  // namespace
@@ -467,7 +518,9 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   auto job = resolve_job(pod);
   if (!job) return std::move(job).take_error();
   t.job = std::move(*job);
-  if (const auto* ns = pod.namespace_name()) t.namespace_name = *ns;
+  // A pod with no namespace (a file given to preview) is created in the default one.
+  const auto* ns = non_empty(pod.namespace_name());
+  t.namespace_name = ns != nullptr ? std::string(*ns) : std::string("default");
   t.role = pod_role(pod);
 
   auto port = read_int_annotation(pod, keys::master_port, 1, 65535);
@@ -475,9 +528,9 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   t.master_port = port->value_or(p.default_master_port);
   if (auto nproc = resolve_processes(pod, p, target, src.trainer, t); !nproc)
     return std::move(nproc).take_error();
-  t.ssh_auth_mount_path = src.trainer != nullptr && src.trainer->ssh_auth_mount_path
-                              ? *src.trainer->ssh_auth_mount_path
-                              : p.default_ssh_auth_mount_path;
+  t.ssh_auth_mount_path = ssh_mount_path(pod, p, src.trainer);
+  t.ssh_key_mode = ssh_key_mode(pod, t.ssh_auth_mount_path);
+  t.cluster_domain = src.cluster_domain;
 
   auto nodes_annotation = read_int_annotation(pod, keys::num_nodes, 1, max_count);
   if (!nodes_annotation) return std::move(nodes_annotation).take_error();
@@ -489,7 +542,12 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   auto& layout = t.layout;
   auto role_listed = find_own_role(pod, p, src, t.role, layout);
   if (!role_listed) return std::move(role_listed).take_error();
-  settle_roles(layout, p, src.owners != nullptr);
+  world_rules rules;
+  rules.read_from_owner = src.owners != nullptr;
+  rules.trainer_workers = src.trainer != nullptr;
+  settle_roles(layout, p, rules,
+               src.owners != nullptr ? src.owners->coordinator : std::optional<coordinator_pod>());
+  if (!layout.coordinator_note.empty()) t.notes.push_back(layout.coordinator_note);
   t.role_at = *layout.index_of(t.role);
   // The counts are the pod's to answer for when they come from its owner, its annotations, or
   // (a bare pod) the policy's defaults; not the defaults of a pod whose owner was not read.
@@ -523,15 +581,11 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   t.num_nodes = nodes_annotation->value_or(layout.node_count());
   t.counts_known = counts_known;
   if (t.training_role) t.world_size = layout.training_pods();
-  if (t.index) {
-    t.node_rank = layout.node_rank(t.role_at, *t.index);
-    const auto* hostname = non_empty(pod.hostname());
-    const auto* subdomain = non_empty(pod.subdomain());
-    if (hostname != nullptr && subdomain != nullptr) {
-      layout.self = std::pair(t.role_at, *t.index);
-      layout.self_name = std::string(*hostname) + "." + std::string(*subdomain);
-    }
-  }
+  if (t.index) t.node_rank = layout.node_rank(t.role_at, *t.index);
+  const auto* hostname = non_empty(pod.hostname());
+  const auto* subdomain = non_empty(pod.subdomain());
+  if (hostname != nullptr && subdomain != nullptr)
+    t.own_name = std::string(*hostname) + "." + std::string(*subdomain);
   if (!own.node && src.owners != nullptr) {
     if (const auto gpus = worker_template_gpus(layout, p)) {
       t.worker_gpus = *gpus;
@@ -583,6 +637,9 @@ variable_values topology::variables() const {
                                               " is not a node of the job: it has no node rank");
   set_text(variable::master_addr, layout.master());
   v.set(variable::ssh_auth_mount_path, ssh_auth_mount_path);
+  v.set(variable::ssh_key_mode, ssh_key_mode);
+  v.set(variable::cluster_domain, cluster_domain);
+  set_text(variable::subdomain, layout.launcher_subdomain());
   set_number(variable::gpus_per_node, gpus_per_node, gpus_unknown_reason);
   const auto gpus_or_one =
       gpus_per_node ? std::optional(std::max<std::int64_t>(*gpus_per_node, 1)) : std::nullopt;

@@ -80,6 +80,15 @@ flag string_flag(std::string& target) {
           }};
 }
 
+flag domain_flag(std::string& target) {
+  return {true, [&target](const std::string& v) {
+            if (!core::is_dns_subdomain(v))
+              return std::string("expected a DNS domain of lower-case labels, e.g. cluster.local");
+            target = v;
+            return std::string();
+          }};
+}
+
 flag seconds_flag(std::chrono::milliseconds& target) {
   return {true, [&target](const std::string& v) {
             double seconds = 0;
@@ -266,7 +275,10 @@ std::string serve_help() {
          seconds(d.owner_cache_ttl) +
          ")\n"
          "  --owners FILE              read pods' owners from this file (YAML documents or a\n"
-         "                             kubectl List), not the API: a local server, no cluster\n";
+         "                             kubectl List), not the API: a local server, no cluster\n"
+         "  --cluster-domain DOMAIN    the cluster's DNS domain, which pods' full names end in\n"
+         "                             (default " +
+         d.cluster_domain + ")\n";
 }
 
 std::string preview_help() {
@@ -290,6 +302,7 @@ std::string preview_help() {
          "                    instead of the Kubernetes API\n"
          "  --kubeconfig FILE read the pod's owners from this kubeconfig's cluster\n"
          "  --lookup-timeout SECONDS  budget for those reads (default 2)\n"
+         "  --cluster-domain DOMAIN   the cluster's DNS domain (default cluster.local)\n"
          "Without --owners or --kubeconfig, a pod that needs its owners' counts is denied.\n"
          "\n"
          "With --job, FILE is what you would kubectl apply: a TrainJob (its runtime from --owners\n"
@@ -348,6 +361,7 @@ parsed<serve_config> parse_serve(const std::vector<std::string>& args) {
       {"--lookup-timeout", seconds_flag(c.lookup_timeout)},
       {"--owner-cache-ttl", seconds_flag(c.owner_cache_ttl)},
       {"--owners", string_flag(c.owners)},
+      {"--cluster-domain", domain_flag(c.cluster_domain)},
   };
   auto failure = parse_flags(args, flags, serve_help(), nullptr);
   if (!failure && !c.owners.empty() && !c.kubeconfig.empty())
@@ -365,6 +379,7 @@ parsed<preview_config> parse_preview(const std::vector<std::string>& args) {
       {"--owners", string_flag(c.owners)},
       {"--kubeconfig", string_flag(c.kubeconfig)},
       {"--lookup-timeout", seconds_flag(c.lookup_timeout)},
+      {"--cluster-domain", domain_flag(c.cluster_domain)},
       {"--job",
        {false,
         [&c](const std::string&) {

@@ -82,6 +82,7 @@ policy_load load_policy_dir(const std::string& dir) {
   out.fingerprint = read.fingerprint;
   std::vector<core::policy> policies;
   std::vector<core::owner_kind> owner_kinds;
+  std::vector<std::string> sidecars;
   for (const auto& file : read.files) {
     out.files.push_back(file.path);
     auto docs = parse_documents(file.text);
@@ -92,9 +93,21 @@ policy_load load_policy_dir(const std::string& dir) {
     for (std::size_t i = 0; i < docs->size(); ++i) {
       const auto where =
           docs->size() > 1 ? file.path + " (document " + std::to_string(i + 1) + ")" : file.path;
-      // One directory holds both kinds of document (docs/policies.md): policies, and the owner
-      // kinds that say where a pod's counts sit.
+      // One directory holds three kinds of document (docs/policies.md): policies, the owner
+      // kinds that say where a pod's counts sit, and the known sidecar containers.
       const auto* kind = core::string_member((*docs)[i], "kind");
+      if (kind != nullptr && *kind == core::sidecar_list_kind) {
+        auto names = core::parse_sidecar_list((*docs)[i], where);
+        if (!names) {
+          out.errors.push_back(names.message());
+          continue;
+        }
+        for (auto& name : *names) {
+          if (std::find(sidecars.begin(), sidecars.end(), name) == sidecars.end())
+            sidecars.push_back(std::move(name));
+        }
+        continue;
+      }
       if (kind != nullptr && *kind == core::owner_kind_kind) {
         auto k = core::parse_owner_kind((*docs)[i], where);
         if (!k) {
@@ -122,7 +135,7 @@ policy_load load_policy_dir(const std::string& dir) {
     out.errors.push_back(kinds.message());
     return out;
   }
-  auto set = core::policy_set::build(std::move(policies), std::move(*kinds));
+  auto set = core::policy_set::build(std::move(policies), std::move(*kinds), std::move(sidecars));
   if (!set) {
     out.errors.push_back(set.message());
     return out;

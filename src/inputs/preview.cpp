@@ -143,7 +143,11 @@ json to_json(const core::job_preview& preview) {
                     {"dnsName", p.dns_name},
                     {"values", std::move(values)},
                     {"warnings", p.d.warnings},
-                    {"message", p.d.message}});
+                    {"message", p.d.message},
+                    // The admission answer whole, so that other tools can run or inspect the
+                    // pods as they would be created: the patch and the patched object.
+                    {"patch", p.d.allowed ? p.d.patch() : json()},
+                    {"object", p.admitted}});
   }
   json problems = json::array();
   for (const auto& problem : preview.problems)
@@ -154,7 +158,9 @@ json to_json(const core::job_preview& preview) {
           {"ok", preview.ok()},
           {"pods", std::move(pods)},
           {"problems", std::move(problems)},
-          {"notes", preview.job.notes}};
+          {"notes", preview.job.notes},
+          // What the controllers made besides the pods (JobSets, Jobs, ConfigMaps, Services).
+          {"objects", preview.job.objects}};
 }
 
 namespace {

@@ -244,7 +244,8 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
   // Only the decision is awaited: a co_return inside a try block trips GCC 12's
   // -Wmismatched-new-delete on the coroutine frame, so the answer is built in plain functions.
   // Named: GCC 12 destroys a temporary argument of a co_await'd call twice.
-  const core::mutate_options options;
+  core::mutate_options options;
+  options.cluster_domain = state_.cluster_domain;
   const auto pod = review->pod();  // read once, for the decision and the log line
   std::optional<core::decision> decided;
   std::string failure;
@@ -303,6 +304,7 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
 boost::asio::awaitable<http_response> router::preview(const http_request& request,
                                                       outcome& result) const {
   core::mutate_options options;
+  options.cluster_domain = state_.cluster_domain;
   if (auto policy = query_param(request.target(), "policy")) {
     if (!core::is_dns_label(*policy)) {
       co_return error_response(http::status::bad_request, "?policy= must name a policy",
@@ -368,7 +370,9 @@ boost::asio::awaitable<http_response> router::preview_job(const http_request& re
       if (!failure.empty()) throw std::runtime_error(failure);
       // On the webhook's own threads a preview is bounded harder than the CLI's: its pods
       // are each decided (a 2,000-pod job takes ~0.1 s here); larger ones preview with the CLI.
-      auto preview = core::preview_job(*job, given, *policies, max_served_preview_pods);
+      core::mutate_options options;
+      options.cluster_domain = state_.cluster_domain;
+      auto preview = core::preview_job(*job, given, *policies, max_served_preview_pods, options);
       if (!preview) {
         return error_response(http::status::unprocessable_entity, preview.message(),
                               request.version(), request.keep_alive());

@@ -38,7 +38,8 @@ json good_pod() {
 
 std::string shape_of(const json& pod, bool volumes = true) {
   std::size_t target = 99;
-  return check_pod_shape(pod_view(pod), with_volumes_and_sidecar(volumes), target);
+  std::string warning;
+  return check_pod_shape(pod_view(pod), with_volumes_and_sidecar(volumes), {}, target, warning);
 }
 
 }  // namespace
@@ -46,9 +47,12 @@ std::string shape_of(const json& pod, bool volumes = true) {
 TEST_CASE("a well-formed pod passes the shape check and names its target container",
           "[pod_shape]") {
   std::size_t target = 99;
+  std::string warning;
   const auto pod = good_pod();
-  CHECK(check_pod_shape(pod_view(pod), with_volumes_and_sidecar(true), target).empty());
+  CHECK(
+      check_pod_shape(pod_view(pod), with_volumes_and_sidecar(true), {}, target, warning).empty());
   CHECK(target == 1);
+  CHECK(warning.empty());
 }
 
 TEST_CASE("each part the engine reads or patches must have its shape", "[pod_shape]") {

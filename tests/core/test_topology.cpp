@@ -32,7 +32,7 @@ json pod(json labels, json annotations = json::object(), json resources = json::
 
 topology resolve_ok(const json& p, const policy& pol = torch_like()) {
   auto t = resolve_topology(pod_view(p), pol,
-                            pod_view(p).target_container(pol.container).value_or(0), {});
+                            choose_container(pod_view(p), pol, {}).index.value_or(0), {});
   INFO((t.ok() ? std::string() : t.message()));
   REQUIRE(t.ok());
   return std::move(t).value();
@@ -40,7 +40,7 @@ topology resolve_ok(const json& p, const policy& pol = torch_like()) {
 
 std::string resolve_error(const json& p, const policy& pol = torch_like()) {
   auto t = resolve_topology(pod_view(p), pol,
-                            pod_view(p).target_container(pol.container).value_or(0), {});
+                            choose_container(pod_view(p), pol, {}).index.value_or(0), {});
   REQUIRE_FALSE(t.ok());
   return t.message();
 }
@@ -272,7 +272,8 @@ TEST_CASE("the target container is the one named node, else the first", "[topolo
   // No container at all: the pod's shape check says so, before topology runs.
   p["spec"]["containers"] = json::array();
   std::size_t target = 0;
-  CHECK_THAT(check_pod_shape(pod_view(p), torch_like(), target),
+  std::string warning;
+  CHECK_THAT(check_pod_shape(pod_view(p), torch_like(), {}, target, warning),
              Catch::Contains("spec.containers is empty"));
 }
 

@@ -184,6 +184,7 @@ TEST_CASE("a replicatedJob of several Jobs counts replicas x pods, and the index
   auto file = inputs::owner_file::parse(file_text, "edited");
   REQUIRE(file);
   pod["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"] = "1";
+  pod["spec"]["hostname"] = "bert-node-1-1";  // as the Job controller names it in Job 1
   const auto [d, fetched] = decide(pod, *file);
   INFO(d.message);
   REQUIRE(d.allowed);

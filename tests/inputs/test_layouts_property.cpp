@@ -1,10 +1,17 @@
-// Property tests over generated jobs (docs/contract.md §2.2, §5): random JobSets, Indexed Jobs,
-// Volcano Jobs and TrainJobs on each of Trainer's runtime shapes, for every shipped policy, laid
-// out as their controllers would create them and decided pod by pod. The oracle is the whole-job
-// check of `preview --job`: distinct node ranks and RANKs 0..N-1, one master that is node rank
-// 0's own DNS name, one world size and number of nodes, a hostfile of exactly the workers, and no
-// pod denied — except where the layout gives the policy no node to train on, where every pod
-// must be denied with a message saying so. TRAINENV_PROPERTY_SEED repeats a run; a failure
+// Property tests over generated jobs (docs/contract.md §2.2, §3, §5): random JobSets, Indexed
+// Jobs, Volcano Jobs and TrainJobs on each of Trainer's runtime shapes, for every shipped policy,
+// laid out as their controllers would create them and decided pod by pod. The jobs are written
+// the way users write them: side roles beside the trainers (unlabelled, opted out, or finished
+// before training through dependsOn Complete), pools of workers, a coordinator, DNS hostnames
+// off with and without a template subdomain, Volcano with and without its svc plugin, a sidecar
+// listed before the trainer. The oracle is the whole-job check of `preview --job` (distinct node
+// ranks and RANKs 0..N-1, one master that is node rank 0's own DNS name, one world size, a
+// hostfile of exactly the workers, every pod named what its layout calls it, every pod the world
+// counts a training pod) and a world drawn here, apart from the engine, from what the generator
+// chose: the pods with a rank are exactly the world's, the coordinator in the world is rank 0.
+// Where the world is empty, or a role of it has no DNS name, the pods must be refused saying so.
+// Every admitted pod is then fed back with a proxy put in front of its containers (a service
+// mesh's reinvocation): nothing more is added. TRAINENV_PROPERTY_SEED repeats a run; a failure
 // prints its seed and the job.
 #include <catch2/catch.hpp>
 
@@ -15,6 +22,7 @@
 
 #include "owner_files.hpp"
 #include "shipped_policies.hpp"
+#include "trainenv/core/engine.hpp"
 #include "trainenv/core/job_preview.hpp"
 
 using nlohmann::json;
@@ -52,79 +60,168 @@ const std::vector<std::string>& policy_names() {
   return names;
 }
 
-json pod_template(generator& g, const std::string& policy, bool torchtune) {
-  json container = {{"name", "node"}, {"image", "example.com/train:1"}};
-  container["command"] = torchtune ? json({"tune", "run"}) : json({"python", "train.py"});
+// What the generator chose for one role: the oracle reads these, never the engine's layout.
+struct role_plan {
+  std::string name;
+  int jobs = 1;
+  int pods_per_job = 1;
+  bool labelled = true;       // its pod template carries the ancestor label: a training pod
+  bool opted_out = false;     // trainenv.io/inject: "false" on its pod template
+  bool prerequisite = false;  // another role dependsOn it with status Complete
+  bool named = true;          // its pods get DNS names from their controller
+
+  [[nodiscard]] int pods() const { return jobs * pods_per_job; }
+};
+
+struct coordinator_plan {
+  std::string role;
+  int job = 0;
+  int pod = 0;
+};
+
+struct job_plan {
+  json job;
+  std::vector<role_plan> roles;
+  std::optional<coordinator_plan> coordinator;
+  bool trainjob = false;
+};
+
+// A pod template as users write it: the trainer container named node or pytorch, sometimes after
+// a service mesh's proxy, with or without Trainer's ancestor label and a policy annotation.
+json pod_template(generator& g, const std::string& policy, bool torchtune, bool labelled,
+                  bool opted_out) {
+  json trainer = {{"name", g.chance(70) ? "node" : "pytorch"}, {"image", "example.com/train:1"}};
+  trainer["command"] = torchtune ? json({"tune", "run"}) : json({"python", "train.py"});
   if (g.chance(50))
-    container["resources"] = {{"limits", {{"nvidia.com/gpu", std::to_string(g.between(1, 8))}}}};
-  json metadata = {{"labels", {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"}}}};
-  if (!policy.empty()) metadata["annotations"] = {{"trainenv.io/policy", policy}};
+    trainer["resources"] = {{"limits", {{"nvidia.com/gpu", std::to_string(g.between(1, 8))}}}};
+  json containers = json::array({trainer});
+  if (g.chance(30)) {
+    containers.insert(containers.begin(),
+                      json{{"name", "istio-proxy"}, {"image", "istio/proxyv2:1.22"}});
+  }
+  json metadata = json::object();
+  if (labelled) metadata["labels"] = {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"}};
+  if (!policy.empty()) metadata["annotations"]["trainenv.io/policy"] = policy;
+  if (opted_out) metadata["annotations"]["trainenv.io/inject"] = "false";
   return {{"metadata", metadata},
-          {"spec", {{"restartPolicy", "OnFailure"}, {"containers", json::array({container})}}}};
+          {"spec", {{"restartPolicy", "OnFailure"}, {"containers", containers}}}};
 }
 
-// A JobSet of 1-4 replicatedJobs named among master/worker/node/workers/trainer/launcher, 1-4
-// Jobs of 1-8 pods each, with or without a subdomain of its own.
-json random_jobset(generator& g, const std::string& policy) {
-  json js = {
-      {"apiVersion", "jobset.x-k8s.io/v1alpha2"},
-      {"kind", "JobSet"},
-      {"metadata", {{"name", "js" + std::to_string(g.between(0, 99))}, {"namespace", "team-a"}}},
-      {"spec", {{"replicatedJobs", json::array()}}}};
-  if (g.chance(50))
+// A JobSet of 1-4 replicatedJobs: trainers (master, worker, node, workers, trainer, driver,
+// pools), a launcher, side roles (tensorboard, evaluator, unlabelled or opted out) and an
+// initializer the trainers depend on until it is Complete; sometimes a coordinator, a subdomain
+// of its own, or DNS hostnames off with a template subdomain on some roles.
+job_plan random_jobset(generator& g, const std::string& policy) {
+  job_plan plan;
+  auto& js = plan.job;
+  js = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+        {"kind", "JobSet"},
+        {"metadata", {{"name", "js" + std::to_string(g.between(0, 99))}, {"namespace", "team-a"}}},
+        {"spec", {{"replicatedJobs", json::array()}}}};
+  const bool dns_off = g.chance(15);
+  if (dns_off) {
+    js["spec"]["network"] = {{"enableDNSHostnames", false}};
+  } else if (g.chance(50)) {
     js["spec"]["network"] = {{"subdomain", "svc-" + std::to_string(g.between(0, 9))}};
-  const auto names =
-      g.distinct({"master", "worker", "node", "workers", "trainer", "launcher"}, g.between(1, 4));
+  }
+  auto names = g.distinct({"master", "worker", "node", "workers", "trainer", "launcher", "driver",
+                           "worker-a100", "worker-h100", "tensorboard", "evaluator"},
+                          g.between(1, 4));
+  if (g.chance(20)) names.insert(names.begin(), "initializer");  // first: others depend on it
   for (const auto& name : names) {
-    const int parallelism = name == "launcher" ? 1 : g.between(1, 8);
+    role_plan role;
+    role.name = name;
+    role.pods_per_job = name == "launcher" ? 1 : g.between(1, 6);
+    role.jobs = name == "launcher" || name == "initializer" ? 1 : g.between(1, 3);
+    const bool side = name == "tensorboard" || name == "evaluator";
+    role.labelled = !side || g.chance(30);
+    role.opted_out = name != "initializer" && g.chance(8);
+    role.prerequisite = name == "initializer";
+    const bool own_subdomain = g.chance(50);
+    role.named = !dns_off || own_subdomain;
+    auto tmpl = pod_template(g, policy, policy == "torchtune", role.labelled, role.opted_out);
+    if (own_subdomain) tmpl["spec"]["subdomain"] = "own-" + name;
     json rj = {{"name", name},
                {"template",
                 {{"spec",
-                  {{"parallelism", parallelism},
-                   {"completions", parallelism},
-                   {"template", pod_template(g, policy, policy == "torchtune")}}}}}};
-    const int replicas = name == "launcher" ? 1 : g.between(1, 4);
-    if (replicas != 1 || g.chance(50)) rj["replicas"] = replicas;  // absent: JobSet's default 1
+                  {{"parallelism", role.pods_per_job},
+                   {"completions", role.pods_per_job},
+                   {"template", tmpl}}}}}};
+    if (role.jobs != 1 || g.chance(50)) rj["replicas"] = role.jobs;  // absent: JobSet's 1
+    if (name != "initializer" && names.front() == "initializer")
+      rj["dependsOn"] = json::array({{{"name", "initializer"}, {"status", "Complete"}}});
     js["spec"]["replicatedJobs"].push_back(std::move(rj));
+    plan.roles.push_back(role);
   }
-  return js;
+  if (g.chance(30)) {
+    const auto& role =
+        plan.roles[static_cast<std::size_t>(g.between(0, static_cast<int>(plan.roles.size()) - 1))];
+    plan.coordinator = {role.name, g.between(0, role.jobs - 1),
+                        g.between(0, role.pods_per_job - 1)};
+    js["spec"]["coordinator"] = {{"replicatedJob", plan.coordinator->role},
+                                 {"jobIndex", plan.coordinator->job},
+                                 {"podIndex", plan.coordinator->pod}};
+  }
+  return plan;
 }
 
-json random_indexed_job(generator& g, const std::string& policy) {
-  const int pods = g.between(1, 8);
-  auto tmpl = pod_template(g, policy, policy == "torchtune");
+job_plan random_indexed_job(generator& g, const std::string& policy) {
+  job_plan plan;
+  role_plan role;
+  role.name = "node";
+  role.pods_per_job = g.between(1, 8);
+  auto tmpl = pod_template(g, policy, policy == "torchtune", true, false);
   tmpl["spec"]["subdomain"] = "pretrain-svc";
-  return {{"apiVersion", "batch/v1"},
-          {"kind", "Job"},
-          {"metadata", {{"name", "pretrain"}, {"namespace", "team-a"}}},
-          {"spec",
-           {{"completionMode", "Indexed"},
-            {"completions", pods},
-            {"parallelism", pods},
-            {"template", tmpl}}}};
+  plan.job = {{"apiVersion", "batch/v1"},
+              {"kind", "Job"},
+              {"metadata", {{"name", "pretrain"}, {"namespace", "team-a"}}},
+              {"spec",
+               {{"completionMode", "Indexed"},
+                {"completions", role.pods_per_job},
+                {"parallelism", role.pods_per_job},
+                {"template", tmpl}}}};
+  plan.roles.push_back(role);
+  return plan;
 }
 
 // A Volcano Job of 1-4 tasks with 0-8 replicas each (a zero omitted, as Volcano writes it), with
-// or without a policy annotation (without: the kind's default, volcano-pytorch).
-json random_volcano(generator& g, const std::string& policy) {
-  json vj = {
-      {"apiVersion", "batch.volcano.sh/v1alpha1"},
-      {"kind", "Job"},
-      {"metadata", {{"name", "vc" + std::to_string(g.between(0, 99))}, {"namespace", "team-a"}}},
-      {"spec", {{"plugins", {{"svc", json::array()}}}, {"tasks", json::array()}}}};
+// its svc plugin, the pytorch plugin (which turns svc on) or neither; a task's template sometimes
+// with a subdomain of its own; with or without a policy annotation (without: volcano-pytorch).
+job_plan random_volcano(generator& g, const std::string& policy) {
+  job_plan plan;
+  auto& vj = plan.job;
+  vj = {{"apiVersion", "batch.volcano.sh/v1alpha1"},
+        {"kind", "Job"},
+        {"metadata", {{"name", "vc" + std::to_string(g.between(0, 99))}, {"namespace", "team-a"}}},
+        {"spec", {{"tasks", json::array()}}}};
+  const int plugins = g.between(1, 10);
+  const bool svc = plugins <= 8;
+  if (plugins <= 6) {
+    vj["spec"]["plugins"] = {{"svc", json::array()}, {"env", json::array()}};
+  } else if (svc) {
+    vj["spec"]["plugins"] = {{"pytorch", json::array({"--master=master", "--worker=worker"})}};
+  } else if (plugins == 9) {
+    vj["spec"]["plugins"] = {{"env", json::array()}};
+  }
   for (const auto& name :
        g.distinct({"master", "worker", "ps", "evaluator", "launcher", "node"}, g.between(1, 4))) {
-    json task = {{"name", name}, {"template", pod_template(g, policy, false)}};
-    if (const int replicas =
-            name == "master" || name == "launcher" ? g.between(0, 1) : g.between(0, 8);
-        replicas != 0)
-      task["replicas"] = replicas;
+    role_plan role;
+    role.name = name;
+    role.pods_per_job = name == "master" || name == "launcher" ? g.between(0, 1) : g.between(0, 8);
+    role.named = svc;
+    auto tmpl = pod_template(g, policy, false, true, false);
+    if (svc && g.chance(15)) tmpl["spec"]["subdomain"] = vj["metadata"]["name"];
+    json task = {{"name", name}, {"template", tmpl}};
+    if (role.pods_per_job != 0) task["replicas"] = role.pods_per_job;
     vj["spec"]["tasks"].push_back(std::move(task));
+    plan.roles.push_back(role);
   }
-  return vj;
+  return plan;
 }
 
-json random_trainjob(generator& g) {
+job_plan random_trainjob(generator& g) {
+  job_plan plan;
+  plan.trainjob = true;
   const auto runtime = g.pick<std::string>(
       {"torch-distributed", "deepspeed-distributed", "jax-distributed", "xgboost-distributed"});
   json trainer = {{"numNodes", g.between(1, 8)}};
@@ -132,57 +229,81 @@ json random_trainjob(generator& g) {
     trainer["resourcesPerNode"] = {
         {"limits", {{"nvidia.com/gpu", std::to_string(g.between(1, 8))}}}};
   if (g.chance(30)) trainer["numProcPerNode"] = g.between(1, 8);
-  return {
+  plan.job = {
       {"apiVersion", "trainer.kubeflow.org/v1alpha1"},
       {"kind", "TrainJob"},
       {"metadata", {{"name", "tj" + std::to_string(g.between(0, 99))}, {"namespace", "team-a"}}},
       {"spec", {{"runtimeRef", {{"name", runtime}}}, {"trainer", trainer}}}};
+  return plan;
 }
 
-// Whether `policy` has a node to train on in `job`: a role it trains runs a pod. The roles it
-// trains are its own training roles that the job names (a task scaled to zero included), else,
-// in a job whose roles it does not name, every role but the launcher.
-bool has_nodes(const json& job, const std::string& policy) {
-  const auto* p = test::shipped_policies().by_name(policy);
-  std::map<std::string, int> pods;
-  if (job["kind"] == "JobSet") {
-    for (const auto& rj : job["spec"]["replicatedJobs"]) pods[rj["name"]] = 1;
-  } else if (job["apiVersion"] == "batch.volcano.sh/v1alpha1") {
-    for (const auto& t : job["spec"]["tasks"]) pods[t["name"]] = t.value("replicas", 0);
-  } else {
-    return true;
+// The world the contract draws for `plan` under `policy` (docs/contract.md §2.2), from what the
+// generator chose: out are the launcher, opted-out roles and prerequisites that complete first;
+// an MPI policy's world is every role left (its workers need no label); any other policy's is
+// the labelled roles left (every role left when none is labelled), only master and worker for a
+// strict one.
+std::set<std::string> expected_world(const job_plan& plan, const core::policy& policy) {
+  const bool some_labelled = std::any_of(plan.roles.begin(), plan.roles.end(),
+                                         [](const role_plan& r) { return r.labelled; });
+  std::set<std::string> world;
+  for (const auto& r : plan.roles) {
+    if (r.name == "launcher" || r.opted_out || r.prerequisite) continue;
+    if (policy.every_role_trains) {
+      world.insert(r.name);
+      continue;
+    }
+    if (some_labelled && !r.labelled) continue;
+    if (policy.strict_training_roles && !policy.is_training_role(r.name)) continue;
+    world.insert(r.name);
   }
-  bool named = false;
-  for (const auto& [role, count] : pods) named = named || p->is_training_role(role);
-  if (p->every_role_trains) named = false;
-  for (const auto& [role, count] : pods) {
-    if ((named ? p->is_training_role(role) : role != "launcher") && count > 0) return true;
-  }
-  return false;
+  return world;
 }
 
 struct run_counts {
   int jobs = 0;
   int pods = 0;
   int denied_jobs = 0;
+  int unnamed_jobs = 0;
+  int coordinators = 0;
+  int reinvoked = 0;
 };
 
-// The pods of `role` in `job`, or 0.
-int role_pods(const json& job, const std::string& role) {
-  if (job["kind"] == "JobSet") {
-    for (const auto& rj : job["spec"]["replicatedJobs"]) {
-      if (rj["name"] == role) return 1;
+// The pods feed back in, each with a proxy put in front of its containers, as a service mesh's
+// webhook would before trainenv is invoked again: nothing more is added, or (a policy that
+// writes every container) only to the proxy.
+void check_reinvocation(const core::job_preview& preview, const std::vector<json>& runtimes,
+                        run_counts& counts) {
+  std::vector<json> objects = preview.job.objects;
+  objects.insert(objects.end(), runtimes.begin(), runtimes.end());
+  const auto& policies = test::shipped_policies();
+  for (const auto& p : preview.pods) {
+    if (!p.d.allowed || !p.d.mutated()) continue;
+    json pod = p.admitted;
+    pod["spec"]["containers"].insert(pod["spec"]["containers"].begin(),
+                                     json{{"name", "linkerd-proxy"}, {"image", "linkerd/proxy"}});
+    const auto again = core::decide(
+        pod, policies, {}, [&](const core::owner_ref& ref, core::owner_values& owners) {
+          if (const auto* object = core::find_object(objects, ref)) {
+            owners.add(ref, *object);
+          } else {
+            owners.add_failure(ref, core::lookup_failure::not_found, "not part of the job");
+          }
+        });
+    INFO("reinvoked " << p.created.name << ": " << again.message);
+    REQUIRE(again.allowed);
+    const auto* policy = policies.by_name(p.d.policy);
+    for (const auto& op : again.patch()) {
+      INFO(op.dump());
+      CHECK((policy->all_containers &&
+             op["path"].get<std::string>().rfind("/spec/containers/0/", 0) == 0));
     }
-  } else if (job["apiVersion"] == "batch.volcano.sh/v1alpha1") {
-    for (const auto& t : job["spec"]["tasks"]) {
-      if (t["name"] == role) return t.value("replicas", 0);
-    }
+    ++counts.reinvoked;
   }
-  return 0;
 }
 
-void check_one(const json& job, const std::string& policy, const std::vector<json>& runtimes,
+void check_one(const job_plan& plan, const std::string& policy, const std::vector<json>& runtimes,
                std::uint64_t seed, run_counts& counts) {
+  const auto& job = plan.job;
   auto preview = core::preview_job(job, runtimes, test::shipped_policies());
   INFO("seed " << seed << " (TRAINENV_PROPERTY_SEED repeats it); policy "
                << (policy.empty() ? "(default)" : policy) << "; job:\n"
@@ -193,21 +314,93 @@ void check_one(const json& job, const std::string& policy, const std::vector<jso
   std::string problems;
   for (const auto& p : preview->problems) problems += p.message + "\n";
   INFO("problems:\n" << problems);
+  if (plan.trainjob) {
+    CHECK(preview->ok());
+    check_reinvocation(*preview, runtimes, counts);
+    return;
+  }
   // No policy named: a Volcano Job's pods get its kind's default, any other the default policy.
   const bool volcano = job["apiVersion"] == "batch.volcano.sh/v1alpha1";
   const auto effective = !policy.empty() ? policy : volcano ? "volcano-pytorch" : "torch";
+  const auto& pol = *test::shipped_policies().by_name(effective);
+  const auto world = expected_world(plan, pol);
+  int world_pods = 0;
+  bool world_unnamed = false;
+  const role_plan* launcher = nullptr;
+  const role_plan* first_in_world = nullptr;
+  for (const auto& r : plan.roles) {
+    if (r.name == "launcher") launcher = &r;
+    if (world.count(r.name) == 0) continue;
+    if (first_in_world == nullptr) first_in_world = &r;
+    world_pods += r.pods();
+    world_unnamed = world_unnamed || (!r.named && r.pods() > 0);
+  }
+  // Who needs names: a world of more than one pod (its master); an MPI launcher's hostfile, any
+  // size; and for Hydra every pod the launcher's subdomain (else the first node's).
+  bool unnamed = world_unnamed && world_pods > 1;
+  if (pol.every_role_trains) {
+    unnamed = world_unnamed;
+    const auto* searched = launcher != nullptr ? launcher : first_in_world;
+    if (!pol.dns_searches.empty() && searched != nullptr) unnamed = unnamed || !searched->named;
+  }
   // volcano-pytorch leaves a job without a master alone, as Volcano's own plugin does.
-  const bool applies = effective != "volcano-pytorch" || role_pods(job, "master") > 0;
-  if (applies && job["kind"] != "TrainJob" && !has_nodes(job, effective)) {
-    // No node to train on: the layout cannot be named, and every pod says so.
+  const auto master = std::find_if(plan.roles.begin(), plan.roles.end(),
+                                   [](const role_plan& r) { return r.name == "master"; });
+  const bool applies =
+      effective != "volcano-pytorch" || (master != plan.roles.end() && master->pods() > 0);
+  const bool any_training = std::any_of(preview->pods.begin(), preview->pods.end(),
+                                        [](const auto& p) { return !p.d.policy.empty(); });
+  if (!applies || !any_training) return;
+  if (world_pods == 0) {
+    // No node to train on: the layout cannot be named, and every training pod whose policy needs
+    // it says so (of an MPI job, the launcher).
     ++counts.denied_jobs;
     for (const auto& p : preview->pods) {
+      if (p.d.policy.empty() || (pol.every_role_trains && p.created.role != "launcher")) continue;
       CHECK_FALSE(p.d.allowed);
       CHECK_THAT(p.d.message, Catch::Contains("runs no pod in a node role"));
     }
     return;
   }
+  if (unnamed) {
+    // A role of the world has no DNS name: whoever needs it is refused saying so; no pod is
+    // admitted with a master that is not a pod's name.
+    ++counts.unnamed_jobs;
+    for (const auto& p : preview->pods) {
+      if (!p.d.allowed) CHECK_THAT(p.d.message, Catch::Contains("DNS names"));
+    }
+    for (const auto& problem : preview->problems) {
+      CHECK_THAT(problem.message, !Catch::Contains("is not the DNS name of") &&
+                                      !Catch::Contains("its layout calls it") &&
+                                      !Catch::Contains("not a worker of the job"));
+    }
+    return;
+  }
   CHECK(preview->ok());
+  // The world, drawn apart from the engine: its pods and only they have a rank.
+  int ranked = 0;
+  for (const auto& p : preview->pods) {
+    const auto rank = p.node_rank ? p.node_rank : p.rank;
+    if (!rank || pol.every_role_trains) continue;
+    ++ranked;
+    CHECK(world.count(p.created.role) == 1);
+  }
+  if (!pol.every_role_trains) CHECK(ranked == world_pods);
+  if (plan.coordinator && !pol.every_role_trains) {
+    ++counts.coordinators;
+    const auto& c = *plan.coordinator;
+    const auto* role = &*std::find_if(plan.roles.begin(), plan.roles.end(),
+                                      [&](const role_plan& r) { return r.name == c.role; });
+    const auto name = job["metadata"]["name"].get<std::string>() + "-" + c.role + "-" +
+                      std::to_string(c.job) + "-" + std::to_string(c.pod);
+    if (world.count(c.role) != 0 && role->pods() > 0) {
+      for (const auto& p : preview->pods) {
+        const auto rank = p.node_rank ? p.node_rank : p.rank;
+        if (rank && *rank == 0) CHECK(p.created.name == name);
+      }
+    }
+  }
+  check_reinvocation(*preview, runtimes, counts);
 }
 
 std::uint64_t seed_for_run() {
@@ -232,12 +425,16 @@ TEST_CASE("every generated layout, for every shipped policy, passes the whole-jo
       check_one(random_indexed_job(g, annotated), annotated, runtimes, seed, counts);
       check_one(random_volcano(g, annotated), annotated, runtimes, seed, counts);
     }
-    const auto volcano_default = random_volcano(g, "");
-    check_one(volcano_default, "", runtimes, seed, counts);
+    check_one(random_volcano(g, ""), "", runtimes, seed, counts);
     check_one(random_trainjob(g), "", runtimes, seed, counts);
   }
-  UNSCOPED_INFO("seed " << seed << ": " << counts.jobs << " jobs, " << counts.pods << " pods, "
-                        << counts.denied_jobs << " with no node to train on");
+  UNSCOPED_INFO("seed " << seed << ": " << counts.jobs << " jobs, " << counts.pods << " pods");
   CHECK(counts.jobs >= 1000);
-  WARN("generated " << counts.jobs << " jobs of " << counts.pods << " pods (seed " << seed << ")");
+  CHECK(counts.unnamed_jobs > 0);
+  CHECK(counts.coordinators > 0);
+  WARN("generated " << counts.jobs << " jobs of " << counts.pods << " pods (seed " << seed
+                    << "): " << counts.denied_jobs << " with no node to train on, "
+                    << counts.unnamed_jobs << " with a world role that has no DNS names, "
+                    << counts.coordinators << " with a coordinator; " << counts.reinvoked
+                    << " pods reinvoked behind a proxy");
 }

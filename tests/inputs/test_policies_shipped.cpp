@@ -31,6 +31,7 @@ struct pod_spec {
   json command = json::array({"python", "train.py"});
   json args;
   std::string container = "node";
+  json pod_spec_extra = json::object();  // members merged into the pod's spec
 };
 
 json make_pod(const pod_spec& s) {
@@ -50,6 +51,7 @@ json make_pod(const pod_spec& s) {
     pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] =
         std::to_string(*s.index);
   for (const auto& [k, v] : s.annotations) pod["metadata"]["annotations"][k] = v;
+  for (const auto& [k, v] : s.pod_spec_extra.items()) pod["spec"][k] = v;
   json container = {{"name", s.container}, {"image", "example"}, {"command", s.command}};
   if (!s.args.is_null()) container["args"] = s.args;
   if (!s.resources.empty()) container["resources"] = {{"requests", s.resources}};
@@ -337,16 +339,22 @@ TEST_CASE("torchtune: an explicit trainenv.io/policy: torch is respected even fo
 
 namespace {
 
-void check_ssh_volume(const outcome& o, const std::string& job) {
+// The SSH Secret at `path`, its private key readable by its owner alone (0600) unless a non-root
+// user reads it through the pod's fsGroup (0640): OpenSSH refuses a key its own user owns when
+// others can read it.
+void check_ssh_volume(const outcome& o, const std::string& job, int key_mode = 0600,
+                      const std::string& path = "/root/.ssh") {
   const auto* volume = find_named(o.pod["spec"]["volumes"], "name", "mpi-ssh-auth");
   REQUIRE(volume != nullptr);
   const auto& secret = (*volume)["secret"];
   CHECK(secret["secretName"] == job + "-mpi-ssh-auth");
   CHECK(secret["defaultMode"] == 0400);
-  CHECK(secret["items"] == json::parse(R"([{"key":"ssh-privatekey","path":"id_rsa","mode":416},
+  auto items = json::parse(R"([{"key":"ssh-privatekey","path":"id_rsa","mode":0},
     {"key":"ssh-publickey","path":"id_rsa.pub","mode":420},
-    {"key":"ssh-publickey","path":"authorized_keys","mode":420}])"));
-  const auto* mount = find_named(o.container()["volumeMounts"], "mountPath", "/root/.ssh");
+    {"key":"ssh-publickey","path":"authorized_keys","mode":420}])");
+  items[0]["mode"] = key_mode;
+  CHECK(secret["items"] == items);
+  const auto* mount = find_named(o.container()["volumeMounts"], "mountPath", path);
   REQUIRE(mount != nullptr);
   CHECK((*mount)["name"] == "mpi-ssh-auth");
 }
@@ -499,12 +507,36 @@ TEST_CASE("intel-mpi and mpich: Hydra variables and host:slots hostfiles", "[shi
   CHECK(o.pod["metadata"]["annotations"]["trainenv.io/hostfile"] == hydra_hostfile);
   check_ssh_volume(o, "trainJob");
 
+  // Hydra's proxies call the launcher back by its bare hostname: the pod searches its subdomain.
+  const auto searches = json::array({"trainJob.default.svc.cluster.local"});
+  CHECK(o.pod["spec"]["dnsConfig"]["searches"] == searches);
+
   s.framework = "mpich";
   o = run(s);
   CHECK(o.value("HYDRA_HOST_FILE") == "/etc/mpi/hostfile");
-  CHECK(o.value("HYDRA_LAUNCH_EXTRA_ARGS") == "-o ConnectionAttempts=10");
+  // The name MPICH's Hydra reads (mpi-operator's HYDRA_LAUNCH_EXTRA_ARGS is read by nothing).
+  CHECK(o.value("HYDRA_LAUNCHER_EXTRA_ARGS") == "-o ConnectionAttempts=10");
   CHECK(o.env.size() == 2);
   CHECK(o.pod["metadata"]["annotations"]["trainenv.io/hostfile"] == hydra_hostfile);
+  CHECK(o.pod["spec"]["dnsConfig"]["searches"] == searches);
+}
+
+TEST_CASE("mpi: the SSH key's mode follows who reads it, and the mount path the annotation",
+          "[shipped][mpi]") {
+  pod_spec s;
+  s.role = "node";
+  s.framework = "mpi";
+  s.annotations = {{"trainenv.io/num-nodes", "2"}};
+  // Root reads the root-owned key at /root/.ssh: 0600, fsGroup or not.
+  check_ssh_volume(run(s), "trainJob", 0600);
+  s.pod_spec_extra = {{"securityContext", {{"fsGroup", 1000}}}};
+  check_ssh_volume(run(s), "trainJob", 0600);
+  // A non-root user reads it through the pod's fsGroup, away from root's home: 0640.
+  s.annotations["trainenv.io/ssh-auth-mount-path"] = "/home/mpiuser/.ssh";
+  check_ssh_volume(run(s), "trainJob", 0640, "/home/mpiuser/.ssh");
+  // Without an fsGroup nobody but root could read 0640: 0600 there too.
+  s.pod_spec_extra = json::object();
+  check_ssh_volume(run(s), "trainJob", 0600, "/home/mpiuser/.ssh");
 }
 
 // --- JAX and XGBoost --------------------------------------------------------------------

@@ -103,8 +103,11 @@ TEST_CASE("the shipped policies load with torch as the default", "[policy_store]
   CHECK(set.by_framework("pytorch")->name == "torch");
   REQUIRE(set.by_framework("platform") != nullptr);
   CHECK(set.by_framework("platform")->name == "platform");
-  // Every file but owners.yaml is one policy; owners.yaml holds the owner kinds.
-  CHECK(set.all().size() + 1 == load.files.size());
+  // Every file but owners.yaml and sidecars.yaml is one policy; those hold the owner kinds and
+  // the known sidecar containers.
+  CHECK(set.all().size() + 2 == load.files.size());
+  CHECK(std::find(set.sidecars().begin(), set.sidecars().end(), "istio-proxy") !=
+        set.sidecars().end());
   CHECK(set.owner_kinds().all().size() == 12);  // six read, six wired by their operators
   CHECK(set.owner_kinds().find("jobset.x-k8s.io/v1alpha2", "JobSet") != nullptr);
   CHECK(set.owner_kinds().find("batch.volcano.sh/v1alpha1", "Job") != nullptr);

@@ -22,6 +22,8 @@ struct created_pod {  // NOLINT(bugprone-exception-escape)
   std::string name;   // its name, or its generateName without the trailing '-' ("bert-node-0-1")
   std::string role;   // its replicatedJob or task
   std::string step;   // Trainer's ancestor-step label on its Job's template, if any
+  // Its role is another's dependsOn with status Complete: it has finished before that one starts.
+  bool prerequisite = false;
   nlohmann::json pod;
 };
 
@@ -33,8 +35,8 @@ struct created_job {
   // ConfigMaps: what the pods' owner lookups find.
   std::vector<nlohmann::json> objects;
   std::vector<created_pod> pods;
-  // A TrainJob's runtime: whether its launcher is a node (hostfile checks) and which roles
-  // Trainer marks as another step than training (initializers).
+  // Whether its launcher is a node (hostfile checks): a TrainJob's runtime says
+  // runLauncherAsNode, a hand-written job trainenv.io/run-launcher-as-node on its template.
   bool launcher_is_node = false;
   std::vector<std::string> notes;  // what the preview should tell ("no svc plugin: no DNS names")
 };

@@ -22,6 +22,7 @@ struct injection_summary {
   std::vector<std::string> volumes;          // volume names
   std::vector<std::string> annotations;      // keys
   std::vector<std::string> init_containers;  // names
+  std::vector<std::string> dns_searches;     // spec.dnsConfig.searches added
 
   [[nodiscard]] bool empty() const;
   // "PET_NNODES,WORLD_SIZE,port 29500,mount /etc/mpi,volume mpi-ssh-auth,arg --x,annotation k",
@@ -57,6 +58,12 @@ struct decision {
   // Denied: status.code (docs/contract.md §6): 400 a contract violation; 404, 500 or 503 an owner
   // that could not be read (gone, our access refused, or unreachable for now).
   int code = 400;
+  // The pod's place as its layout sees it, for preview --job's whole-job checks: the name the
+  // layout gives it (empty when it has none), the roles of its world, and whether those need not
+  // be training pods themselves (an MPI job's workers).
+  std::string layout_name;
+  std::vector<std::string> world_roles;
+  bool world_of_workers = false;
 
   [[nodiscard]] bool mutated() const { return patch_ops != 0; }
   // The patch as a value ([] when none): for the preview and for tests, not the request path.

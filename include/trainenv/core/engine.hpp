@@ -20,6 +20,8 @@ namespace trainenv::core {
 struct mutate_options {
   // Use this policy regardless of the pod's annotation or framework label (preview ?policy=).
   std::string forced_policy;
+  // The cluster's DNS domain (serve --cluster-domain): ${clusterDomain}, for the pods' full names.
+  std::string cluster_domain = "cluster.local";
 };
 
 // One round of the decision, given the owner objects fetched so far (docs/contract.md §2.1): the

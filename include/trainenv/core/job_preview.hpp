@@ -15,6 +15,7 @@
 
 #include "trainenv/core/controllers.hpp"
 #include "trainenv/core/decision.hpp"
+#include "trainenv/core/engine.hpp"
 #include "trainenv/core/policy.hpp"
 #include "trainenv/core/result.hpp"
 
@@ -60,7 +61,8 @@ struct job_preview {
 [[nodiscard]] result<job_preview> preview_job(const nlohmann::json& job,
                                               const std::vector<nlohmann::json>& given,
                                               const policy_set& policies,
-                                              std::size_t max_pods = max_preview_pods);
+                                              std::size_t max_pods = max_preview_pods,
+                                              const mutate_options& options = {});
 
 // The checks alone, over pods already decided (what preview_job runs last).
 [[nodiscard]] std::vector<job_problem> check_job(const created_job& job,

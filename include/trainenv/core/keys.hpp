@@ -18,6 +18,7 @@ inline constexpr std::string_view job_index = "jobset.sigs.k8s.io/job-index";
 inline constexpr std::string_view replicated_job = "jobset.sigs.k8s.io/replicatedjob-name";
 inline constexpr std::string_view replicated_job_replicas =
     "jobset.sigs.k8s.io/replicatedjob-replicas";
+inline constexpr std::string_view coordinator = "jobset.sigs.k8s.io/coordinator";
 inline constexpr std::string_view job_name = "batch.kubernetes.io/job-name";
 inline constexpr std::string_view completion_index = "batch.kubernetes.io/job-completion-index";
 inline constexpr std::string_view volcano_job = "volcano.sh/job-name";
@@ -31,6 +32,11 @@ inline constexpr std::string_view nproc_per_node = "trainenv.io/nproc-per-node";
 inline constexpr std::string_view replicas = "trainenv.io/replicas";
 inline constexpr std::string_view master_port = "trainenv.io/master-port";
 inline constexpr std::string_view injected = "trainenv.io/injected";
+inline constexpr std::string_view container = "trainenv.io/container";
+inline constexpr std::string_view ssh_auth_mount_path = "trainenv.io/ssh-auth-mount-path";
+inline constexpr std::string_view run_launcher_as_node = "trainenv.io/run-launcher-as-node";
+// Kubernetes' own: the container kubectl picks, which a service mesh points at the app.
+inline constexpr std::string_view default_container = "kubectl.kubernetes.io/default-container";
 }  // namespace keys
 
 // The role an MPI job launches from: never a training role; a node, last, only when the runtime

@@ -1,7 +1,9 @@
 // The job's layout (docs/contract.md §2.2): its roles in node order, the Jobs and pods of each,
-// which roles train and which are the job's nodes, and how its controller names their pods.
-// Built once per admission, from the pod's owners or, when they need not be read, from the pod's
-// annotations and labels; every address and node rank a policy injects is read from it.
+// which roles are out of the world (initializers, finished prerequisites, opted-out and unlabelled
+// side roles), which train and which are the job's nodes, the coordinator, and how its controller
+// names their pods. Built once per admission, from the pod's owners or, when they need not be
+// read, from the pod's annotations and labels; every address and node rank a policy injects is
+// read from it.
 #pragma once
 
 #include <cstddef>
@@ -30,11 +32,16 @@ struct layout_role {
   // Kubeflow Trainer's ancestor-step label on its templates ("dataset-initializer"), if any: a
   // role whose label is another step's never trains.
   std::string step;
+  bool opted_out = false;  // its pod template says trainenv.io/inject: "false"
+  // A role that depends on this one with status Complete: this one has finished before it starts.
+  std::string completes_before;
   // False for the pod's own role when trainenv.io/replicas leaves it out: it counts no pods and
   // never trains.
   bool listed = true;
-  bool training = false;  // WORLD_SIZE and RANK; `roles: [training]` in policies
-  bool node = false;      // a node of the job: has a node rank, and a line in the hostfile
+  std::size_t owner_order = 0;  // its place in the owner's own list: the MPI hostfile's order
+  std::string outside;          // why it is out of the world; empty when it is in
+  bool training = false;        // WORLD_SIZE and RANK; `roles: [training]` in policies
+  bool node = false;            // a node of the job: has a node rank, and a line in the hostfile
   const nlohmann::json* pod_template = nullptr;  // into the owner object, when it was read
 
   [[nodiscard]] std::int64_t pods_per_job() const { return jobs > 0 ? pods / jobs : 0; }
@@ -58,20 +65,22 @@ struct host_group {
 struct job_layout {
   std::vector<layout_role> roles;  // master, worker, node first, then the owner's own order
   std::vector<std::size_t> nodes;  // the node roles, in node order (a launcher node last)
-  // Naming: the owner kind's rule, the name it starts from (${job}) and the subdomain. Without a
-  // rule or a subdomain, `unnamed` says why no pod of the job has a DNS name trainenv can tell.
+  // Naming: the owner kind's rule, the name it starts from (${job}) and where the subdomain comes
+  // from. Without a rule, or when the controller names no pod at all, `unnamed` says why.
   const pod_naming* naming = nullptr;
   std::string naming_kind;  // "JobSet", for messages
   std::string job;
-  std::string subdomain;
   std::string unnamed;
-  std::string source;    // where the roles came from: "JobSet team-a/bert", "annotation ..."
-  std::string no_nodes;  // set by settle_roles when no node role runs a pod: says so
+  std::string subdomain;        // the owner's (or its default, or the pod's own when not read)
+  bool template_first = false;  // a role's template's own spec.subdomain wins over `subdomain`
+  std::string templates_only;   // set: only templates name pods (says why: DNS hostnames off)
+  std::string source;           // where the roles came from: "JobSet team-a/bert", "annotation ..."
+  std::string no_nodes;         // set by settle_roles when no node role runs a pod: says so
   bool launcher_is_node = false;
-  // The pod being decided, when its own spec.hostname and spec.subdomain name it: they win for
-  // that pod (docs/contract.md §2.2).
-  std::optional<std::pair<std::size_t, std::int64_t>> self;
-  std::string self_name;
+  // The pod the owner names as its master (JobSet's coordinator), when it is in the world: node
+  // rank 0, the others following in node order. `coordinator_note` says why a named one is not.
+  std::optional<std::pair<std::size_t, std::int64_t>> coordinator;
+  std::string coordinator_note;
 
   [[nodiscard]] const layout_role* find(std::string_view role) const;
   [[nodiscard]] layout_role* find(std::string_view role);
@@ -79,31 +88,48 @@ struct job_layout {
   [[nodiscard]] std::int64_t node_count() const;     // the pods of the node roles
   [[nodiscard]] std::int64_t training_pods() const;  // the pods of the training roles
   // The node rank of the pod at `position` in role `role` (an index into roles): its place among
-  // the nodes. nullopt when the role is not a node role.
+  // the nodes, the coordinator first. nullopt when the role is not a node role.
   [[nodiscard]] std::optional<std::int64_t> node_rank(std::size_t role,
                                                       std::int64_t position) const;
+  // The subdomain of role `role`'s pods, by the controller's rule; an error says why they have
+  // none.
+  [[nodiscard]] result<std::string> subdomain_of(std::size_t role) const;
   // "<hostname>.<subdomain>" of the pod at `position` in role `role`, by the controller's rule.
   [[nodiscard]] result<std::string> dns_name(std::size_t role, std::int64_t position) const;
-  // The DNS name of node rank 0 (`<master>`).
+  // The DNS name of node rank 0 (`<master>`); "localhost" for a world of one pod that has none.
   [[nodiscard]] result<std::string> master() const;
-  // Every node's DNS name, in node order, one group per node role. Fails when a name cannot be
-  // told (no naming rule, or a Job count only the owner knows).
+  // The subdomain a pod searches to find the job's launcher by its bare hostname (Hydra): the
+  // launcher's, else the master's.
+  [[nodiscard]] result<std::string> launcher_subdomain() const;
+  // Every node's DNS name, one group per node role, in the owner's order of its roles (as
+  // Trainer's MPI plugin writes the hostfile). Fails when a name cannot be told (no naming
+  // rule, or a Job count only the owner knows).
   [[nodiscard]] result<std::vector<host_group>> host_groups() const;
   // The names of role `role`'s pods (its Job count as known, or 1).
   [[nodiscard]] result<host_group> names_of(std::size_t role) const;
 };
 
-// Orders `layout.roles` (master, worker, node first, then as given) and settles which roles train
-// and which are nodes (docs/contract.md §2.2): the policy's training roles that the layout has;
-// when it has none of them and the layout is the job's own (`read_from_owner`: not what a pod's
-// annotations sketch of it), every role but the launcher and Trainer's initializers. An MPI
-// launcher run as a node comes last.
-void settle_roles(job_layout& layout, const policy& p, bool read_from_owner);
+// How the job's world is drawn (docs/contract.md §2.2, "the world").
+struct world_rules {
+  // The layout is the job's own (read from its owner), not what a pod's annotations sketch.
+  bool read_from_owner = false;
+  // A Kubeflow Trainer TrainJob: its MPI workers are the role named node, as its MPI plugin picks
+  // them.
+  bool trainer_workers = false;
+};
+
+// Orders `layout.roles` (master, worker, node first, then as given), marks the roles out of the
+// world and settles which roles train and which are nodes (docs/contract.md §2.2): of the roles
+// left, the policy's training roles when they are strict or the layout is not the owner's,
+// else every one but a launcher; for an MPI policy its workers. An MPI launcher run as a node
+// comes last in node order. Places the coordinator, when the owner names one.
+void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
+                  const std::optional<coordinator_pod>& coordinator);
 
 // The pod's naming rule, its job name and subdomain, from `kind`'s rule and, when read, the owner
 // object (`owner`, whose metadata.name is ${job}); else from the pod's own label and
-// spec.subdomain.
+// spec.subdomain (`has_owner`: the pod has a controller that was not read).
 void set_naming(job_layout& layout, const owner_kind& kind, const nlohmann::json* owner,
-                std::string_view job, const std::string_view* pod_subdomain);
+                std::string_view job, const std::string_view* pod_subdomain, bool has_owner);
 
 }  // namespace trainenv::core

@@ -49,6 +49,18 @@ struct role_layout {
   std::int64_t replicas_default = 1;
   member_path job_spec;      // pods per replica = a batch/v1 JobSpec's pods, at this path; empty: 1
   member_path pod_template;  // where the role's pod template sits (a PodTemplateSpec)
+  // list: the entry's list of {name, status} prerequisites (JobSet's dependsOn); a role another
+  // depends on with status Complete has finished before that one starts. Empty: none.
+  std::string depends_on_member;
+};
+
+// Where an owner names the pod it wants as the job's master (JobSet's spec.coordinator): the
+// role, and the Job and pod within it.
+struct coordinator_rule {
+  member_path at;  // the coordinator object in the owner
+  std::string role_member = "replicatedJob";
+  std::string job_index_member = "jobIndex";
+  std::string pod_index_member = "podIndex";
 };
 
 // How a controller names the pods of a job of its kind (docs/contract.md §2.2): each pod's
@@ -59,6 +71,19 @@ struct pod_naming {
   template_string hostname;
   member_path subdomain;  // where the owner object sets it; empty: only the default
   std::optional<template_string> subdomain_default;  // over ${job}; none: no DNS names unless set
+  // What the role's pod template's own spec.subdomain counts for: `first`, it wins over the
+  // owner's and the default (the Job controller, Volcano's svc plugin, which set only what the
+  // template leaves empty); `overridden`, the controller writes its own over it (JobSet with DNS
+  // hostnames), so it counts only when `dns_switch` is off.
+  enum class template_rule : std::uint8_t { first, overridden };
+  template_rule template_subdomain = template_rule::first;
+  // A boolean in the owner (JobSet's spec.network.enableDNSHostnames, absent: true): when false
+  // the controller sets no subdomain and makes no Service; only a template's own subdomain (and
+  // the user's Service of that name) then names the pods. Empty: no such switch.
+  member_path dns_switch;
+  // The controller names the pods only when the owner has one of these members (Volcano's svc
+  // plugin, which its webhook turns on for pytorch, mpi, tensorflow and ray). Empty: always.
+  std::vector<member_path> requires_any;
   // The pod label that names a job of this kind, for a pod whose owner is not read (its
   // controller's labels: jobset.sigs.k8s.io/jobset-name, volcano.sh/job-name, ...).
   std::string job_label;
@@ -74,7 +99,8 @@ struct owner_kind {
   bool cluster_scoped = false;
   std::optional<role_layout> roles;  // none: this kind gives no counts (a TrainJob)
   std::optional<pod_naming> naming;  // none: this kind's pods have no DNS names trainenv knows
-  std::string default_policy;        // for its pods when nothing else names one (Volcano)
+  std::optional<coordinator_rule> coordinator;
+  std::string default_policy;  // for its pods when nothing else names one (Volcano)
   // Set: pods this kind controls are wired by its own operator (Kubeflow's v1 PyTorchJob,
   // MPIJob, ...) and pass unchanged with this said as a warning; the object is never read.
   std::string wired_by;
@@ -217,8 +243,18 @@ struct role_pods {
   std::int64_t jobs = 1;
   // Kubeflow Trainer's trainjob-ancestor-step label on the role's templates, if any.
   std::string step;
+  bool opted_out = false;  // its pod template says trainenv.io/inject: "false"
+  // The roles it waits for (dependsOn), each with the status it waits for ("Complete", "Ready").
+  std::vector<std::pair<std::string, std::string>> depends_on;
   std::string source;                            // "JobSet team-a/bert spec.replicatedJobs[node]"
   const nlohmann::json* pod_template = nullptr;  // into the owner object, which must outlive this
+};
+
+// The pod an owner names as its master (its coordinator), by role and place.
+struct coordinator_pod {
+  std::string role;
+  std::int64_t job_index = 0;
+  std::int64_t pod_index = 0;
 };
 
 // The pod counts a pod's owners give, and the object that gave them (whose kind names its pods).
@@ -230,9 +266,14 @@ struct owner_counts {
   const owner_kind* kind = nullptr;
   const nlohmann::json* object = nullptr;  // inside the owner_values, which must outlive this
   std::string name;                        // its metadata.name
+  std::optional<coordinator_pod> coordinator;
 
   [[nodiscard]] const role_pods* find(std::string_view role) const;
 };
+
+// The coordinator `object` (of `kind`) names, if its kind has a rule and the object sets one.
+[[nodiscard]] std::optional<coordinator_pod> read_coordinator(const owner_kind& kind,
+                                                              const nlohmann::json& object);
 
 // The pods a batch/v1 JobSpec runs at once: min(parallelism, completions); parallelism defaults
 // to 1 and completions to parallelism. Errors name the member (`where` + ".parallelism") and

@@ -7,16 +7,33 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/policy.hpp"
 
 namespace trainenv::core {
 
+// The container a policy's values go into (docs/contract.md §3), first match: the annotation
+// trainenv.io/container; on a pod trainenv already mutated (reinvoked after another webhook
+// reordered its containers), the one that holds the policy's variables; the container the policy
+// names; kubectl.kubernetes.io/default-container (ignored, with a warning, when it names no
+// container); the first container that is not a known sidecar; the first.
+struct container_choice {
+  std::optional<std::size_t> index;  // none: `violation` says why
+  std::string violation;
+  std::string warning;
+};
+[[nodiscard]] container_choice choose_container(const pod_view& pod, const policy& p,
+                                                const std::vector<std::string>& sidecars);
+
 // The violation ("trainenv: spec.containers[0].env must be a list"), or empty when the pod's
-// shape is usable. On success `target` is the index of the container to inject into.
+// shape is usable. On success `target` is the index of the container to inject into, and
+// `warning` what the pod should hear about that choice, if anything.
 [[nodiscard]] std::string check_pod_shape(const pod_view& pod, const policy& p,
-                                          std::size_t& target);
+                                          const std::vector<std::string>& sidecars,
+                                          std::size_t& target, std::string& warning);
 
 }  // namespace trainenv::core

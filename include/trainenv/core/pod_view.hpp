@@ -85,9 +85,6 @@ class pod_view {
 
   // spec.containers when it is an array, else nullptr.
   [[nodiscard]] const nlohmann::json* containers() const { return containers_; }
-  // The container named `preferred`; if none has that name, the first; nullopt if none.
-  [[nodiscard]] std::optional<std::size_t> target_container(std::string_view preferred) const;
-
   // The ownerReference with `controller: true` (controller_of in the pod's namespace), read on
   // first use and kept: the owner walk asks for it several times per admission.
   [[nodiscard]] const std::optional<owner_ref>& controller() const;

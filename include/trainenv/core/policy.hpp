@@ -99,6 +99,13 @@ struct hostfile_item {
   item_scope scope;                        // roles: [launcher] unless the policy says
 };
 
+// A DNS search domain the pod's resolver tries (spec.dnsConfig.searches): how MPICH's and Intel
+// MPI's Hydra proxies find the launcher by its bare hostname (docs/contract.md §3).
+struct dns_search_item {
+  template_string value;
+  item_scope scope;
+};
+
 // Another container that receives the env and volume mounts too, when the pod has it.
 struct extra_container {
   std::string name;
@@ -121,11 +128,18 @@ struct policy {
   std::optional<condition> when;  // the policy injects nothing into pods where this is false
   std::string when_source;
   std::string container = "node";
+  // `allContainers: true`: every container of the pod gets the env and mounts, as Volcano's own
+  // plugins write them (ports and args stay on the target container).
+  bool all_containers = false;
   std::vector<extra_container> extra_containers;
   std::vector<std::string> training_roles = {"master", "worker", "node"};
   // `trainingRoles: ["*"]`: every role of the job but the launcher trains (an MPI job's workers,
   // whatever their names); training_roles is then empty.
   bool every_role_trains = false;
+  // `strictTrainingRoles: true`: only training_roles train, whatever other roles the job has
+  // (volcano-pytorch: master and worker, the Volcano fix). Otherwise every role of the job's
+  // world trains, and training_roles matter only for a layout the pod's annotations sketch.
+  bool strict_training_roles = false;
   std::int64_t default_master_port = 29500;
   std::int64_t default_num_nodes = 1;
   nproc_setting default_nproc;
@@ -138,6 +152,7 @@ struct policy {
   std::vector<volume_item> volumes;
   std::vector<mount_item> volume_mounts;
   std::vector<annotation_item> annotations;
+  std::vector<dns_search_item> dns_searches;
   std::optional<hostfile_item> hostfile;
   // The variables any of its templates or conditions use (a used() mask, set by parse_policy):
   // a policy that uses no count does not make the engine read a pod's owners.
@@ -156,6 +171,11 @@ struct policy {
 // Parses one policy document. Errors read "<source>: <field>: <problem>; <what to write>".
 [[nodiscard]] result<policy> parse_policy(const nlohmann::json& document, std::string_view source);
 
+inline constexpr std::string_view sidecar_list_kind = "SidecarList";
+// Parses one SidecarList document: the container names it lists (spec.containers).
+[[nodiscard]] result<std::vector<std::string>> parse_sidecar_list(const nlohmann::json& document,
+                                                                  std::string_view source);
+
 // An immutable set of policies with constant-time selection by name and framework value.
 class policy_set {
  public:
@@ -169,7 +189,8 @@ class policy_set {
   // Rejects duplicate names, a framework value claimed twice and more than one default. The
   // owner kinds (policies/owners.yaml) travel with the policies: one load, one snapshot.
   [[nodiscard]] static result<policy_set> build(std::vector<policy> policies,
-                                                owner_kind_set owner_kinds = {});
+                                                owner_kind_set owner_kinds = {},
+                                                std::vector<std::string> sidecars = {});
 
   [[nodiscard]] const policy* by_name(std::string_view name) const;
   [[nodiscard]] const policy* by_framework(std::string_view framework) const;
@@ -178,6 +199,9 @@ class policy_set {
   [[nodiscard]] const std::vector<const policy*>& replacements_of(std::string_view name) const;
   [[nodiscard]] const std::vector<policy>& all() const { return policies_; }
   [[nodiscard]] const owner_kind_set& owner_kinds() const { return owner_kinds_; }
+  // Container names known as sidecars (a service mesh's proxy, ...): never the target container
+  // unless named (policies/sidecars.yaml).
+  [[nodiscard]] const std::vector<std::string>& sidecars() const { return sidecars_; }
 
  private:
   struct string_hash {
@@ -188,6 +212,7 @@ class policy_set {
 
   std::vector<policy> policies_;
   owner_kind_set owner_kinds_;
+  std::vector<std::string> sidecars_;
   index_map by_name_;
   index_map by_framework_;
   std::optional<std::size_t> default_;

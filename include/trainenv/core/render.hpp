@@ -60,6 +60,7 @@ struct wants {
   std::vector<nlohmann::json> init_containers;  // v1.Container, added when none has the name
   std::vector<nlohmann::json> volumes;          // v1.Volume
   nlohmann::json annotations = nlohmann::json::object();
+  std::vector<std::string> dns_searches;  // spec.dnsConfig.searches the pod should have
   std::vector<std::string>
       warnings;  // things the policy could not do, e.g. a missing command prefix
 };

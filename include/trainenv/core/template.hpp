@@ -111,7 +111,9 @@ class template_string {
 };
 
 // A JSON value whose strings may hold templates (a policy's valueFrom or volume, say);
-// numbers, booleans and structure pass through as they are.
+// numbers, booleans and structure pass through as they are. A file mode (a member named `mode`
+// or `defaultMode`, which Kubernetes types as an integer) may be one integer "${...}", and is
+// rendered as a JSON integer.
 // (clang-tidy 14 reads the implicit special members through nlohmann::json's members; none of
 // them throws in practice.)
 class template_json {  // NOLINT(bugprone-exception-escape)
@@ -124,8 +126,15 @@ class template_json {  // NOLINT(bugprone-exception-escape)
   [[nodiscard]] const nlohmann::json& source() const { return value_; }
 
  private:
+  struct templated {
+    nlohmann::json::json_pointer at;
+    template_string text;
+    bool file_mode = false;  // rendered as an integer
+  };
+  [[nodiscard]] static bool is_file_mode_member(const nlohmann::json::json_pointer& at);
+
   nlohmann::json value_;
-  std::vector<std::pair<nlohmann::json::json_pointer, template_string>> templated_strings_;
+  std::vector<templated> templated_strings_;
   std::uint32_t used_ = 0;
 };
 

@@ -45,6 +45,13 @@ struct topology {
   std::optional<std::int64_t> nproc_count;  // the processes-per-node setting, when a number
   bool nproc_one_means_gpus = false;        // Trainer's MPI rule (trainer_settings)
   std::string ssh_auth_mount_path;
+  std::int64_t ssh_key_mode = 0600;
+  std::string cluster_domain;
+  // The pod's own "<hostname>.<subdomain>", as its controller set them: what the layout must call
+  // it too (docs/contract.md §2.2, the self-check).
+  std::string own_name;
+  // What the pod should hear about its layout (a coordinator outside the world), as warnings.
+  std::vector<std::string> notes;
   bool training_role = false;
   std::optional<std::int64_t> node_rank;   // a node with a known index
   std::optional<std::int64_t> world_size;  // training roles
@@ -72,7 +79,13 @@ inline constexpr std::uint32_t layout_variables =
     variable_bit(variable::num_nodes) | variable_bit(variable::world_size) |
     variable_bit(variable::rank) | variable_bit(variable::node_rank) |
     variable_bit(variable::master_addr) | variable_bit(variable::host) |
-    variable_bit(variable::slots) | variable_bit(variable::processes_per_node) | replicas_bit;
+    variable_bit(variable::slots) | variable_bit(variable::processes_per_node) |
+    variable_bit(variable::subdomain) | replicas_bit;
+// The variables that name pods: a pod whose policy uses one is checked against its layout's name
+// for it (docs/contract.md §2.2).
+inline constexpr std::uint32_t naming_variables = variable_bit(variable::master_addr) |
+                                                  variable_bit(variable::host) |
+                                                  variable_bit(variable::subdomain);
 [[nodiscard]] inline bool uses_counts(const policy& p) {
   return (p.variables_used & layout_variables) != 0;
 }
@@ -81,8 +94,9 @@ inline constexpr std::uint32_t layout_variables =
 struct topology_sources {
   const owner_kind_set* kinds = nullptr;  // the naming rules, for a pod whose owners are not read
   const owner_counts* owners = nullptr;   // the layout owner's roles, when read
-  const trainer_settings* trainer = nullptr;  // a Trainer pod's TrainJob and runtime
-  bool has_owner = false;                     // the pod has a controlling owner (read or not)
+  const trainer_settings* trainer = nullptr;     // a Trainer pod's TrainJob and runtime
+  bool has_owner = false;                        // the pod has a controlling owner (read or not)
+  std::string cluster_domain = "cluster.local";  // ${clusterDomain}: serve --cluster-domain
 };
 
 // Violations come back as errors whose message starts "trainenv: " and names the key, the

@@ -32,6 +32,9 @@ enum class variable : std::uint8_t {
   node_rank,            // the pod's position among the job's nodes (docs/contract.md §2.2)
   master_addr,          // the DNS name of node rank 0
   ssh_auth_mount_path,  // where the MPI SSH keys go (the runtime's sshAuthMountPath)
+  ssh_key_mode,         // the private key's file mode: 0600, or 0640 read through fsGroup
+  subdomain,            // the subdomain of the job's launcher, else of its master
+  cluster_domain,       // the cluster's DNS domain (serve --cluster-domain)
   host,                 // ${host}: one node's DNS name inside a hostfile's line
   line,                 // ${i}: the line number inside an annotation's `lines`
 };
@@ -59,6 +62,9 @@ inline constexpr std::array variable_table = {
     variable_info{variable::node_rank, "nodeRank", true},
     variable_info{variable::master_addr, "masterAddr", false},
     variable_info{variable::ssh_auth_mount_path, "sshAuthMountPath", false},
+    variable_info{variable::ssh_key_mode, "sshKeyMode", true},
+    variable_info{variable::subdomain, "subdomain", false},
+    variable_info{variable::cluster_domain, "clusterDomain", false},
     variable_info{variable::host, "host", false},
     variable_info{variable::line, "i", true},
 };

@@ -41,6 +41,7 @@ struct serve_config {
   std::chrono::milliseconds lookup_timeout{2'000};  // all the lookups of one pod
   std::chrono::milliseconds owner_cache_ttl{10'000};
   std::string owners;  // --owners FILE: owners from a file instead of the API (no cluster)
+  std::string cluster_domain = "cluster.local";  // the pods' full DNS names end in it
   // serve --help states these defaults; the tests parse them back and compare.
   friend bool operator==(const serve_config&, const serve_config&) = default;
 };
@@ -52,6 +53,7 @@ struct preview_config {
   std::string owners;      // --owners FILE: owner objects, offline
   std::string kubeconfig;  // --kubeconfig FILE: read the owners from that cluster
   std::chrono::milliseconds lookup_timeout{2'000};
+  std::string cluster_domain = "cluster.local";
   bool job = false;              // --job: FILE is a whole job (TrainJob, JobSet, Job, Volcano Job)
   std::string output = "table";  // -o table|json, for --job (a pod's preview is always JSON)
 };

@@ -23,6 +23,8 @@ struct server_state {
   server::metrics metrics;
   // How /mutate and /preview read pods' owners; set before the server starts.
   owner_lookup owners;
+  // The cluster's DNS domain (--cluster-domain): the pods' full names end in it.
+  std::string cluster_domain = "cluster.local";
 
   // Whether /readyz answers 200; the metrics report it too.
   [[nodiscard]] bool ready() const { return ready_.load(std::memory_order_relaxed); }
