@@ -58,7 +58,8 @@ json read_parts(json pod) {
   // termination message or probes.
   for (auto& ref : metadata["ownerReferences"]) ref.erase("blockOwnerDeletion");
   json spec = json::object();
-  for (const auto* key : {"containers", "initContainers", "volumes", "hostname", "subdomain"}) {
+  for (const auto* key : {"containers", "initContainers", "volumes", "hostname", "subdomain",
+                          "securityContext", "dnsConfig"}) {
     if (pod["spec"].contains(key)) spec[key] = pod["spec"][key];
   }
   for (auto& container : spec["containers"]) {

@@ -9,10 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "fake_apiserver.hpp"
-#include "server_harness.hpp"
-#include "trainenv/core/job_preview.hpp"
-#include "trainenv/inputs/yaml.hpp"
+#include "served_jobs.hpp"
 
 namespace {
 
@@ -20,128 +17,13 @@ using namespace trainenv;
 using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
 using nlohmann::json;
-
-json document(const std::string& path) {
-  auto doc = inputs::parse_document(test::read_file(std::string(TRAINENV_SOURCE_DIR) + "/" + path));
-  REQUIRE(doc.ok());
-  return std::move(*doc);
-}
-
-std::vector<json> runtimes() {
-  auto docs = inputs::parse_documents(
-      test::read_file(std::string(TRAINENV_SOURCE_DIR) + "/examples/jobs/runtimes.yaml"));
-  REQUIRE(docs.ok());
-  return std::move(*docs);
-}
-
-// One /mutate: the response and the pod with its patch applied.
-std::pair<json, json> admit(unsigned short port, const json& pod, const std::string& uid = "u") {
-  test::tls_client client(port);
-  REQUIRE_FALSE(client.handshake());
-  const auto res = client.send(
-      test::make_request(test::http::verb::post, "/mutate", test::pod_review(pod, uid).dump()));
-  REQUIRE(res.result_int() == 200);
-  const auto response = json::parse(res.body()).at("response");
-  json admitted = pod;
-  if (response.contains("patch")) {
-    const auto patch = core::base64_decode(response["patch"].get<std::string>());
-    REQUIRE(patch);
-    admitted = pod.patch(json::parse(*patch));
-  }
-  return {response, admitted};
-}
-
-std::string env_of(const json& pod, const std::string& name) {
-  for (const auto& e : pod["spec"]["containers"][0].value("env", json::array())) {
-    if (e.value("name", "") == name && e.contains("value")) return e["value"];
-  }
-  return "<absent>";
-}
-
-// A job laid out and served: its objects in the fake API server, every pod through /mutate.
-struct served_job {
-  core::created_job job;
-  std::vector<core::previewed_pod> pods;
-  std::vector<core::job_problem> problems;
-  std::size_t gets = 0;                 // the GETs its pods cost
-  std::uint64_t unknown_framework = 0;  // pods counted as passed for their runtime's framework
-
-  [[nodiscard]] const core::previewed_pod& pod(const std::string& name) const {
-    for (const auto& p : pods) {
-      if (p.created.name == name) return p;
-    }
-    FAIL("no pod " << name);
-    return pods.front();
-  }
-  [[nodiscard]] std::string problem_text() const {
-    std::string out;
-    for (const auto& p : problems) out += p.message + "\n";
-    return out;
-  }
-};
-
-served_job serve(const json& applied, const std::vector<json>& given = {},
-                 std::size_t first_pods = 0) {
-  test::fake_apiserver api;
-  auto created = core::create_job(applied, given);
-  INFO((created ? std::string() : created.message()));
-  REQUIRE(created.ok());
-  for (const auto& object : created->objects) api.add_object(object);
-  for (const auto& object : given) api.add_object(object);
-  test::server_options options;
-  options.api = api.credentials();
-  test::running_server server(options);
-  served_job out;
-  out.job = *created;
-  const auto count = first_pods == 0 ? created->pods.size() : first_pods;
-  for (std::size_t i = 0; i < count && i < created->pods.size(); ++i) {
-    const auto& c = created->pods[i];
-    auto [response, admitted] = admit(server.tls_port(), c.pod, "u-" + std::to_string(i));
-    core::previewed_pod p;
-    p.created = c;
-    p.d.allowed = response.value("allowed", false);
-    p.d.message = response.contains("status") ? response["status"].value("message", "") : "";
-    p.d.code = response.contains("status") ? response["status"].value("code", 0) : 0;
-    if (response.contains("auditAnnotations"))
-      p.d.policy = response["auditAnnotations"].value("policy", "");
-    for (const auto& w : response.value("warnings", json::array())) p.d.warnings.push_back(w);
-    p.admitted = std::move(admitted);
-    const auto& spec = p.admitted["spec"];
-    if (spec.contains("hostname") && spec.contains("subdomain"))
-      p.dns_name = spec["hostname"].get<std::string>() + "." + spec["subdomain"].get<std::string>();
-    out.pods.push_back(std::move(p));
-  }
-  out.problems = core::check_job(out.job, out.pods, *server.state.policies.read());
-  out.gets = api.total_gets();
-  out.unknown_framework = server.state.metrics.pods_unknown_framework();
-  return out;
-}
-
-json jobset(const std::string& name, const json& replicated_jobs, const json& network = nullptr) {
-  json js = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
-             {"kind", "JobSet"},
-             {"metadata", {{"name", name}, {"namespace", "team-a"}}},
-             {"spec", {{"replicatedJobs", replicated_jobs}}}};
-  if (!network.is_null()) js["spec"]["network"] = network;
-  return js;
-}
-
-json replicated(const std::string& name, int replicas, int pods, json annotations = json::object(),
-                json resources = json::object()) {
-  json container = {{"name", "node"}, {"image", "example.com/train:1"}, {"command", {"torchrun"}}};
-  if (!resources.empty()) container["resources"] = resources;
-  return {{"name", name},
-          {"replicas", replicas},
-          {"template",
-           {{"spec",
-             {{"parallelism", pods},
-              {"completions", pods},
-              {"template",
-               {{"metadata",
-                 {{"labels", {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"}}},
-                  {"annotations", annotations}}},
-                {"spec", {{"containers", {container}}}}}}}}}}};
-}
+using test::admit;
+using test::document;
+using test::env_of;
+using test::jobset;
+using test::replicated;
+using test::runtimes;
+using test::serve;
 
 }  // namespace
 

@@ -52,7 +52,9 @@ inline constexpr json_keep pod_spec_read[] = {{"containers", container_fields_re
                                               {"initContainers"},
                                               {"volumes"},
                                               {"hostname"},
-                                              {"subdomain"}};
+                                              {"subdomain"},
+                                              {"securityContext"},
+                                              {"dnsConfig"}};
 inline constexpr json_keep pod_fields_read[] = {
     {"apiVersion"}, {"kind"}, {"metadata", pod_metadata_read}, {"spec", pod_spec_read}};
 
