@@ -31,22 +31,54 @@ build_packages=(build-essential cmake ninja-build pkg-config libboost1.81-dev li
 # over TLS, openssl to mint certificates, jq to read JSON, Kubernetes' own object model
 # (python3-kubernetes) to validate the manifests, and promtool (prometheus) to check the metrics.
 test_packages=(catch2 libbenchmark-dev openssl curl ca-certificates jq python3-kubernetes python3-yaml
-  prometheus)
+  prometheus
+  # tests/launch runs whole jobs with the real launchers in network namespaces: iproute2 (netns,
+  # bridge, veth), dnsmasq-base (the cluster DNS), openssh-server and -client (sshd in the MPI
+  # workers, ssh from the launchers), python3-torch (torchrun, gloo), openmpi-bin and mpich with
+  # libopenmpi-dev and libmpich-dev (mpirun, mpiexec.mpich, and mpicc to build the MPI check), and
+  # the libraries of the unpacked XGBoost and SciPy (python3-numpy, libgomp1, libblas3,
+  # liblapack3, libgfortran5; see unpack_xgboost).
+  iproute2 dnsmasq-base openssh-server openssh-client python3-torch openmpi-bin libopenmpi-dev mpich
+  libmpich-dev python3-numpy libgomp1 libblas3 liblapack3 libgfortran5)
 # scripts/image.sh: base images from the Debian mirror (mmdebstrap), the build (buildah), the run
 # (podman with runc), and the checks (curl, openssl, jq; python3-yaml reads the Deployment's args).
 image_packages=(mmdebstrap buildah podman runc openssl curl ca-certificates jq python3-yaml)
 
+# tests/launch's XGBoost: Debian's python3-xgboost cannot be installed here (its python3-scipy
+# needs python3-pythran, which pulls in libboost1.74-dev, and that conflicts with the
+# libboost1.81-dev trainenv builds with), so these packages are unpacked, not installed, into
+# build-deps/xgboost; the harness gives the pods PYTHONPATH and LD_LIBRARY_PATH into it.
+xgboost_packages=(python3-xgboost libxgboost0 libdmlc0 python3-scipy python3-decorator)
+xgboost_dir="$root/build-deps/xgboost"
+
 log() { printf 'dev.sh: %s\n' "$*" >&2; }
 
+unpack_xgboost() {
+  [ -d "$xgboost_dir/usr" ] && return
+  log "unpacking ${xgboost_packages[*]} into build-deps/xgboost"
+  local debs sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  debs="$(mktemp -d)"
+  chmod 777 "$debs"  # apt-get download writes there as the _apt user
+  # With every package installed, deps has not run apt-get update: the lists may be missing.
+  (cd "$debs" && apt-get download -qq "${xgboost_packages[@]}") ||
+    { "${sudo[@]}" apt-get update -qq && (cd "$debs" && apt-get download -qq "${xgboost_packages[@]}"); }
+  rm -rf "$xgboost_dir.partial"
+  mkdir -p "$xgboost_dir.partial"
+  for deb in "$debs"/*.deb; do dpkg -x "$deb" "$xgboost_dir.partial"; done
+  mv "$xgboost_dir.partial" "$xgboost_dir"
+  rm -rf "$debs"
+}
+
 # deps [--build|--image] [PACKAGE...]: install what is missing of the build and test packages
-# (and kubectl), of the build packages alone (--build: the Dockerfile), or of the image tools
-# alone (--image: scripts/image.sh), plus the packages named.
+# (and kubectl, and unpack XGBoost for tests/launch), of the build packages alone (--build: the
+# Dockerfile), or of the image tools alone (--image: scripts/image.sh), plus the packages named.
 deps() {
-  local wanted=() missing=() kubectl=1
+  local wanted=() missing=() kubectl=1 xgboost=0
   case "${1:-}" in
     --build) shift; wanted=("${build_packages[@]}"); kubectl=0 ;;
     --image) shift; wanted=("${image_packages[@]}"); kubectl=0 ;;
-    *) wanted=("${build_packages[@]}" "${test_packages[@]}") ;;
+    *) wanted=("${build_packages[@]}" "${test_packages[@]}"); xgboost=1 ;;
   esac
   for p in "${wanted[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -55,13 +87,14 @@ deps() {
   [ $kubectl = 0 ] || command -v kubectl >/dev/null 2>&1 || missing+=(kubernetes-client)
   if [ ${#missing[@]} -eq 0 ]; then
     log "all packages present"
-    return
+  else
+    log "installing: ${missing[*]}"
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
-  log "installing: ${missing[*]}"
-  local sudo=()
-  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  [ $xgboost = 0 ] || unpack_xgboost
 }
 
 build() {  # build [TARGET...]: everything by default
@@ -127,11 +160,15 @@ test_suite() {
     [ "$image_status" -eq 0 ] || { tail -n 60 "$image_log" >&2; log "the image build FAILED"; exit 1; }
   fi
   ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j "$(nproc)" -L binary
-  # The whole suite under AddressSanitizer (with leak checks) and UndefinedBehaviorSanitizer.
+  # The real launchers' matrix (tests/launch), a line per layout and launcher: ctest keeps the
+  # output of the tests that passed in its log only.
+  grep -a '^launch: ' "$build_dir/Testing/Temporary/LastTest.log" >&2 || true
+  # The whole suite under AddressSanitizer (with leak checks) and UndefinedBehaviorSanitizer, but
+  # for tests/launch: its minutes go to the launchers, which ran above against the Release binary.
   log "the whole suite under ASan+UBSan (build-sanitize/)"
   BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE=ON" build_dir=build-sanitize build
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-sanitize --output-on-failure --timeout 300 -j "$(nproc)"
+    ctest --test-dir build-sanitize --output-on-failure --timeout 300 -j "$(nproc)" -LE launch
   # The server's tests once more under ThreadSanitizer: the listeners, sessions, reloaders and
   # metrics shared across the I/O threads. Only server_tests is built; a race stops the run.
   log "the server tests again under TSan (build-tsan/)"
