@@ -82,8 +82,8 @@ core_layer() {
     pod_view | policy_objects | json_patch) echo 2 ;;
     owners) echo 3 ;;
     policy) echo 4 ;;
-    resources | pod_shape | owner_walk | layout) echo 5 ;;
-    topology | controllers) echo 6 ;;
+    resources | pod_shape | owner_walk | layout | controller_env) echo 5 ;;
+    topology | controllers | elastic) echo 6 ;;
     render) echo 7 ;;
     diff | selection | admission) echo 8 ;;
     engine) echo 9 ;;

@@ -75,11 +75,77 @@ json headless_service(const std::string& name,
             {"selector", {{std::string(selector.first), selector.second}}}}}};
 }
 
+// Volcano's pytorch plugin (pkg/controllers/job/plugins/distributed-framework/pytorch): on every
+// pod of a job with a master task it appends MASTER_ADDR, MASTER_PORT and WORLD_SIZE, and RANK on
+// master (0) and worker (index + 1) pods, to every container, beside the port. Its --master,
+// --worker and --port name the roles and the port. WORLD_SIZE counts the master and worker tasks
+// since PR #4281 (v1.12); before, every task (`counts_every_task`).
+struct volcano_pytorch_plugin {
+  std::string master = "master";
+  std::string worker = "worker";
+  std::int64_t port = 23456;
+  std::string master_addr;
+  std::int64_t world = 0;
+
+  static std::optional<volcano_pytorch_plugin> of(const json& vj, const json& args,
+                                                  bool counts_every_task) {
+    volcano_pytorch_plugin p;
+    for (const auto& arg : args) {
+      if (!arg.is_string()) continue;
+      const auto& text = arg.get_ref<const std::string&>();
+      const auto eq = text.find('=');
+      if (eq == std::string::npos) continue;
+      const auto flag = text.substr(0, eq);
+      const auto value = text.substr(eq + 1);
+      if (flag == "--master") p.master = value;
+      if (flag == "--worker") p.worker = value;
+      if (flag == "--port") p.port = std::strtoll(value.c_str(), nullptr, 10);
+    }
+    const auto* tasks = find_path(vj, {"spec", "tasks"});
+    bool has_master = false;
+    const std::string job = text_at(vj, {"metadata", "name"});
+    p.master_addr = job + "-" + p.master + "-0." + job;
+    for (const auto& t : *tasks) {
+      const auto name = text_at(t, {"name"});
+      const auto replicas = int_at(t, {"replicas"}).value_or(0);
+      if (name == p.master) {
+        has_master = true;
+        const auto subdomain = text_at(t, {"template", "spec", "subdomain"});
+        if (!subdomain.empty()) p.master_addr = job + "-" + p.master + "-0." + subdomain;
+      }
+      if (counts_every_task || name == p.master || name == p.worker) p.world += replicas;
+    }
+    if (!has_master) return std::nullopt;  // the plugin leaves a job without a master alone
+    return p;
+  }
+
+  void write(json& spec, const std::string& task, std::int64_t index) const {
+    auto& containers = spec["containers"];
+    if (!containers.is_array()) return;
+    for (auto& c : containers) {
+      auto& env = c["env"];
+      if (!env.is_array()) env = json::array();
+      env.push_back({{"name", "MASTER_ADDR"}, {"value", master_addr}});
+      env.push_back({{"name", "MASTER_PORT"}, {"value", std::to_string(port)}});
+      env.push_back({{"name", "WORLD_SIZE"}, {"value", std::to_string(world)}});
+      if (task == master) env.push_back({{"name", "RANK"}, {"value", "0"}});
+      if (task == worker) env.push_back({{"name", "RANK"}, {"value", std::to_string(index + 1)}});
+      auto& ports = c["ports"];
+      if (!ports.is_array()) ports = json::array();
+      const bool has_port = std::any_of(ports.begin(), ports.end(), [](const json& port) {
+        return port.value("name", "") == "pytorchjob-port";
+      });
+      if (!has_port) ports.push_back({{"name", "pytorchjob-port"}, {"containerPort", port}});
+    }
+  }
+};
+
 struct builder {
   created_job& out;
   uid_source& uids;
   std::string ns;
   std::size_t max_pods;
+  controller_model model;
 
   // Whether `more` pods fit the preview's bound: it lays out every pod, each decided.
   result<bool> room_for(std::int64_t more) const {
@@ -249,6 +315,9 @@ struct builder {
     const auto* tasks = find_path(vj, {"spec", "tasks"});
     if (tasks == nullptr || !tasks->is_array() || tasks->empty())
       return error{"trainenv: Volcano Job " + name + " has no spec.tasks"};
+    std::optional<volcano_pytorch_plugin> pytorch;
+    if (const auto* args = plugins != nullptr ? member(*plugins, "pytorch") : nullptr)
+      pytorch = volcano_pytorch_plugin::of(vj, *args, model.volcano_counts_every_task);
     for (std::size_t t = 0; t < tasks->size(); ++t) {
       const auto& task = (*tasks)[t];
       const auto task_name = text_at(task, {"name"}, "default" + std::to_string(t));
@@ -274,6 +343,7 @@ struct builder {
           if (text_at(spec, {"hostname"}).empty()) spec["hostname"] = pod_name;
           if (text_at(spec, {"subdomain"}).empty()) spec["subdomain"] = name;
         }
+        if (pytorch) pytorch->write(spec, task_name, i);
         out.pods.push_back(
             {pod_name,
              task_name,
@@ -574,7 +644,7 @@ std::vector<owner_ref> job_needs(const json& job) {
 }
 
 result<created_job> create_job(const json& job_object, const std::vector<json>& given,
-                               std::size_t max_pods) {
+                               std::size_t max_pods, const controller_model& model) {
   if (!job_object.is_object()) return error{"trainenv: the job is not an object"};
   const auto kind = text_at(job_object, {"kind"});
   const auto api_version = text_at(job_object, {"apiVersion"});
@@ -592,7 +662,7 @@ result<created_job> create_job(const json& job_object, const std::vector<json>& 
   if (text_at(job, {"metadata", "uid"}).empty())
     job["metadata"]["uid"] = uids.next("applied", name);
   out.objects.push_back(job);
-  builder b{out, uids, out.namespace_name, max_pods};
+  builder b{out, uids, out.namespace_name, max_pods, model};
   const auto group = api_version.substr(0, api_version.find('/'));
   if (kind == "JobSet" && group == "jobset.x-k8s.io") {
     out.kind = "JobSet";

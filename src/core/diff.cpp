@@ -101,9 +101,6 @@ bool agrees(const json& existing, const json& wanted, const json* defaults = nul
 void write_item(std::string& out, const json& item) {
   append_json(out, item);
 }
-void write_item(std::string& out, const env_want& item) {
-  item.append_json(out);
-}
 
 // Adds each wanted entry of the list `key` that the pod lacks (by `find`); an entry the pod
 // already has is kept, with the warning `disagreement(existing, wanted)` gives (none when they
@@ -186,8 +183,91 @@ const json* find_mount(const json& list, const json& wanted) {
   return find_by(list, "name", name_of(wanted));
 }
 
+// Whether an env entry the pod has says what `w` says.
+bool env_agrees(const pod_view& pod, const json& e, const env_want& w) {
+  static const json env_defaults = {{"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}}}}}};
+  if (agrees(e, w.to_json(), &env_defaults)) return true;
+  // Kubeflow Trainer writes PET_NODE_RANK as a fieldRef to the completion index: the same number
+  // as trainenv's literal node rank in its layout.
+  const auto resolved = field_ref_value(pod, e);
+  return !w.value_from && resolved && w.value == *resolved;
+}
+
+const written_entry* written_at(const container_wants& want, std::size_t index) {
+  for (const auto& e : want.written) {
+    if (e.index == index) return &e;
+  }
+  return nullptr;
+}
+
+// The env: what the pod lacks is appended; a user's entry is kept (with a warning when it
+// differs); an entry its controller wrote is replaced when it disagrees, and removed when the
+// policy wants none of that name for this pod or it duplicates the template's (docs/contract.md
+// §4). Replacements by index first, removals from the last index down, then the appends, so
+// that every index an operation names is the one read.
+void merge_env(const pod_view& pod, const json& container, const std::string& path,
+               const container_wants& want, const wants& all, const std::string& where,
+               patch_builder& patch, decision& d) {
+  const auto* list = member(container, "env");
+  const auto by = [&]() { return " (" + all.writer->writer + "'s; " + all.decided_by + ")"; };
+  std::vector<const env_want*> added;
+  std::vector<std::size_t> removed;
+  for (const auto& w : want.env) {
+    const json* user = nullptr;
+    std::optional<std::size_t> controllers;
+    for (std::size_t i = 0; list != nullptr && i < list->size(); ++i) {
+      if (string_or_empty((*list)[i], "name") != w.name) continue;
+      const auto* written = written_at(want, i);
+      if (written == nullptr) {
+        user = user != nullptr ? user : &(*list)[i];
+      } else if (!written->duplicate && !controllers) {
+        controllers = i;
+      }
+    }
+    if (user != nullptr) {
+      if (!env_agrees(pod, *user, w)) {
+        d.warnings.push_back(
+            make_warning("trainenv: kept user-set " + w.name + describe_env(*user) + where));
+      }
+      continue;
+    }
+    if (controllers) {
+      const auto& e = (*list)[*controllers];
+      if (env_agrees(pod, e, w)) continue;
+      std::string text;
+      w.append_json(text);
+      patch.replace(path + "/env/" + std::to_string(*controllers), text);
+      note_once(d.injected.env, w.name);
+      d.warnings.push_back(make_warning("trainenv: replaced " + w.name + describe_env(e) +
+                                        " with " + w.value.substr(0, 40) + where + by()));
+      continue;
+    }
+    note_once(d.injected.env, w.name);
+    added.push_back(&w);
+  }
+  for (const auto& e : want.written) {
+    const bool wanted = std::any_of(want.env.begin(), want.env.end(),
+                                    [&](const env_want& w) { return w.name == e.name; });
+    const bool owned =
+        std::find(all.owned_env.begin(), all.owned_env.end(), e.name) != all.owned_env.end();
+    const bool kept = std::find(all.writer->keep.begin(), all.writer->keep.end(), e.name) !=
+                      all.writer->keep.end();
+    if (!e.duplicate && (wanted || !owned || kept)) continue;
+    removed.push_back(e.index);
+    d.injected.removed_env.push_back(e.name);
+    d.warnings.push_back(
+        make_warning("trainenv: removed " + e.name + describe_env((*list)[e.index]) + where + by() +
+                     (e.duplicate ? ": the template sets it" : ": not for this pod")));
+  }
+  std::sort(removed.rbegin(), removed.rend());
+  for (const auto i : removed) patch.remove(path + "/env/" + std::to_string(i));
+  patch.append(container, path, "env", added,
+               [](std::string& out, const env_want& item) { item.append_json(out); });
+}
+
 void diff_container(const pod_view& pod, const json& container, const container_wants& want,
-                    patch_builder& patch, decision& d, std::set<std::string>& mounted_volumes) {
+                    const wants& all, patch_builder& patch, decision& d,
+                    std::set<std::string>& mounted_volumes) {
   auto& warnings = d.warnings;
   const std::string path = "/spec/" + want.list + "/" + std::to_string(want.index);
   const auto* name = string_member(container, "name");
@@ -195,19 +275,7 @@ void diff_container(const pod_view& pod, const json& container, const container_
       " in container " + quote(name != nullptr ? *name : std::to_string(want.index));
   using warning = std::optional<std::string>;
 
-  merge_list(
-      container, path, "env", want.env,
-      [](const json& list, const env_want& w) { return find_by(list, "name", w.name); },
-      [&](const json& e, const env_want& w) -> warning {
-        static const json env_defaults = {{"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}}}}}};
-        if (agrees(e, w.to_json(), &env_defaults)) return {};
-        // Kubeflow Trainer writes PET_NODE_RANK as a fieldRef to the completion index: the same
-        // number as trainenv's literal node rank in its layout, so no user edit.
-        const auto resolved = field_ref_value(pod, e);
-        if (!w.value_from && resolved && w.value == *resolved) return {};
-        return "trainenv: kept user-set " + w.name + describe_env(e) + where;
-      },
-      [&](const env_want& w) { note_once(d.injected.env, w.name); }, patch, warnings);
+  merge_env(pod, container, path, want, all, where, patch, d);
   merge_list(
       container, path, "ports", want.ports, find_port,
       [&](const json& e, const json& w) -> warning {
@@ -316,7 +384,7 @@ decision build_patch(const pod_view& pod, const wants& want, const std::string& 
   std::set<std::string> mounted_by_patch;
   const auto& spec = *member(pod.json(), "spec");
   for (const auto& c : want.containers)
-    diff_container(pod, (*member(spec, c.list))[c.index], c, patch, d, mounted_by_patch);
+    diff_container(pod, (*member(spec, c.list))[c.index], c, want, patch, d, mounted_by_patch);
   // An init container of trainenv's own (the hostfile's expander) is added whole, unless the
   // pod has one of that name; the volumes it mounts are then the patch's too.
   merge_list(

@@ -4,7 +4,9 @@
 // that needs an owner object the shell has not fetched yet names it instead of answering.
 #include "trainenv/core/engine.hpp"
 
+#include "trainenv/core/controller_env.hpp"
 #include "trainenv/core/diff.hpp"
+#include "trainenv/core/elastic.hpp"
 #include "trainenv/core/keys.hpp"
 #include "trainenv/core/owner_walk.hpp"
 #include "trainenv/core/pod_shape.hpp"
@@ -132,6 +134,24 @@ std::optional<error> check_own_name(const pod_view& view, const policy& p, const
   return std::nullopt;
 }
 
+// The env the pod's controller wrote (docs/contract.md §4): Kubeflow Trainer's plugins' on a
+// TrainJob's trainer pod, else what its layout owner's kind writes (Volcano's pytorch plugin).
+std::optional<written_env> controller_written(const pod_view& view, const owner_kind_set& kinds,
+                                              const trainer_settings* trainer,
+                                              const std::optional<owner_counts>& layout_owner,
+                                              const topology& t) {
+  if (trainer != nullptr) {
+    const auto* kind = kinds.find(trainer->trainjob_api_version, trainer->trainjob_kind);
+    if (kind != nullptr && kind->writes)
+      return find_written_env(view, *kind->writes, nullptr, nullptr, trainer->user_env);
+  }
+  if (layout_owner && layout_owner->kind != nullptr && layout_owner->kind->writes) {
+    return find_written_env(view, *layout_owner->kind->writes, layout_owner->object,
+                            t.layout.roles[t.role_at].pod_template, {});
+  }
+  return std::nullopt;
+}
+
 // The pod's place in its job, and the owner that gave its layout if one was read.
 struct placement {
   result<topology> topo;
@@ -149,20 +169,29 @@ owner_step<placement> place(const pod_view& view, const policy& p, std::size_t t
   src.trainer = trainer;
   src.has_owner = has_controller(view);
   src.cluster_domain = options.cluster_domain;
+  // Elastic bounds from the pod and whatever owners are read by the time the layout is.
+  const auto with_elastic = [&](auto&& resolve) -> result<topology> {
+    auto elastic = read_elastic(view, owners, trainer);
+    if (!elastic) return std::move(elastic).take_error();
+    src.elastic = &*elastic;
+    src.job_uid = job_uid(view, owners, trainer);
+    return resolve();
+  };
   if (!src.has_owner || !uses_counts(p))
-    return placement{resolve_topology(view, p, target, src), std::nullopt};
+    return placement{with_elastic([&] { return resolve_topology(view, p, target, src); }),
+                     std::nullopt};
 
   auto found = counts_from_owners(view, pod_role(view), owners, kinds);
   auto* read = std::get_if<result<std::optional<owner_counts>>>(&found);
   if (read != nullptr && *read && **read) {
     placement out{error{}, std::move(***read)};
     src.owners = &*out.owners;
-    out.topo = resolve_topology(view, p, target, src);
+    out.topo = with_elastic([&] { return resolve_topology(view, p, target, src); });
     return out;
   }
   // Not read (or not readable): the pod alone, if it tells all this pod needs. What the pod
   // itself says wrong (a bad annotation) is its own violation, owners or not.
-  auto alone = resolve_topology(view, p, target, src);
+  auto alone = with_elastic([&] { return resolve_topology(view, p, target, src); });
   if (!alone) return placement{std::move(alone), std::nullopt};
   const auto used = p.variables_used_for(alone->role, alone->training_role);
   if ((alone->owner_open & used) == 0) return placement{std::move(alone), std::nullopt};
@@ -216,16 +245,16 @@ owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
   }
 
   // Trainer's layout: the runtime names the framework and the MPI settings.
-  std::optional<trainer_settings> trainer;
+  trainer_settings_ptr trainer;
   if (verdict.kind == recognition::verdict::through_job) {
     const auto found = trainer_runtime(view, *verdict.job, owners, kinds);
     if (const auto* ref = needed(found)) return *ref;
-    const auto& settings = std::get<result<trainer_settings>>(found);
+    const auto& settings = std::get<result<trainer_settings_ptr>>(found);
     if (!settings) return deny(error{settings.message(), settings.code()});
-    if (settings->found) trainer = *settings;
+    trainer = *settings;
   }
-  const auto selected = select_policy(view, policies, options.forced_policy,
-                                      trainer ? &*trainer : nullptr, pod_owner_kind(view, kinds));
+  const auto selected = select_policy(view, policies, options.forced_policy, trainer.get(),
+                                      pod_owner_kind(view, kinds));
   if (!selected.pass.empty()) {
     auto d = pass_with_warning(selected.pass);
     d.unknown_framework = true;
@@ -240,12 +269,13 @@ owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
       !problem.empty())
     return deny(std::move(problem), p.name);
 
-  const auto placed = place(view, p, target, owners, kinds, trainer ? &*trainer : nullptr, options);
+  const auto placed = place(view, p, target, owners, kinds, trainer.get(), options);
   if (const auto* ref = needed(placed)) return *ref;
   const auto& [topo, layout_owner] = std::get<placement>(placed);
   if (!topo) return deny(error{topo.message(), topo.code()}, p.name);
   if (auto wrong = check_own_name(view, p, *topo)) return deny(*wrong, p.name);
-  auto want = render(p, *topo, view);
+  const auto written = controller_written(view, kinds, trainer.get(), layout_owner, *topo);
+  auto want = render(p, *topo, view, written ? &*written : nullptr);
   if (want && !want->applies) {
     return pass("policy " + quote(p.name) + " does not apply: its condition " +
                 quote(p.when_source) + " is false");

@@ -22,7 +22,7 @@ std::string escape_pointer_token(std::string_view token) {
   return out;
 }
 
-void patch_builder::begin_add(std::string_view path) {
+void patch_builder::begin(std::string_view op, std::string_view path) {
   if (ops_ == 0) {
     // Room for a typical patch at once, instead of doubling up to it (~1 KiB).
     text_.reserve(initial_capacity);
@@ -31,9 +31,24 @@ void patch_builder::begin_add(std::string_view path) {
     text_ += ',';
   }
   ++ops_;
-  text_.append(R"({"op":"add","path":)"sv);
+  text_.append(R"({"op":")"sv).append(op).append(R"(","path":)"sv);
   append_json_string(text_, path);
+}
+
+void patch_builder::begin_add(std::string_view path) {
+  begin("add", path);
   text_.append(R"(,"value":)"sv);
+}
+
+void patch_builder::replace(std::string_view path, std::string_view value_json) {
+  begin("replace", path);
+  text_.append(R"(,"value":)"sv).append(value_json);
+  text_ += '}';
+}
+
+void patch_builder::remove(std::string_view path) {
+  begin("remove", path);
+  text_ += '}';
 }
 
 void patch_builder::add(std::string_view path, const nlohmann::json& value) {

@@ -11,7 +11,7 @@ namespace {
 using nlohmann::json;
 
 // master, worker and node lead the node order, in that order; every other role follows in the
-// owner's own order.
+// owner's own order. `role` as the policy knows it (world_rules::as_policy_role).
 int order_of(std::string_view role) {
   if (role == "master") return 0;
   if (role == "worker") return 1;
@@ -228,11 +228,19 @@ void place_coordinator(job_layout& layout, const coordinator_pod& c) {
 
 }  // namespace
 
+std::string_view job_layout::as_policy_role(std::string_view role) const {
+  if (role == master_role) return "master";
+  if (role == worker_role) return "worker";
+  if (role == "master" || role == "worker") return {};  // renamed away: neither, here
+  return role;
+}
+
 void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
                   const std::optional<coordinator_pod>& coordinator) {
   std::stable_sort(layout.roles.begin(), layout.roles.end(),
-                   [](const layout_role& a, const layout_role& b) {
-                     return order_of(a.name) < order_of(b.name);
+                   [&layout](const layout_role& a, const layout_role& b) {
+                     return order_of(layout.as_policy_role(a.name)) <
+                            order_of(layout.as_policy_role(b.name));
                    });
   // The label rule: where some roles carry Trainer's trainer label, the others are side roles.
   const bool some_labelled =
@@ -250,9 +258,9 @@ void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
                     ": trainer, which other roles' do";
       }
       r.training = r.outside.empty() && candidate &&
-                   (!p.strict_training_roles || p.is_training_role(r.name));
+                   (!p.strict_training_roles || p.is_training_role(layout.as_policy_role(r.name)));
     } else {
-      r.training = candidate && p.is_training_role(r.name);
+      r.training = candidate && p.is_training_role(layout.as_policy_role(r.name));
     }
   }
   layout.nodes.clear();

@@ -96,13 +96,49 @@ std::optional<std::string> int_or_string(const json* object, std::string_view ke
   return std::nullopt;
 }
 
+// mlPolicy.torch.elasticPolicy: the bounds and restarts, each when given.
+void read_elastic_policy(const json* torch, trainer_settings& out) {
+  const json* elastic = torch != nullptr ? member(*torch, "elasticPolicy") : nullptr;
+  const auto whole = [&](std::string_view key) -> std::optional<std::int64_t> {
+    const auto* n = elastic != nullptr ? member(*elastic, key) : nullptr;
+    if (n == nullptr || !n->is_number_integer()) return std::nullopt;
+    return n->get<std::int64_t>();
+  };
+  out.elastic_min = whole("minNodes");
+  out.elastic_max = whole("maxNodes");
+  out.elastic_max_restarts = whole("maxRestarts");
+}
+
+// The env names the user gives the trainer: the TrainJob's spec.trainer.env and the runtime's
+// node container's.
+std::vector<std::string> trainer_env_names(const json* trainer, const json& runtime) {
+  std::vector<std::string> names;
+  const auto collect = [&names](const json* env) {
+    if (env == nullptr || !env->is_array()) return;
+    for (const auto& e : *env) {
+      if (const auto* name = string_member(e, "name")) names.push_back(*name);
+    }
+  };
+  collect(trainer != nullptr ? member(*trainer, "env") : nullptr);
+  const auto* jobs = find_path(runtime, {"spec", "template", "spec", "replicatedJobs"});
+  if (jobs == nullptr || !jobs->is_array()) return names;
+  for (const auto& rj : *jobs) {
+    const auto* containers = find_path(rj, {"template", "spec", "template", "spec", "containers"});
+    if (containers == nullptr || !containers->is_array()) continue;
+    for (const auto& c : *containers) {
+      const auto* name = string_member(c, "name");
+      if (name != nullptr && *name == "node") collect(member(c, "env"));
+    }
+  }
+  return names;
+}
+
 // Kubeflow Trainer's API (trainer.kubeflow.org/v1alpha1): the runtime's framework label and
 // spec.mlPolicy, and the TrainJob's spec.trainer.numProcPerNode, which overrides the runtime's.
 trainer_settings read_trainer_settings(const json& trainjob, const json& runtime,
                                        const std::string& runtime_name,
                                        const std::string& trainjob_name) {
   trainer_settings out;
-  out.found = true;
   out.runtime = runtime_name;
   if (const auto* framework = object_label(runtime, keys::framework)) {
     out.framework = *framework;
@@ -130,7 +166,14 @@ trainer_settings read_trainer_settings(const json& trainjob, const json& runtime
         path != nullptr && !path->empty())
       out.ssh_auth_mount_path = *path;
   }
+  read_elastic_policy(torch, out);
+  if (const auto* uid = find_path(trainjob, {"metadata", "uid"});
+      uid != nullptr && uid->is_string())
+    out.trainjob_uid = uid->get<std::string>();
+  out.trainjob_api_version = string_or_empty(trainjob, "apiVersion");
+  out.trainjob_kind = string_or_empty(trainjob, "kind");
   const auto* trainer = find_path(trainjob, {"spec", "trainer"});
+  out.user_env = trainer_env_names(trainer, runtime);
   if (auto n = int_or_string(trainer, "numProcPerNode")) {
     out.num_proc_per_node = std::move(n);
     out.nproc_source = "spec.trainer.numProcPerNode of " + trainjob_name;
@@ -185,10 +228,11 @@ owner_step<recognition> recognise(const pod_view& pod, const owner_values& owner
   return recognition{recognition::verdict::through_job, {}, f};
 }
 
-owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod, const owner_fetch& job,
-                                                     const owner_values& owners,
-                                                     const owner_kind_set& kinds) {
-  using answer = result<trainer_settings>;
+owner_step<result<trainer_settings_ptr>> trainer_runtime(const pod_view& pod,
+                                                         const owner_fetch& job,
+                                                         const owner_values& owners,
+                                                         const owner_kind_set& kinds) {
+  using answer = result<trainer_settings_ptr>;
   const auto cannot = [](const std::string& why, int code = 400) {
     return answer(error{"trainenv: cannot read the pod's TrainJob and runtime: " + why +
                             "; set annotation " + std::string(keys::policy) + " (and the counts) " +
@@ -202,7 +246,7 @@ owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod, const 
   const auto jobset_of_job = controller_of_fetched(job, namespace_of(pod));
   const auto& jobset = *jobset_of_job;
   if (!jobset || kinds.find(jobset->api_version, jobset->kind) == nullptr) {
-    return answer(trainer_settings{});
+    return answer(trainer_settings_ptr());
   }
   const auto* jobset_fetch = owners.find(*jobset);
   if (jobset_fetch == nullptr) return *jobset;
@@ -212,7 +256,7 @@ owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod, const 
   const auto* trainjob_kind =
       trainjob ? kinds.find(trainjob->api_version, trainjob->kind) : nullptr;
   if (trainjob_kind == nullptr || trainjob_kind->runtime_ref.empty()) {
-    return answer(trainer_settings{});
+    return answer(trainer_settings_ptr());
   }
   const auto* trainjob_fetch = owners.find(*trainjob);
   if (trainjob_fetch == nullptr) return *trainjob;
@@ -263,7 +307,8 @@ owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod, const 
             read_trainer_settings(trainjob_fetch->object(), runtime_fetch->object(),
                                   runtime.display(), trainjob->display())};
       });
-  return answer(read->settings);
+  // The settings alone, kept alive by what holds them.
+  return answer(trainer_settings_ptr(read, &read->settings));
 }
 
 const owner_kind* wired_owner(const pod_view& pod, const owner_kind_set& kinds) {

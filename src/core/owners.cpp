@@ -396,7 +396,8 @@ class owner_kind_parser {
     if (spec == nullptr) return take();
     if (!known(*spec, "spec",
                {"apiGroup", "versions", "kind", "resource", "clusterScoped", "roles", "runtimeRef",
-                "framework", "naming", "coordinator", "defaultPolicy", "wiredBy"}))
+                "framework", "naming", "coordinator", "writes", "pluginArgs", "defaultPolicy",
+                "wiredBy"}))
       return take();
     const auto* group = text(*spec, "apiGroup", "spec.apiGroup", true);
     if (failed_) return take();
@@ -449,6 +450,16 @@ class owner_kind_parser {
       auto parsed = parse_coordinator(*coordinator);
       if (!parsed) return take();
       out.coordinator = std::move(*parsed);
+    }
+    if (const auto* writes = member(*spec, "writes")) {
+      auto parsed = parse_writes(*writes);
+      if (!parsed) return take();
+      out.writes = std::move(*parsed);
+    }
+    if (const auto* args = member(*spec, "pluginArgs")) {
+      auto parsed = parse_plugin_args(*args);
+      if (!parsed) return take();
+      out.arguments = std::move(*parsed);
     }
     if (const auto* policy = text(*spec, "defaultPolicy", "spec.defaultPolicy", true)) {
       if (!is_dns_label(*policy))
@@ -590,6 +601,67 @@ class owner_kind_parser {
     }
     if (const auto* label = text(naming, "podLabel", "spec.naming.podLabel", true))
       out.job_label = *label;
+    if (failed_) return std::nullopt;
+    return out;
+  }
+
+  // writes: {writer, env, container, when, keep, appends} (docs/policies.md, "Owner kinds").
+  std::optional<controller_writes> parse_writes(const json& writes) {
+    if (!keep(expect_object(writes, "spec.writes"))) return std::nullopt;
+    if (!known(writes, "spec.writes", {"writer", "env", "container", "when", "keep", "appends"}))
+      return std::nullopt;
+    controller_writes out;
+    const auto* writer = text(writes, "writer", "spec.writes.writer");
+    if (writer == nullptr) return std::nullopt;
+    out.writer = *writer;
+    const auto names = [&](std::string_view key, bool required) -> std::vector<std::string> {
+      const auto* list = member(writes, key);
+      const std::string field = "spec.writes." + std::string(key);
+      if (list == nullptr) {
+        if (required) fail(field, "missing; list the env names the controller writes");
+        return {};
+      }
+      if (!list->is_array()) {
+        fail(field, "must be a list of env names");
+        return {};
+      }
+      std::vector<std::string> out_names;
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const auto* name = text(*list, i, field + "[" + std::to_string(i) + "]");
+        if (name == nullptr) return {};
+        out_names.push_back(*name);
+      }
+      return out_names;
+    };
+    out.env = names("env", true);
+    out.keep = names("keep", false);
+    if (const auto* container = text(writes, "container", "spec.writes.container", true))
+      out.container = *container;
+    if (const auto* when = text(writes, "when", "spec.writes.when", true)) out.when = split(*when);
+    out.appends = flag(writes, "appends", "spec.writes.appends");
+    if (failed_) return std::nullopt;
+    for (const auto& k : out.keep) {
+      if (std::find(out.env.begin(), out.env.end(), k) == out.env.end())
+        return fail_writes("spec.writes.keep", quote(k) + " is not in spec.writes.env");
+    }
+    return out;
+  }
+  std::nullopt_t fail_writes(const std::string& field, const std::string& problem) {
+    fail(field, problem);
+    return std::nullopt;
+  }
+
+  // pluginArgs: {at, master, worker, port}.
+  std::optional<plugin_args> parse_plugin_args(const json& args) {
+    if (!keep(expect_object(args, "spec.pluginArgs"))) return std::nullopt;
+    if (!known(args, "spec.pluginArgs", {"at", "master", "worker", "port"})) return std::nullopt;
+    plugin_args out;
+    const auto* at = text(args, "at", "spec.pluginArgs.at");
+    if (at == nullptr) return std::nullopt;
+    out.at = split(*at);
+    if (const auto* f = text(args, "master", "spec.pluginArgs.master", true)) out.master_flag = *f;
+    if (const auto* f = text(args, "worker", "spec.pluginArgs.worker", true)) out.worker_flag = *f;
+    if (const auto* f = text(args, "port", "spec.pluginArgs.port", true)) out.port_flag = *f;
     if (failed_) return std::nullopt;
     return out;
   }

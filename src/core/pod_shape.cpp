@@ -63,7 +63,8 @@ bool is_sidecar(const json& container, const std::vector<std::string>& sidecars)
 
 // The container holding the most of the policy's variables, on a pod trainenv already mutated:
 // another webhook (a service mesh) may have put its proxy first since. A known sidecar holds them
-// too when the policy writes every container: the others win a tie.
+// too when the policy or a controller (Volcano's plugin) writes every container: any other
+// container that holds some wins over it.
 std::optional<std::size_t> holding_injected(const pod_view& pod, const policy& p,
                                             const std::vector<std::string>& sidecars) {
   if (pod.annotation(keys::injected) == nullptr || p.env.empty()) return std::nullopt;
@@ -82,7 +83,9 @@ std::optional<std::size_t> holding_injected(const pod_view& pod, const policy& p
           p.env.begin(), p.env.end(), [&](const env_item& item) { return item.name == *name; }));
     }
     const bool sidecar = is_sidecar(containers[i], sidecars);
-    if (held > most || (held == most && held > 0 && best_is_sidecar && !sidecar)) {
+    bool better = held > most;
+    if (best && sidecar != best_is_sidecar) better = !sidecar && held > 0;
+    if (better) {
       most = held;
       best = i;
       best_is_sidecar = sidecar;
@@ -138,6 +141,56 @@ container_choice choose_container(const pod_view& pod, const policy& p,
   return out;
 }
 
+namespace {
+
+// The containers the policy writes into: the target (every one with allContainers) and the
+// extra containers it names.
+std::string check_written_containers(const json& spec, const pod_view& pod, const policy& p,
+                                     std::size_t target) {
+  const auto& containers = *pod.containers();
+  for (std::size_t i = 0; i < containers.size(); ++i) {
+    if (i != target && !p.all_containers) continue;
+    if (auto problem = check_container(containers[i], "containers", i); !problem.empty())
+      return problem;
+  }
+  for (const auto& extra : p.extra_containers) {
+    const std::string_view list_name = extra.init ? "initContainers" : "containers";
+    const auto* list = member(spec, list_name);
+    if (list == nullptr || !list->is_array()) continue;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const auto* name = string_member((*list)[i], "name");
+      if (name == nullptr || *name != extra.name) continue;
+      if (auto problem = check_container((*list)[i], list_name, i); !problem.empty())
+        return problem;
+    }
+  }
+  return {};
+}
+
+// What the policy adds beside the containers: volumes, a hostfile's init container, search
+// domains appended to the pod's dnsConfig.
+std::string check_pod_lists(const json& spec, const policy& p) {
+  if (!p.volumes.empty() || p.hostfile) {
+    if (const char* why = check_object_list(spec, "volumes", true))
+      return std::string("trainenv: spec.volumes ") + why;
+  }
+  if (p.hostfile) {  // a large hostfile comes with an init container
+    if (const char* why = check_object_list(spec, "initContainers", true))
+      return std::string("trainenv: spec.initContainers ") + why;
+  }
+  const auto* dns = p.dns_searches.empty() ? nullptr : member(spec, "dnsConfig");
+  if (dns == nullptr || dns->is_null()) return {};
+  if (!dns->is_object()) return "trainenv: spec.dnsConfig must be an object";
+  const auto* searches = member(*dns, "searches");
+  if (searches != nullptr && !searches->is_null() &&
+      (!searches->is_array() || !std::all_of(searches->begin(), searches->end(),
+                                             [](const json& s) { return s.is_string(); })))
+    return "trainenv: spec.dnsConfig.searches must be a list of strings";
+  return {};
+}
+
+}  // namespace
+
 std::string check_pod_shape(const pod_view& pod, const policy& p,
                             const std::vector<std::string>& sidecars, std::size_t& target,
                             std::string& warning) {
@@ -158,44 +211,9 @@ std::string check_pod_shape(const pod_view& pod, const policy& p,
   target = *choice.index;
   warning = std::move(choice.warning);
   const auto& spec = object["spec"];  // an object: choose_container found a list in it
-  const auto& containers = *pod.containers();
-  for (std::size_t i = 0; i < containers.size(); ++i) {
-    if (i != target && !p.all_containers) continue;
-    if (auto problem = check_container(containers[i], "containers", i); !problem.empty())
-      return problem;
-  }
-  // Extra containers named by the policy get the env and mounts too.
-  for (const auto& extra : p.extra_containers) {
-    const std::string_view list_name = extra.init ? "initContainers" : "containers";
-    const auto* list = member(spec, list_name);
-    if (list == nullptr || !list->is_array()) continue;
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      const auto* name = string_member((*list)[i], "name");
-      if (name == nullptr || *name != extra.name) continue;
-      if (auto problem = check_container((*list)[i], list_name, i); !problem.empty())
-        return problem;
-    }
-  }
-  if (!p.volumes.empty() || p.hostfile) {
-    if (const char* why = check_object_list(spec, "volumes", true))
-      return std::string("trainenv: spec.volumes ") + why;
-  }
-  if (p.hostfile) {  // a large hostfile comes with an init container
-    if (const char* why = check_object_list(spec, "initContainers", true))
-      return std::string("trainenv: spec.initContainers ") + why;
-  }
-  if (!p.dns_searches.empty()) {
-    if (const auto* dns = member(spec, "dnsConfig"); dns != nullptr && !dns->is_null()) {
-      if (!dns->is_object()) return "trainenv: spec.dnsConfig must be an object";
-      if (const auto* searches = member(*dns, "searches");
-          searches != nullptr && !searches->is_null()) {
-        if (!searches->is_array() || !std::all_of(searches->begin(), searches->end(),
-                                                  [](const json& s) { return s.is_string(); }))
-          return "trainenv: spec.dnsConfig.searches must be a list of strings";
-      }
-    }
-  }
-  return {};
+  if (auto problem = check_written_containers(spec, pod, p, target); !problem.empty())
+    return problem;
+  return check_pod_lists(spec, p);
 }
 
 }  // namespace trainenv::core

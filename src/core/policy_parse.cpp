@@ -369,6 +369,12 @@ class parser {
   void check_variables(const item_scope& scope, std::uint32_t used, const std::string& field,
                        bool in_lines = false, bool in_hostfile = false) {
     if (scope.when) used |= scope.when->used();
+    if ((used & variable_bit(variable::node_rank)) != 0 && (used & elastic_variables) != 0) {
+      fail(field,
+           "uses ${nodeRank} beside an elastic job's ${minNodes} or ${maxNodes}: an elastic job's "
+           "ranks come from its rendezvous; write two items, with when: \"elastic == 0\" and "
+           "\"elastic == 1\"");
+    }
     if ((used & variable_bit(variable::node_rank)) != 0 && scope.roles.all) {
       fail(field,
            "uses ${nodeRank}, which exists only for the job's nodes; add roles: [training] (or "

@@ -433,7 +433,8 @@ void env_want::append_json(std::string& out) const {
   out += '}';
 }
 
-result<wants> render(const policy& p, const topology& t, const pod_view& pod) {
+result<wants> render(const policy& p, const topology& t, const pod_view& pod,
+                     const written_env* written) {
   const auto values = t.variables();
   wants out;
   if (p.when) {
@@ -477,6 +478,14 @@ result<wants> render(const policy& p, const topology& t, const pod_view& pod) {
     return std::move(ok).take_error();
   if (auto ok = render_hostfile(p, t, values, pod, out, out.containers.front()); !ok)
     return std::move(ok).take_error();
+  if (written != nullptr && written->writes != nullptr) {
+    out.writer = written->writes;
+    for (const auto& item : p.env) out.owned_env.push_back(item.name);
+    out.decided_by = t.layout.source;
+    for (auto& c : out.containers) {
+      if (c.list == "containers") c.written = written->in(c.index);
+    }
+  }
   return out;
 }
 

@@ -66,7 +66,7 @@ selection select_policy(const pod_view& pod, const policy_set& policies,
   }
   // A Trainer pod's runtime: its label, else what its mlPolicy names. A value no policy lists is
   // a runtime whose own plugins wired the pod (Trainer's flux, a platform's own): not ours.
-  if (trainer != nullptr && trainer->found) {
+  if (trainer != nullptr) {
     const auto& value = trainer->framework ? trainer->framework : trainer->ml_policy;
     const auto& source = trainer->framework ? trainer->framework_source : trainer->ml_policy_source;
     if (value) {

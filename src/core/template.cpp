@@ -249,38 +249,55 @@ std::optional<variable> expression::bare_variable() const {
   return std::nullopt;
 }
 
-result<condition> condition::compile(std::string_view text) {
+result<condition::comparison> condition::compile_one(std::string_view text,
+                                                     std::string_view whole) {
   static constexpr std::array<std::string_view, 6> ops = {"==", "!=", "<=", ">=", "<", ">"};
   for (auto op : ops) {
     const auto at = text.find(op);
     if (at == std::string_view::npos) continue;
-    condition out;
-    out.op_ = std::string(op);
     auto lhs = expression::compile(text.substr(0, at));
     if (!lhs) return std::move(lhs).take_error();
     auto rhs = expression::compile(text.substr(at + op.size()));
     if (!rhs) return std::move(rhs).take_error();
     if (!lhs->is_integer() || !rhs->is_integer()) {
-      return error{"\"" + std::string(text) + "\" compares text; conditions compare whole numbers"};
+      return error{"\"" + std::string(whole) +
+                   "\" compares text; conditions compare whole numbers"};
     }
-    out.lhs_ = std::move(*lhs);
-    out.rhs_ = std::move(*rhs);
-    return out;
+    return comparison{std::move(*lhs), std::move(*rhs), std::string(op)};
   }
-  return error{"\"" + std::string(text) + "\" is not a comparison; write e.g. \"numNodes > 1\""};
+  return error{"\"" + std::string(whole) +
+               "\" is not a comparison; write e.g. \"numNodes > 1\" (several joined by &&)"};
+}
+
+result<condition> condition::compile(std::string_view text) {
+  condition out;
+  std::size_t start = 0;
+  while (true) {
+    const auto and_at = text.find("&&", start);
+    auto one = compile_one(text.substr(start, and_at - start), text);
+    if (!one) return std::move(one).take_error();
+    out.used_ |= one->lhs.used() | one->rhs.used();
+    out.all_.push_back(std::move(*one));
+    if (and_at == std::string_view::npos) return out;
+    start = and_at + 2;
+  }
 }
 
 result<bool> condition::evaluate(const variable_values& values) const {
-  auto a = lhs_.evaluate(values);
-  if (!a) return std::move(a).take_error();
-  auto b = rhs_.evaluate(values);
-  if (!b) return std::move(b).take_error();
-  if (op_ == "==") return *a == *b;
-  if (op_ == "!=") return *a != *b;
-  if (op_ == "<=") return *a <= *b;
-  if (op_ == ">=") return *a >= *b;
-  if (op_ == "<") return *a < *b;
-  return *a > *b;
+  for (const auto& c : all_) {
+    auto a = c.lhs.evaluate(values);
+    if (!a) return std::move(a).take_error();
+    auto b = c.rhs.evaluate(values);
+    if (!b) return std::move(b).take_error();
+    bool holds = *a > *b;
+    if (c.op == "==") holds = *a == *b;
+    if (c.op == "!=") holds = *a != *b;
+    if (c.op == "<=") holds = *a <= *b;
+    if (c.op == ">=") holds = *a >= *b;
+    if (c.op == "<") holds = *a < *b;
+    if (!holds) return false;  // the rest need not hold, nor be available
+  }
+  return true;
 }
 
 result<template_string> template_string::compile(std::string_view text) {

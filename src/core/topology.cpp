@@ -224,6 +224,31 @@ std::optional<std::int64_t> worker_template_gpus(const job_layout& layout, const
   return std::nullopt;
 }
 
+// A plugin's arguments in the owner (Volcano's pytorch plugin: "--master=chief", "--worker",
+// "replica", "--port=23457"): the roles that play master and worker, and the port.
+void read_plugin_args(const plugin_args& rule, const json& owner, job_layout& layout) {
+  const auto* args = find_path(owner, rule.at);
+  if (args == nullptr || !args->is_array()) return;
+  for (std::size_t i = 0; i < args->size(); ++i) {
+    if (!(*args)[i].is_string()) continue;
+    const auto& arg = (*args)[i].get_ref<const std::string&>();
+    const auto eq = arg.find('=');
+    const auto flag = arg.substr(0, eq);
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < args->size() && (*args)[i + 1].is_string()) {
+      value = (*args)[i + 1].get<std::string>();
+    }
+    if (value.empty()) continue;
+    if (flag == rule.master_flag) layout.master_role = value;
+    if (flag == rule.worker_flag) layout.worker_role = value;
+    if (flag == rule.port_flag) {
+      if (const auto n = parse_decimal(value, 65535); n && *n >= 1) layout.plugin_port = *n;
+    }
+  }
+}
+
 // The layout the pod's owner gives: every role's pods and Jobs, named by the owner's kind.
 job_layout layout_from_owner(const owner_counts& owners) {
   job_layout layout;
@@ -248,6 +273,7 @@ job_layout layout_from_owner(const owner_counts& owners) {
     }
   }
   set_naming(layout, *owners.kind, owners.object, owners.name, nullptr, true);
+  if (owners.kind->arguments) read_plugin_args(*owners.kind->arguments, *owners.object, layout);
   return layout;
 }
 
@@ -525,9 +551,14 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
 
   auto port = read_int_annotation(pod, keys::master_port, 1, 65535);
   if (!port) return std::move(port).take_error();
-  t.master_port = port->value_or(p.default_master_port);
   if (auto nproc = resolve_processes(pod, p, target, src.trainer, t); !nproc)
     return std::move(nproc).take_error();
+  if (src.elastic != nullptr) {
+    t.elastic = src.elastic->elastic;
+    t.c10d = t.elastic || src.elastic->rendezvous_c10d;
+    t.notes = src.elastic->notes;
+  }
+  t.job_uid = src.job_uid;
   t.ssh_auth_mount_path = ssh_mount_path(pod, p, src.trainer);
   t.ssh_key_mode = ssh_key_mode(pod, t.ssh_auth_mount_path);
   t.cluster_domain = src.cluster_domain;
@@ -540,6 +571,7 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
       !ok)
     return std::move(ok).take_error();
   auto& layout = t.layout;
+  t.master_port = port->value_or(layout.plugin_port.value_or(p.default_master_port));
   auto role_listed = find_own_role(pod, p, src, t.role, layout);
   if (!role_listed) return std::move(role_listed).take_error();
   world_rules rules;
@@ -548,6 +580,10 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   settle_roles(layout, p, rules,
                src.owners != nullptr ? src.owners->coordinator : std::optional<coordinator_pod>());
   if (!layout.coordinator_note.empty()) t.notes.push_back(layout.coordinator_note);
+  if (t.elastic && (p.variables_used & variable_bit(variable::elastic)) == 0) {
+    t.notes.push_back("trainenv: policy " + quote(p.name) + " has no elastic mode: the job (" +
+                      t.elastic->source + ") is wired statically, for its size now");
+  }
   t.role_at = *layout.index_of(t.role);
   // The counts are the pod's to answer for when they come from its owner, its annotations, or
   // (a bare pod) the policy's defaults; not the defaults of a pod whose owner was not read.
@@ -579,6 +615,11 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   }
 
   t.num_nodes = nodes_annotation->value_or(layout.node_count());
+  if (t.elastic && counts_known && layout.node_count() > t.elastic->max) {
+    t.notes.push_back("trainenv: the job runs " + std::to_string(layout.node_count()) +
+                      " nodes, more than its elastic maximum " + std::to_string(t.elastic->max) +
+                      " (" + t.elastic->source + "): torchrun admits at most that many");
+  }
   t.counts_known = counts_known;
   if (t.training_role) t.world_size = layout.training_pods();
   if (t.index) t.node_rank = layout.node_rank(t.role_at, *t.index);
@@ -598,6 +639,54 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   t.sources.push_back({"replicas", replicas_text(layout), layout.source});
   if (src.owners == nullptr && src.has_owner) t.owner_open = open_without_owner(pod, p, t);
   return t;
+}
+
+result<std::string> topology::rendezvous_host() const {
+  // The endpoint pod: the coordinator, else index 0 of the first node role (the pod an Indexed
+  // Job keeps while it shrinks): node rank 0 either way. Only a job that stays one pod may
+  // rendezvous on localhost.
+  auto name = layout.master();
+  if (!name) return name;
+  if (*name == "localhost") {
+    if (elastic && elastic->max > 1) {
+      return error{"trainenv: the elastic job (" + elastic->source + ") may grow to " +
+                   std::to_string(elastic->max) +
+                   " pods, and its endpoint pod has no DNS name: give its pods one"};
+    }
+    return name;
+  }
+  // Its full name: torch's c10d hosts the store only on the agent whose own names match the
+  // endpoint, and the kubelet's /etc/hosts lists the full name, not hostname.subdomain.
+  return *name + "." + namespace_name + ".svc." + cluster_domain;
+}
+
+// An elastic job's bounds and restarts, and a c10d rendezvous's endpoint and id (docs/contract.md
+// §2.3), or why each is unavailable.
+void topology::set_rendezvous(variable_values& v) const {
+  const std::string not_elastic =
+      "trainenv: the job is not elastic (no annotation " + std::string(keys::elastic) + ")";
+  v.set(variable::elastic, std::int64_t{elastic ? 1 : 0});
+  v.set(variable::c10d, std::int64_t{c10d ? 1 : 0});
+  if (elastic) {
+    v.set(variable::min_nodes, elastic->min);
+    v.set(variable::max_nodes, elastic->max);
+  } else {
+    v.set_unavailable(variable::min_nodes, not_elastic);
+    v.set_unavailable(variable::max_nodes, not_elastic);
+  }
+  v.set(variable::max_restarts,
+        elastic && elastic->max_restarts ? *elastic->max_restarts : std::int64_t{-1});
+  v.set(variable::rdzv_id, job_uid);
+  auto host = c10d ? rendezvous_host()
+                   : result<std::string>(error{"trainenv: the job does not rendezvous with c10d "
+                                               "(no annotation " +
+                                               std::string(keys::elastic) + " or " +
+                                               std::string(keys::rendezvous) + ")"});
+  if (host) {
+    v.set(variable::rdzv_endpoint, std::move(*host));
+  } else {
+    v.set_unavailable(variable::rdzv_endpoint, host.message());
+  }
 }
 
 variable_values topology::variables() const {
@@ -640,6 +729,7 @@ variable_values topology::variables() const {
   v.set(variable::ssh_key_mode, ssh_key_mode);
   v.set(variable::cluster_domain, cluster_domain);
   set_text(variable::subdomain, layout.launcher_subdomain());
+  set_rendezvous(v);
   set_number(variable::gpus_per_node, gpus_per_node, gpus_unknown_reason);
   const auto gpus_or_one =
       gpus_per_node ? std::optional(std::max<std::int64_t>(*gpus_per_node, 1)) : std::nullopt;
@@ -658,7 +748,8 @@ variable_values topology::variables() const {
   v.set_unavailable(variable::line, "trainenv: ${i} exists only inside an annotation's lines");
   std::vector<std::pair<std::string, std::int64_t>> replicas;
   replicas.reserve(layout.roles.size());
-  for (const auto& r : layout.roles) replicas.emplace_back(r.name, r.pods);
+  for (const auto& r : layout.roles)
+    replicas.emplace_back(std::string(layout.as_policy_role(r.name)), r.pods);
   v.set_replicas(std::move(replicas));
   return v;
 }

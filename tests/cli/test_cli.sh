@@ -41,7 +41,7 @@ check "check-policies lists torch as default" contains "$work/out" "policy torch
 mkdir -p "$work/bad"
 sed 's/    - name: WORLD_SIZE/    - name: WORLD_SIZE\n      valu: oops/' "$src/policies/torch.yaml" >"$work/bad/torch.yaml"
 check "check-policies rejects an unknown key" exit_code 1 "$bin" check-policies "$work/bad"
-check "the error names file, field and fix" contains "$work/err" "$work/bad/torch.yaml: spec.env[7]: unknown field \"valu\"; did you mean \"value\"?"
+check "the error names file, field and fix" contains "$work/err" "$work/bad/torch.yaml: spec.env[8]: unknown field \"valu\"; did you mean \"value\"?"
 check "check-policies on a missing directory fails" exit_code 1 "$bin" check-policies "$work/none"
 
 # --- preview ----------------------------------------------------------------------------

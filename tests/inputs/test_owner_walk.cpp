@@ -96,9 +96,10 @@ TEST_CASE(
 
   auto framework =
       walk([&] { return core::trainer_runtime(pod, *r.job, values, set); }, file, values, fetches);
-  const auto& f = std::get<core::result<core::trainer_settings>>(framework);
-  REQUIRE(f);
-  CHECK(f->found);
+  const auto& found = std::get<core::result<core::trainer_settings_ptr>>(framework);
+  REQUIRE(found);
+  const auto& f = *found;
+  REQUIRE(f != nullptr);
   CHECK(f->framework == "torch");
   CHECK(f->framework_source ==
         "label trainer.kubeflow.org/framework of ClusterTrainingRuntime torch-distributed");

@@ -45,6 +45,12 @@ struct created_job {
 // runtime.
 [[nodiscard]] std::vector<owner_ref> job_needs(const nlohmann::json& job);
 
+// Which release of a controller to model, where releases differ in what they write.
+struct controller_model {
+  // Volcano before PR #4281 (v1.12): its pytorch plugin counts every task in WORLD_SIZE.
+  bool volcano_counts_every_task = false;
+};
+
 // The most pods a preview lays out by default (each is decided, so the cost grows with them).
 inline constexpr std::size_t max_preview_pods = 20'000;
 
@@ -53,6 +59,7 @@ inline constexpr std::size_t max_preview_pods = 20'000;
 // job of more than `max_pods` pods.
 [[nodiscard]] result<created_job> create_job(const nlohmann::json& job_object,
                                              const std::vector<nlohmann::json>& given,
-                                             std::size_t max_pods = max_preview_pods);
+                                             std::size_t max_pods = max_preview_pods,
+                                             const controller_model& model = {});
 
 }  // namespace trainenv::core

@@ -23,6 +23,7 @@ struct injection_summary {
   std::vector<std::string> annotations;      // keys
   std::vector<std::string> init_containers;  // names
   std::vector<std::string> dns_searches;     // spec.dnsConfig.searches added
+  std::vector<std::string> removed_env;  // a controller's entries removed (docs/contract.md §4)
 
   [[nodiscard]] bool empty() const;
   // "PET_NNODES,WORLD_SIZE,port 29500,mount /etc/mpi,volume mpi-ssh-auth,arg --x,annotation k",

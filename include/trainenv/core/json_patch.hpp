@@ -50,6 +50,10 @@ class patch_builder {
   // under its escaped key.
   void add_members(std::string_view path, bool exists, const nlohmann::json& members);
   void add(std::string_view path, const nlohmann::json& value);
+  // Replaces the value at `path` with `value_json`, a JSON text (a controller's env entry the
+  // live layout contradicts, docs/contract.md §4).
+  void replace(std::string_view path, std::string_view value_json);
+  void remove(std::string_view path);
 
   [[nodiscard]] bool empty() const { return ops_ == 0; }
   [[nodiscard]] std::size_t size() const { return ops_; }
@@ -57,6 +61,8 @@ class patch_builder {
   [[nodiscard]] std::string take();
 
  private:
+  // Starts an operation `op` at `path`; the caller writes the rest and closes it with '}'.
+  void begin(std::string_view op, std::string_view path);
   // Starts an "add" operation at `path`; the caller writes its value and closes it with '}'.
   void begin_add(std::string_view path);
 

@@ -35,6 +35,14 @@ inline constexpr std::string_view injected = "trainenv.io/injected";
 inline constexpr std::string_view container = "trainenv.io/container";
 inline constexpr std::string_view ssh_auth_mount_path = "trainenv.io/ssh-auth-mount-path";
 inline constexpr std::string_view run_launcher_as_node = "trainenv.io/run-launcher-as-node";
+inline constexpr std::string_view elastic = "trainenv.io/elastic";
+inline constexpr std::string_view max_restarts = "trainenv.io/max-restarts";
+inline constexpr std::string_view rendezvous = "trainenv.io/rendezvous";
+// Kueue's: a job it scales (ElasticJobsViaWorkloadSlices), and its partial admission.
+inline constexpr std::string_view kueue_elastic = "kueue.x-k8s.io/elastic-job";
+inline constexpr std::string_view kueue_min_parallelism = "kueue.x-k8s.io/job-min-parallelism";
+inline constexpr std::string_view kueue_completions_equal =
+    "kueue.x-k8s.io/job-completions-equal-parallelism";
 // Kubernetes' own: the container kubectl picks, which a service mesh points at the app.
 inline constexpr std::string_view default_container = "kubectl.kubernetes.io/default-container";
 }  // namespace keys

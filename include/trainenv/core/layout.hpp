@@ -81,6 +81,14 @@ struct job_layout {
   // rank 0, the others following in node order. `coordinator_note` says why a named one is not.
   std::optional<std::pair<std::size_t, std::int64_t>> coordinator;
   std::string coordinator_note;
+  // The roles that play master and worker (Volcano's pytorch plugin renames them with its
+  // --master and --worker): they lead the node order and stand for a policy's master and worker.
+  std::string master_role = "master";
+  std::string worker_role = "worker";
+  std::optional<std::int64_t> plugin_port;  // the port that plugin names (--port)
+
+  // The role as a policy knows it: "master" for the one that plays master, and so on.
+  [[nodiscard]] std::string_view as_policy_role(std::string_view role) const;
 
   [[nodiscard]] const layout_role* find(std::string_view role) const;
   [[nodiscard]] layout_role* find(std::string_view role);
@@ -107,6 +115,22 @@ struct job_layout {
   [[nodiscard]] result<std::vector<host_group>> host_groups() const;
   // The names of role `role`'s pods (its Job count as known, or 1).
   [[nodiscard]] result<host_group> names_of(std::size_t role) const;
+};
+
+// An elastic job (docs/contract.md §2.3): torchrun's --nnodes bounds, its restarts when given,
+// and where they were read.
+struct elastic_mode {
+  std::int64_t min = 1;
+  std::int64_t max = 1;
+  std::optional<std::int64_t> max_restarts;
+  std::string source;  // "annotation trainenv.io/elastic of JobSet team-a/bert"
+};
+
+// What a job says of its size (read by elastic.hpp from the pod and its owners).
+struct elastic_reading {
+  std::optional<elastic_mode> elastic;
+  bool rendezvous_c10d = false;    // a static job's trainenv.io/rendezvous: c10d
+  std::vector<std::string> notes;  // warnings: Kueue's elastic job without bounds, ...
 };
 
 // How the job's world is drawn (docs/contract.md §2.2, "the world").

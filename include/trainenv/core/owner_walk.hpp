@@ -42,9 +42,7 @@ struct recognition {
 
 // What a pod's TrainJob and its runtime say (docs/contract.md §1, §2.1), for a pod recognised
 // through its Job: Pod -> Job -> JobSet -> TrainJob -> spec.runtimeRef -> (Cluster)TrainingRuntime.
-// `found` is false (and nothing an error) when the chain ends early: a JobSet no TrainJob owns.
 struct trainer_settings {
-  bool found = false;
   std::optional<std::string> framework;  // the runtime's framework label
   std::string framework_source;          // "label trainer.kubeflow.org/framework of ..."
   // The framework value the runtime's spec.mlPolicy names, for a runtime with no label: "torch",
@@ -61,11 +59,26 @@ struct trainer_settings {
   bool run_launcher_as_node = false;               // mlPolicy.mpi.runLauncherAsNode
   std::optional<std::string> ssh_auth_mount_path;  // mlPolicy.mpi.sshAuthMountPath
   std::string runtime;                             // "ClusterTrainingRuntime torch-distributed"
+  // mlPolicy.torch.elasticPolicy (Trainer v2.0 and v2.1 accepted it and never wired it): the
+  // bounds and restarts, each when given.
+  std::optional<std::int64_t> elastic_min;
+  std::optional<std::int64_t> elastic_max;
+  std::optional<std::int64_t> elastic_max_restarts;
+  std::string trainjob_uid;  // the job's top owner: the rendezvous id of its elastic pods
+  // The TrainJob's apiVersion and kind: its owner kind says what Trainer writes into the pods.
+  std::string trainjob_api_version;
+  std::string trainjob_kind;
+  // The env names the user sets for the trainer (the TrainJob's spec.trainer.env and the
+  // runtime's node container): what Trainer's plugins write there under those names is the user's.
+  std::vector<std::string> user_env;
 };
-[[nodiscard]] owner_step<result<trainer_settings>> trainer_runtime(const pod_view& pod,
-                                                                   const owner_fetch& job,
-                                                                   const owner_values& owners,
-                                                                   const owner_kind_set& kinds);
+// Shared with the owner object they were read from (owner_object::derived): no copy per pod.
+using trainer_settings_ptr = std::shared_ptr<const trainer_settings>;
+// Null when the chain ends early: a JobSet no TrainJob owns.
+[[nodiscard]] owner_step<result<trainer_settings_ptr>> trainer_runtime(const pod_view& pod,
+                                                                       const owner_fetch& job,
+                                                                       const owner_values& owners,
+                                                                       const owner_kind_set& kinds);
 
 // The kind of the pod's controlling owner when its own operator wires its pods (Kubeflow's v1
 // PyTorchJob, MPIJob, ...): such a pod passes unchanged, and no object is read.

@@ -89,6 +89,29 @@ struct pod_naming {
   std::string job_label;
 };
 
+// The env a controller writes into the pods it makes (docs/contract.md §4): its, not the user's,
+// so a value the live layout contradicts is replaced, and one the policy does not want for the
+// pod is removed. A name the user's own template sets stays the user's.
+struct controller_writes {
+  std::string writer;             // "Kubeflow Trainer", for messages
+  std::vector<std::string> env;   // the names it writes
+  std::string container;          // the container it writes into; empty: every container
+  member_path when;               // it writes only when the owner has this member; empty: always
+  std::vector<std::string> keep;  // of `env`, left where the policy wants none
+  // It appends: where the template set a name too, the pod has it twice, the last the
+  // controller's (the kubelet uses the last), which is removed and the template's kept.
+  bool appends = false;
+};
+
+// A plugin's arguments that rename the master and worker roles and set the port (Volcano's
+// pytorch plugin: --master, --worker, --port), for a policy whose training roles are strict.
+struct plugin_args {
+  member_path at;  // the list of arguments in the owner
+  std::string master_flag = "--master";
+  std::string worker_flag = "--worker";
+  std::string port_flag = "--port";
+};
+
 struct owner_kind {
   std::string name;    // the OwnerKind document's name
   std::string source;  // where it was read from, for messages
@@ -100,6 +123,8 @@ struct owner_kind {
   std::optional<role_layout> roles;  // none: this kind gives no counts (a TrainJob)
   std::optional<pod_naming> naming;  // none: this kind's pods have no DNS names trainenv knows
   std::optional<coordinator_rule> coordinator;
+  std::optional<controller_writes> writes;
+  std::optional<plugin_args> arguments;
   std::string default_policy;  // for its pods when nothing else names one (Volcano)
   // Set: pods this kind controls are wired by its own operator (Kubeflow's v1 PyTorchJob,
   // MPIJob, ...) and pass unchanged with this said as a warning; the object is never read.

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/controller_env.hpp"
 #include "trainenv/core/pod_view.hpp"
 #include "trainenv/core/policy.hpp"
 #include "trainenv/core/result.hpp"
@@ -52,6 +53,10 @@ struct container_wants {
   std::vector<nlohmann::json> mounts;  // v1.VolumeMount
   std::vector<std::string> args;
   std::optional<args_site> args_at;  // none: append to args, and every arg counts as given
+  // The entries of its env its controller wrote (docs/contract.md §4): replaced where they
+  // disagree with what is wanted, removed where the policy wants none (or they duplicate the
+  // template's).
+  std::vector<written_entry> written;
 };
 
 struct wants {
@@ -61,11 +66,19 @@ struct wants {
   std::vector<nlohmann::json> volumes;          // v1.Volume
   nlohmann::json annotations = nlohmann::json::object();
   std::vector<std::string> dns_searches;  // spec.dnsConfig.searches the pod should have
+  // When its controller wrote env (written entries in `containers`): who, the names it leaves
+  // where the policy wants none, the env names the policy writes at all (only those are the
+  // policy's to remove), and the owner whose layout decides.
+  const controller_writes* writer = nullptr;
+  std::vector<std::string> owned_env;
+  std::string decided_by;
   std::vector<std::string>
       warnings;  // things the policy could not do, e.g. a missing command prefix
 };
 
-[[nodiscard]] result<wants> render(const policy& p, const topology& t, const pod_view& pod);
+// `written`: the env the pod's controller wrote, if any (controller_env).
+[[nodiscard]] result<wants> render(const policy& p, const topology& t, const pod_view& pod,
+                                   const written_env* written = nullptr);
 
 // The site right after `prefix`, when the container's command line starts with `prefix` (token by
 // token); nullopt otherwise.

@@ -59,18 +59,25 @@ class expression {
   std::uint32_t used_ = 0;
 };
 
-// "<expression> <op> <expression>" with op one of == != < <= > >=: a policy item's `when`.
+// "<expression> <op> <expression>" with op one of == != < <= > >=, or several joined by "&&"
+// (all must hold): a policy item's `when`.
 class condition {
  public:
   [[nodiscard]] static result<condition> compile(std::string_view text);
-  [[nodiscard]] bool uses(variable v) const { return lhs_.uses(v) || rhs_.uses(v); }
-  [[nodiscard]] std::uint32_t used() const { return lhs_.used() | rhs_.used(); }
+  [[nodiscard]] bool uses(variable v) const { return (used_ & variable_bit(v)) != 0; }
+  [[nodiscard]] std::uint32_t used() const { return used_; }
   [[nodiscard]] result<bool> evaluate(const variable_values& values) const;
 
  private:
-  expression lhs_;
-  expression rhs_;
-  std::string op_;
+  struct comparison {
+    expression lhs;
+    expression rhs;
+    std::string op;
+  };
+  [[nodiscard]] static result<comparison> compile_one(std::string_view text,
+                                                      std::string_view whole);
+  std::vector<comparison> all_;
+  std::uint32_t used_ = 0;
 };
 
 class template_string {

@@ -47,6 +47,9 @@ struct topology {
   std::string ssh_auth_mount_path;
   std::int64_t ssh_key_mode = 0600;
   std::string cluster_domain;
+  std::optional<elastic_mode> elastic;  // an elastic job's bounds
+  bool c10d = false;                    // the job rendezvous with c10d (elastic, or asked)
+  std::string job_uid;
   // The pod's own "<hostname>.<subdomain>", as its controller set them: what the layout must call
   // it too (docs/contract.md §2.2, the self-check).
   std::string own_name;
@@ -66,6 +69,12 @@ struct topology {
   bool counts_known = false;
 
   [[nodiscard]] variable_values variables() const;
+  // "<hostname>.<subdomain>.<namespace>.svc.<cluster domain>" of node rank 0: where a c10d
+  // rendezvous is hosted (docs/contract.md §2.3).
+  [[nodiscard]] result<std::string> rendezvous_host() const;
+
+ private:
+  void set_rendezvous(variable_values& v) const;
 };
 
 // The role the pod plays (docs/contract.md §2): trainenv.io/role, the replicatedJob, the Volcano
@@ -80,12 +89,13 @@ inline constexpr std::uint32_t layout_variables =
     variable_bit(variable::rank) | variable_bit(variable::node_rank) |
     variable_bit(variable::master_addr) | variable_bit(variable::host) |
     variable_bit(variable::slots) | variable_bit(variable::processes_per_node) |
-    variable_bit(variable::subdomain) | replicas_bit;
+    variable_bit(variable::subdomain) | variable_bit(variable::rdzv_endpoint) | replicas_bit;
 // The variables that name pods: a pod whose policy uses one is checked against its layout's name
 // for it (docs/contract.md §2.2).
-inline constexpr std::uint32_t naming_variables = variable_bit(variable::master_addr) |
-                                                  variable_bit(variable::host) |
-                                                  variable_bit(variable::subdomain);
+inline constexpr std::uint32_t naming_variables =
+    variable_bit(variable::master_addr) | variable_bit(variable::host) |
+    variable_bit(variable::subdomain) | variable_bit(variable::rdzv_endpoint);
+
 [[nodiscard]] inline bool uses_counts(const policy& p) {
   return (p.variables_used & layout_variables) != 0;
 }
@@ -97,6 +107,8 @@ struct topology_sources {
   const trainer_settings* trainer = nullptr;     // a Trainer pod's TrainJob and runtime
   bool has_owner = false;                        // the pod has a controlling owner (read or not)
   std::string cluster_domain = "cluster.local";  // ${clusterDomain}: serve --cluster-domain
+  const elastic_reading* elastic = nullptr;      // the job's elastic bounds, read by the engine
+  std::string job_uid;                           // ${rdzvId}
 };
 
 // Violations come back as errors whose message starts "trainenv: " and names the key, the

@@ -35,8 +35,15 @@ enum class variable : std::uint8_t {
   ssh_key_mode,         // the private key's file mode: 0600, or 0640 read through fsGroup
   subdomain,            // the subdomain of the job's launcher, else of its master
   cluster_domain,       // the cluster's DNS domain (serve --cluster-domain)
-  host,                 // ${host}: one node's DNS name inside a hostfile's line
-  line,                 // ${i}: the line number inside an annotation's `lines`
+  elastic,              // 1 for an elastic job (docs/contract.md §2.3), else 0
+  c10d,                 // 1 when the job rendezvous with torch's c10d (elastic, or asked), else 0
+  min_nodes,            // an elastic job's bounds
+  max_nodes,
+  max_restarts,   // an elastic job's restarts, -1 when not given
+  rdzv_endpoint,  // the c10d rendezvous host: the endpoint pod's full DNS name
+  rdzv_id,        // the job's top owner's uid: one rendezvous per job
+  host,           // ${host}: one node's DNS name inside a hostfile's line
+  line,           // ${i}: the line number inside an annotation's `lines`
 };
 
 struct variable_info {
@@ -65,6 +72,13 @@ inline constexpr std::array variable_table = {
     variable_info{variable::ssh_key_mode, "sshKeyMode", true},
     variable_info{variable::subdomain, "subdomain", false},
     variable_info{variable::cluster_domain, "clusterDomain", false},
+    variable_info{variable::elastic, "elastic", true},
+    variable_info{variable::c10d, "c10d", true},
+    variable_info{variable::min_nodes, "minNodes", true},
+    variable_info{variable::max_nodes, "maxNodes", true},
+    variable_info{variable::max_restarts, "maxRestarts", true},
+    variable_info{variable::rdzv_endpoint, "rdzvEndpoint", false},
+    variable_info{variable::rdzv_id, "rdzvId", false},
     variable_info{variable::host, "host", false},
     variable_info{variable::line, "i", true},
 };
@@ -90,6 +104,10 @@ static_assert(variable_count < 31, "a used() mask has room for 31 variables");
 }
 // The bit in a used() mask for a replicas(<role>) call.
 inline constexpr std::uint32_t replicas_bit = 1U << 31;
+// The values of an elastic job (docs/contract.md §2.3): a policy item may not use one beside
+// ${nodeRank}, a literal rank that an elastic job's rendezvous gives instead.
+inline constexpr std::uint32_t elastic_variables =
+    variable_bit(variable::min_nodes) | variable_bit(variable::max_nodes);
 
 [[nodiscard]] constexpr std::string_view variable_name(variable v) {
   return variable_table[static_cast<std::size_t>(v)].name;
