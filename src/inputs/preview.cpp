@@ -147,7 +147,10 @@ json to_json(const core::job_preview& preview) {
                     // The admission answer whole, so that other tools can run or inspect the
                     // pods as they would be created: the patch and the patched object.
                     {"patch", p.d.allowed ? p.d.patch() : json()},
-                    {"object", p.admitted}});
+                    {"object", p.admitted},
+                    // As its controller creates it, before admission: what a tool sends to a
+                    // webhook of its own, or to trainenv again after another webhook's edits.
+                    {"created", p.created.pod}});
   }
   json problems = json::array();
   for (const auto& problem : preview.problems)
