@@ -187,6 +187,17 @@ owner_step<placement> place(const pod_view& view, const policy& p, std::size_t t
     placement out{error{}, std::move(***read)};
     src.owners = &*out.owners;
     out.topo = with_elastic([&] { return resolve_topology(view, p, target, src); });
+    if (!out.topo && out.topo.code() == contradicts_owner) {
+      // A pod created right after a resize contradicts the copy the shell's cache held: read
+      // the owner anew; read anew and still contradicted, it is the pod's violation.
+      const auto* held = owners.find(out.owners->ref);
+      if (held != nullptr && held->cached) {
+        auto fresh = out.owners->ref;
+        fresh.fresh = true;
+        return fresh;
+      }
+      out.topo = error{out.topo.message()};
+    }
     return out;
   }
   // Not read (or not readable): the pod alone, if it tells all this pod needs. What the pod

@@ -19,8 +19,9 @@ namespace {
 using nlohmann::json;
 
 // The values a preview shows for each pod: what its place in the job decides.
-constexpr std::uint32_t shown_variables =
-    layout_variables | variable_bit(variable::master_port) | variable_bit(variable::nproc_per_node);
+constexpr std::uint32_t shown_variables = layout_variables | variable_bit(variable::master_port) |
+                                          variable_bit(variable::nproc_per_node) |
+                                          elastic_variables;
 
 std::optional<std::int64_t> whole_number(const std::string& text) {
   const auto n = parse_decimal(text, 1'000'000'000);
@@ -174,6 +175,9 @@ void read_values(previewed_pod& p, const policy& pol, const std::vector<std::str
       p.master = host;
       p.master_port = port;
     }
+    if (source == "${minNodes}:${maxNodes}") p.bounds = value;
+    if (source == "${rdzvEndpoint}:${masterPort}") p.rendezvous = value;
+    if (source == "${rdzvId}") p.rendezvous_id = value;
   }
   if (pol.hostfile && (p.created.role == launcher_role || pol.hostfile->scope.roles.all)) {
     if (auto text = hostfile_text(view, container, pol.hostfile->path, objects)) {
@@ -359,6 +363,32 @@ void check_world(const std::vector<previewed_pod>& pods, std::vector<job_problem
   }
 }
 
+// An elastic job's pods share their bounds and rendezvous, and the endpoint is the full DNS name
+// of one of its pods (docs/contract.md §2.3).
+void check_rendezvous(const created_job& job, const std::vector<previewed_pod>& pods,
+                      std::vector<job_problem>& problems) {
+  check_agree(
+      pods, "the elastic bounds", [](const previewed_pod& p) { return p.bounds; }, problems);
+  check_agree(
+      pods, "the rendezvous endpoint", [](const previewed_pod& p) { return p.rendezvous; },
+      problems);
+  check_agree(
+      pods, "the rendezvous id", [](const previewed_pod& p) { return p.rendezvous_id; }, problems);
+  for (const auto& p : pods) {
+    if (!p.rendezvous) continue;
+    const auto host = split_endpoint(*p.rendezvous).first;
+    const bool a_pod = std::any_of(pods.begin(), pods.end(), [&](const previewed_pod& q) {
+      return !q.dns_name.empty() &&
+             host.rfind(q.dns_name + "." + job.namespace_name + ".svc.", 0) == 0;
+    });
+    if (!a_pod) {
+      problems.push_back(
+          {"the rendezvous endpoint " + host + " is no pod of the job", {p.created.name}});
+    }
+    return;  // they agree (checked above): one is enough
+  }
+}
+
 }  // namespace
 
 std::vector<job_problem> check_job(const created_job& job, std::vector<previewed_pod>& pods,
@@ -398,9 +428,13 @@ std::vector<job_problem> check_job(const created_job& job, std::vector<previewed
       break;
     }
   }
-  check_master(pods, nodes > 0, nodes > 0 ? nodes : ranked, problems);
+  // An elastic job has no master: its rendezvous is checked instead (check_rendezvous).
+  const bool elastic =
+      std::any_of(pods.begin(), pods.end(), [](const previewed_pod& p) { return p.bounds; });
+  if (!elastic) check_master(pods, nodes > 0, nodes > 0 ? nodes : ranked, problems);
   check_hostfiles(job, pods, problems);
   check_world(pods, problems);
+  check_rendezvous(job, pods, problems);
   return problems;
 }
 
@@ -439,6 +473,11 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
     }
     out.job.pods.clear();  // moved into out.pods
     out.problems = check_job(out.job, out.pods, policies);
+    for (const auto& p : out.pods) {
+      if (!p.bounds) continue;
+      if (!out.elastic) out.elastic = elastic_summary{*p.bounds, 0, p.rendezvous.value_or("")};
+      ++out.elastic->size;
+    }
     const auto count = [&](auto pred) {
       return std::count_if(out.pods.begin(), out.pods.end(), pred);
     };

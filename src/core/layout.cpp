@@ -145,14 +145,16 @@ result<std::string> job_layout::dns_name(std::size_t role, std::int64_t position
   return group->name(position);
 }
 
+result<std::string> job_layout::rank0_name() const {
+  if (coordinator) return dns_name(coordinator->first, coordinator->second);
+  for (const auto r : nodes) {
+    if (roles[r].pods > 0) return dns_name(r, 0);
+  }
+  return error{no_nodes};
+}
+
 result<std::string> job_layout::master() const {
-  auto name = [this]() -> result<std::string> {
-    if (coordinator) return dns_name(coordinator->first, coordinator->second);
-    for (const auto r : nodes) {
-      if (roles[r].pods > 0) return dns_name(r, 0);
-    }
-    return error{no_nodes};
-  }();
+  auto name = rank0_name();
   // A world of one pod needs no name: it rendezvous with itself.
   if (!name && node_count() == 1) return std::string("localhost");
   return name;

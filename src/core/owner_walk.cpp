@@ -79,6 +79,7 @@ owner_step<result<std::optional<owner_counts>>> counts_of(const owner_ref& ref,
   out.roles = roles->value();
   out.every_role = kind.roles->kind != role_layout::shape::own;
   out.owner = ref.display();
+  out.ref = ref;
   out.kind = &kind;
   out.object = &f->object();
   out.name = ref.name;

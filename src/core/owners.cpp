@@ -265,24 +265,38 @@ void owner_values::add(owner_ref ref, json object) {
 }
 
 void owner_values::add(owner_ref ref, std::shared_ptr<const owner_object> object) {
-  (void)push(std::move(ref), std::move(object));
+  (void)push(std::move(ref), std::move(object), false);
 }
 
-const owner_fetch& owner_values::push(owner_ref ref,
-                                      std::shared_ptr<const owner_object> object) const {
+const owner_fetch& owner_values::push(owner_ref ref, std::shared_ptr<const owner_object> object,
+                                      bool cached) const {
   const auto* metadata = object != nullptr ? member(object->json(), "metadata") : nullptr;
   const auto* uid = metadata != nullptr ? string_member(*metadata, "uid") : nullptr;
   if (!ref.uid.empty() && (uid == nullptr || *uid != ref.uid)) {
     auto detail = ref.display() + " has uid " + (uid != nullptr ? *uid : std::string("none")) +
                   ", the reference names " + ref.uid;
-    return fetched_.emplace_back(
-        owner_fetch{std::move(ref), nullptr, lookup_failure::uid_mismatch, std::move(detail)});
+    return keep(owner_fetch{std::move(ref), nullptr, lookup_failure::uid_mismatch,
+                            std::move(detail), cached});
   }
-  return fetched_.emplace_back(owner_fetch{std::move(ref), std::move(object), std::nullopt, {}});
+  return keep(owner_fetch{std::move(ref), std::move(object), std::nullopt, {}, cached});
+}
+
+const owner_fetch& owner_values::keep(owner_fetch f) const {
+  // In place of one held for the same object: what a walk found before it is read anew is
+  // not read again (each pass of the walk starts over).
+  for (auto& held : fetched_) {
+    if (held.ref == f.ref) {
+      held = std::move(f);
+      held.ref.fresh = false;
+      return held;
+    }
+  }
+  f.ref.fresh = false;
+  return fetched_.emplace_back(std::move(f));
 }
 
 void owner_values::add_failure(owner_ref ref, lookup_failure failure, std::string detail) {
-  fetched_.push_back({std::move(ref), nullptr, failure, std::move(detail)});
+  (void)keep({std::move(ref), nullptr, failure, std::move(detail)});
 }
 
 const owner_fetch* owner_values::find(const owner_ref& ref) const {
@@ -296,7 +310,7 @@ const owner_fetch* owner_values::find(const owner_ref& ref) const {
   if (!at_hand_) return nullptr;
   auto object = at_hand_(ref);
   if (object == nullptr) return nullptr;
-  return &push(ref, std::move(object));
+  return &push(ref, std::move(object), true);
 }
 
 result<std::int64_t> job_spec_pods(const json& spec, const std::string& where) {

@@ -422,8 +422,9 @@ result<bool> resolve_index(const pod_view& pod, bool jobs_known, topology& t) {
   t.job_index = job->value_or(0);
   if (jobs_known && t.job_index > 0 && t.job_index >= role.jobs) {
     return error{"trainenv: label " + std::string(keys::job_index) + " is " +
-                 std::to_string(t.job_index) + ", but role " + quote(role.name) + " runs " +
-                 std::to_string(role.jobs) + " Job(s) (" + t.layout.source + ")"};
+                     std::to_string(t.job_index) + ", but role " + quote(role.name) + " runs " +
+                     std::to_string(role.jobs) + " Job(s) (" + t.layout.source + ")",
+                 contradicts_owner};
   }
   if (*index) t.index = t.job_index * role.pods_per_job() + **index;
   if (!t.index && role.pods == 1) t.index = 0;
@@ -605,13 +606,26 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   // Nor does the default count of a pod whose owners, not read, know its real count.
   if (t.index && *role_listed && counts_known && *t.index >= own.pods && uses_counts(p)) {
     const bool by_owner = src.owners != nullptr;
-    return error{"trainenv: index " + std::to_string(*t.index) + " of role " + quote(t.role) +
-                 " is out of range: " + layout.source + " gives it " + std::to_string(own.pods) +
-                 " pod(s); set " +
-                 (by_owner || pod.annotation(keys::replicas) != nullptr
-                      ? std::string(keys::replicas)
-                      : std::string(keys::num_nodes)) +
-                 " to the real count"};
+    return error{
+        "trainenv: index " + std::to_string(*t.index) + " of role " + quote(t.role) +
+            " is out of range: " + layout.source + " gives it " + std::to_string(own.pods) +
+            " pod(s); set " +
+            (by_owner || pod.annotation(keys::replicas) != nullptr ? std::string(keys::replicas)
+                                                                   : std::string(keys::num_nodes)) +
+            " to the real count",
+        by_owner ? contradicts_owner : 400};
+  }
+  // JobSet's label of the replicas the pod's replicatedJob had when its Job was made: the owner
+  // read must say the same (docs/contract.md §2.1).
+  if (src.owners != nullptr) {
+    auto labelled = read_number(pod.label(keys::replicated_job_replicas),
+                                label_name(keys::replicated_job_replicas), 1, max_count);
+    if (labelled && *labelled && **labelled != own.jobs) {
+      return error{"trainenv: " + label_name(keys::replicated_job_replicas) + " is " +
+                       std::to_string(**labelled) + ", but " + layout.source + " runs role " +
+                       quote(t.role) + " in " + std::to_string(own.jobs) + " Job(s)",
+                   contradicts_owner};
+    }
   }
 
   t.num_nodes = nodes_annotation->value_or(layout.node_count());
@@ -645,16 +659,13 @@ result<std::string> topology::rendezvous_host() const {
   // The endpoint pod: the coordinator, else index 0 of the first node role (the pod an Indexed
   // Job keeps while it shrinks): node rank 0 either way. Only a job that stays one pod may
   // rendezvous on localhost.
-  auto name = layout.master();
-  if (!name) return name;
-  if (*name == "localhost") {
-    if (elastic && elastic->max > 1) {
-      return error{"trainenv: the elastic job (" + elastic->source + ") may grow to " +
-                   std::to_string(elastic->max) +
-                   " pods, and its endpoint pod has no DNS name: give its pods one"};
-    }
-    return name;
+  auto name = elastic && elastic->max > 1 ? layout.rank0_name() : layout.master();
+  if (!name) {
+    if (!elastic || elastic->max <= 1) return name;
+    return error{name.message() + " (the elastic job, " + elastic->source + ", may grow to " +
+                 std::to_string(elastic->max) + " pods, and rendezvous at its first pod's name)"};
   }
+  if (*name == "localhost") return name;
   // Its full name: torch's c10d hosts the store only on the agent whose own names match the
   // endpoint, and the kubelet's /etc/hosts lists the full name, not hostname.subdomain.
   return *name + "." + namespace_name + ".svc." + cluster_domain;

@@ -309,8 +309,10 @@ std::string preview_help() {
          "or the cluster), a JobSet, an Indexed batch/v1 Job or a Volcano Job. Every pod its\n"
          "controllers would create is decided as /mutate would, one row each, then the job is\n"
          "checked as a whole (distinct ranks 0..N-1, one master that is rank 0's DNS name, one\n"
-         "world size, a hostfile of exactly the workers, no pod denied). Exits 1 naming the pods\n"
-         "that disagree, 2 on unreadable input.\n"
+         "world size, a hostfile of exactly the workers, every pod named as its layout calls it,\n"
+         "the world only training pods, an elastic job's one rendezvous, no pod denied). Exits 1\n"
+         "naming the pods that disagree, 2 on unreadable input. -o json adds each pod's patch,\n"
+         "the pod as created and as admitted, and the job's objects.\n"
          "  --job             FILE is a whole job\n"
          "  -o, --output table|json  how to print it (default table)\n";
 }

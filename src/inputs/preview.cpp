@@ -162,6 +162,10 @@ json to_json(const core::job_preview& preview) {
           {"pods", std::move(pods)},
           {"problems", std::move(problems)},
           {"notes", preview.job.notes},
+          {"elastic", preview.elastic ? json{{"bounds", preview.elastic->bounds},
+                                             {"size", preview.elastic->size},
+                                             {"rendezvous", preview.elastic->rendezvous}}
+                                      : json()},
           // What the controllers made besides the pods (JobSets, Jobs, ConfigMaps, Services).
           {"objects", preview.job.objects}};
 }
@@ -204,8 +208,11 @@ std::string columns(const std::vector<std::vector<std::string>>& rows) {
 
 std::string checks_text(const core::job_preview& preview) {
   if (preview.ok()) {
-    return "checks: ok (distinct ranks 0..N-1, one master at rank 0's DNS name, one world size, "
-           "hostfile = the workers, no pod denied)\n";
+    return std::string(
+               "checks: ok (distinct ranks 0..N-1, one master at rank 0's DNS name, one "
+               "world size, hostfile = the workers, every pod named as its layout calls "
+               "it, the world only training pods, ") +
+           (preview.elastic ? "one rendezvous at a pod of the job, " : "") + "no pod denied)\n";
   }
   std::string out = "checks: " + std::to_string(preview.problems.size()) +
                     (preview.problems.size() == 1 ? " problem\n" : " problems\n");
@@ -247,6 +254,11 @@ std::string to_table(const core::job_preview& preview) {
                     optional_number(p.node_rank), optional_number(p.rank),
                     p.dns_name.empty() ? "-" : p.dns_name, varying.empty() ? "-" : varying,
                     pod_notes(p)});
+  }
+  if (preview.elastic) {
+    out += "elastic: " + std::to_string(preview.elastic->size) + " pods now, within " +
+           preview.elastic->bounds + " (torchrun's --nnodes); c10d rendezvous at " +
+           preview.elastic->rendezvous + "\n";
   }
   out += "\n" + columns(rows) + "\n";
   for (const auto& note : preview.job.notes) out += "note: " + note + "\n";

@@ -133,7 +133,8 @@ owner_cache::owner_cache(asio::any_io_executor executor, kube_client client,
           options) {}
 
 asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string expected_uid,
-                                                std::chrono::milliseconds budget) const {
+                                                std::chrono::milliseconds budget,
+                                                bool refresh) const {
   const auto s = state_;
   const auto start = clock_type::now();
   const std::string key = expected_uid.empty() ? path : expected_uid;
@@ -141,7 +142,9 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
   bool leader = false;
   {
     const std::lock_guard lock(s->mutex);
-    if (auto hit = s->hit_locked(key, start)) co_return std::move(*hit);
+    if (!refresh) {
+      if (auto hit = s->hit_locked(key, start)) co_return std::move(*hit);
+    }
     auto& slot = s->in_flight[key];
     if (!slot) {
       slot = std::make_shared<flight>();

@@ -62,7 +62,7 @@ boost::asio::awaitable<core::decision> decide_with_owners(const core::pod_view& 
                              " ms was spent on the pod's other owners");
       continue;
     }
-    auto found = co_await lookup.cache->get(kind->api_path(ref), ref.uid, remaining);
+    auto found = co_await lookup.cache->get(kind->api_path(ref), ref.uid, remaining, ref.fresh);
     m.on_owner_lookup(kind_label, found.source, found.failure, found.latency);
     if (found.failure) {
       owners.add_failure(std::move(ref), *found.failure, std::move(found.message));

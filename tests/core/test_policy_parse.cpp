@@ -368,3 +368,42 @@ TEST_CASE("an arg using worldSize or rank must be scoped to training roles", "[p
                  R"({"args": {"items": [{"value": "--r=${rank}", "roles": ["launcher"]}]}})")),
              StartsWith(at("spec.args.items[0]")));
 }
+
+TEST_CASE("an item may not use ${nodeRank} beside an elastic job's bounds", "[policy][elastic]") {
+  CHECK_THAT(parse_error(with_env({{"name", "X"},
+                                   {"value", "${minNodes}:${maxNodes}@${nodeRank}"},
+                                   {"roles", {"training"}}})),
+             StartsWith(at("spec.env[0]")) && Contains("elastic"));
+  // In its condition too: the rank would be read for a job whose rendezvous gives it.
+  CHECK_THAT(parse_error(with_env({{"name", "X"},
+                                   {"value", "${nodeRank}"},
+                                   {"roles", {"training"}},
+                                   {"when", "maxNodes > 1"}})),
+             Contains("elastic"));
+  // Two items, each in its own mode, are how torch.yaml writes it.
+  const auto p = parse_ok(with_spec(R"({"env": [
+      {"name": "PET_NNODES", "value": "${numNodes}", "when": "elastic == 0"},
+      {"name": "PET_NNODES", "value": "${minNodes}:${maxNodes}", "when": "elastic == 1"},
+      {"name": "PET_NODE_RANK", "value": "${nodeRank}", "roles": ["training"],
+       "when": "elastic == 0"}]})"));
+  CHECK(p.env.size() == 3);
+}
+
+TEST_CASE("a condition joins comparisons with &&; all must hold", "[policy][template]") {
+  auto c = condition::compile("numNodes > 1 && elastic == 0");
+  REQUIRE(c);
+  CHECK(c->uses(variable::num_nodes));
+  CHECK(c->uses(variable::elastic));
+  variable_values v;
+  v.set(variable::num_nodes, std::int64_t{4});
+  v.set(variable::elastic, std::int64_t{0});
+  CHECK(*c->evaluate(v));
+  v.set(variable::elastic, std::int64_t{1});
+  CHECK_FALSE(*c->evaluate(v));
+  // The first that fails decides: the rest need not be available.
+  auto short_circuit = condition::compile("elastic == 0 && rank > 0");
+  REQUIRE(short_circuit);
+  CHECK_FALSE(*short_circuit->evaluate(v));
+  CHECK_FALSE(condition::compile("numNodes > 1 &&"));
+  CHECK_FALSE(condition::compile("&& numNodes > 1"));
+}

@@ -185,6 +185,7 @@ TEST_CASE("a replicatedJob of several Jobs counts replicas x pods, and the index
   REQUIRE(file);
   pod["metadata"]["labels"]["jobset.sigs.k8s.io/job-index"] = "1";
   pod["spec"]["hostname"] = "bert-node-1-1";  // as the Job controller names it in Job 1
+  pod["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-replicas"] = "2";  // as JobSet
   const auto [d, fetched] = decide(pod, *file);
   INFO(d.message);
   REQUIRE(d.allowed);

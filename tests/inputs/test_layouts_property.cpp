@@ -22,6 +22,7 @@
 
 #include "owner_files.hpp"
 #include "shipped_policies.hpp"
+#include "trainenv/core/elastic.hpp"
 #include "trainenv/core/engine.hpp"
 #include "trainenv/core/job_preview.hpp"
 
@@ -84,7 +85,22 @@ struct job_plan {
   std::vector<role_plan> roles;
   std::optional<coordinator_plan> coordinator;
   bool trainjob = false;
+  std::string elastic;  // trainenv.io/elastic on the job, if any ("2:8", or a bad form)
+  bool elastic_valid = false;
 };
+
+// Sometimes an elastic job (docs/contract.md §2.3): bounds on the owner, now and then a bad form.
+void maybe_elastic(generator& g, job_plan& plan) {
+  if (!g.chance(15)) return;
+  if (g.chance(15)) {
+    plan.elastic = g.pick<std::string>({"8:2", "0:4", "a:b", "4", ":3"});
+  } else {
+    const int min = g.between(1, 4);
+    plan.elastic = std::to_string(min) + ":" + std::to_string(min + g.between(0, 6));
+    plan.elastic_valid = true;
+  }
+  plan.job["metadata"]["annotations"]["trainenv.io/elastic"] = plan.elastic;
+}
 
 // A pod template as users write it: the trainer container named node or pytorch, sometimes after
 // a service mesh's proxy, with or without Trainer's ancestor label and a policy annotation.
@@ -162,6 +178,7 @@ job_plan random_jobset(generator& g, const std::string& policy) {
                                  {"jobIndex", plan.coordinator->job},
                                  {"podIndex", plan.coordinator->pod}};
   }
+  maybe_elastic(g, plan);
   return plan;
 }
 
@@ -216,6 +233,7 @@ job_plan random_volcano(generator& g, const std::string& policy) {
     vj["spec"]["tasks"].push_back(std::move(task));
     plan.roles.push_back(role);
   }
+  maybe_elastic(g, plan);
   return plan;
 }
 
@@ -266,7 +284,43 @@ struct run_counts {
   int unnamed_jobs = 0;
   int coordinators = 0;
   int reinvoked = 0;
+  int elastic_jobs = 0;
 };
+
+// An elastic job's bounds in a bad form are refused, naming the annotation, by every pod that
+// reads them (those whose owners are read); no pod gets elastic values from them.
+void check_bad_bounds(const core::job_preview& preview) {
+  for (const auto& p : preview.pods) {
+    if (p.d.policy.empty()) continue;
+    if (!p.d.allowed) {
+      CHECK_THAT(p.d.message, Catch::Contains("trainenv.io/elastic"));
+    } else {
+      CHECK_FALSE(p.bounds);
+    }
+  }
+}
+
+// A policy with an elastic mode (torch's, torchtune's) gives every pod of an elastic job the same
+// bounds and rendezvous, and none a rank; any other wires it statically. True when the job was
+// checked as an elastic one.
+bool check_elastic(const job_plan& plan, const core::policy& pol, const core::job_preview& preview,
+                   run_counts& counts) {
+  if (plan.elastic.empty()) return false;
+  const bool has_mode = (pol.variables_used & core::variable_bit(core::variable::elastic)) != 0;
+  for (const auto& p : preview.pods) {
+    if (p.d.policy.empty() || !p.d.allowed) continue;
+    if (!has_mode) {
+      CHECK_FALSE(p.bounds);
+      continue;
+    }
+    CHECK_FALSE(p.node_rank);
+    CHECK_FALSE(p.rank);
+    CHECK(p.bounds == plan.elastic);
+  }
+  if (!has_mode) return false;
+  ++counts.elastic_jobs;
+  return true;
+}
 
 // The pods feed back in, each with a proxy put in front of its containers, as a service mesh's
 // webhook would before trainenv is invoked again: nothing more is added, or (a policy that
@@ -337,7 +391,11 @@ void check_one(const job_plan& plan, const std::string& policy, const std::vecto
   }
   // Who needs names: a world of more than one pod (its master); an MPI launcher's hostfile, any
   // size; and for Hydra every pod the launcher's subdomain (else the first node's).
-  bool unnamed = world_unnamed && world_pods > 1;
+  // An elastic job may grow past one pod: its endpoint needs a name from the start.
+  const bool may_grow = plan.elastic_valid &&
+                        (pol.variables_used & core::variable_bit(core::variable::elastic)) != 0 &&
+                        core::parse_bounds(plan.elastic)->second > 1;
+  bool unnamed = world_unnamed && (world_pods > 1 || may_grow);
   if (pol.every_role_trains) {
     unnamed = world_unnamed;
     const auto* searched = launcher != nullptr ? launcher : first_in_world;
@@ -351,6 +409,10 @@ void check_one(const job_plan& plan, const std::string& policy, const std::vecto
   const bool any_training = std::any_of(preview->pods.begin(), preview->pods.end(),
                                         [](const auto& p) { return !p.d.policy.empty(); });
   if (!applies || !any_training) return;
+  if (!plan.elastic.empty() && !plan.elastic_valid) {
+    check_bad_bounds(*preview);
+    return;
+  }
   if (world_pods == 0) {
     // No node to train on: the layout cannot be named, and every training pod whose policy needs
     // it says so (of an MPI job, the launcher).
@@ -376,7 +438,11 @@ void check_one(const job_plan& plan, const std::string& policy, const std::vecto
     }
     return;
   }
-  CHECK(preview->ok());
+  CHECK(preview->ok());  // an elastic job's: one rendezvous, at a pod of the job
+  if (check_elastic(plan, pol, *preview, counts)) {
+    check_reinvocation(*preview, runtimes, counts);
+    return;
+  }
   // The world, drawn apart from the engine: its pods and only they have a rank.
   int ranked = 0;
   for (const auto& p : preview->pods) {
@@ -432,9 +498,10 @@ TEST_CASE("every generated layout, for every shipped policy, passes the whole-jo
   CHECK(counts.jobs >= 1000);
   CHECK(counts.unnamed_jobs > 0);
   CHECK(counts.coordinators > 0);
+  CHECK(counts.elastic_jobs > 0);
   WARN("generated " << counts.jobs << " jobs of " << counts.pods << " pods (seed " << seed
                     << "): " << counts.denied_jobs << " with no node to train on, "
                     << counts.unnamed_jobs << " with a world role that has no DNS names, "
-                    << counts.coordinators << " with a coordinator; " << counts.reinvoked
-                    << " pods reinvoked behind a proxy");
+                    << counts.coordinators << " with a coordinator, " << counts.elastic_jobs
+                    << " elastic; " << counts.reinvoked << " pods reinvoked behind a proxy");
 }

@@ -87,9 +87,9 @@ struct served_job {
 // before it is sent, as another webhook before trainenv would.
 template <class Edit>
 served_job serve(const json& applied, const std::vector<json>& given, std::size_t first_pods,
-                 Edit edit) {
+                 Edit edit, const core::controller_model& model = {}) {
   fake_apiserver api;
-  auto created = core::create_job(applied, given);
+  auto created = core::create_job(applied, given, core::max_preview_pods, model);
   INFO((created ? std::string() : created.message()));
   REQUIRE(created.ok());
   for (const auto& object : created->objects) api.add_object(object);

@@ -72,6 +72,7 @@ struct server_options {
   std::chrono::milliseconds lookup_timeout{2000};
   std::optional<std::size_t> owner_cache_entries = std::nullopt;  // its bound, if not the default
   int io_threads = 2;
+  std::string cluster_domain = "cluster.local";  // --cluster-domain
 };
 
 struct running_server {
@@ -95,6 +96,7 @@ struct running_server {
       tls_reloader->start();
     }
     state.owners.budget = options.lookup_timeout;
+    state.cluster_domain = options.cluster_domain;
     if (options.api) {
       server::kube_client_options client_options;
       client_options.events = &state.metrics;

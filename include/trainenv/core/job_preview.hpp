@@ -38,6 +38,11 @@ struct previewed_pod {  // NOLINT(bugprone-exception-escape)
   std::optional<std::string> master_port;
   std::vector<std::string> hostfile;  // an MPI launcher's hosts, one per line
   bool has_hostfile = false;
+  // An elastic job's (docs/contract.md §2.3): its bounds ("2:4"), the c10d endpoint
+  // ("host:port") and the rendezvous id, which every pod must share.
+  std::optional<std::string> bounds;
+  std::optional<std::string> rendezvous;
+  std::optional<std::string> rendezvous_id;
   // The policy's values as the pod got them (env name -> value), for the table.
   std::vector<std::pair<std::string, std::string>> values;
 };
@@ -48,10 +53,18 @@ struct job_problem {
   std::vector<std::string> pods;
 };
 
+// An elastic job as a whole: its bounds, the pods it runs now, where it rendezvous.
+struct elastic_summary {
+  std::string bounds;
+  std::size_t size = 0;
+  std::string rendezvous;
+};
+
 struct job_preview {
   created_job job;
   std::vector<previewed_pod> pods;
   std::vector<job_problem> problems;
+  std::optional<elastic_summary> elastic;
 
   [[nodiscard]] bool ok() const { return problems.empty(); }
 };

@@ -104,7 +104,9 @@ struct job_layout {
   [[nodiscard]] result<std::string> subdomain_of(std::size_t role) const;
   // "<hostname>.<subdomain>" of the pod at `position` in role `role`, by the controller's rule.
   [[nodiscard]] result<std::string> dns_name(std::size_t role, std::int64_t position) const;
-  // The DNS name of node rank 0 (`<master>`); "localhost" for a world of one pod that has none.
+  // The DNS name of node rank 0, or why it has none.
+  [[nodiscard]] result<std::string> rank0_name() const;
+  // `<master>`: rank0_name(), or "localhost" for a world of one pod that has no name.
   [[nodiscard]] result<std::string> master() const;
   // The subdomain a pod searches to find the job's launcher by its bare hostname (Hydra): the
   // launcher's, else the master's.

@@ -17,12 +17,18 @@ struct owner_ref {
   std::string namespace_name;  // empty for a cluster-scoped object
   std::string name;
   std::string uid;  // empty when the reference names no uid
+  // Asked of the shell: read it anew, past any cache, as the copy held is contradicted by the
+  // pod (docs/contract.md §2.1: a pod created right after a resize). Not part of its identity.
+  bool fresh = false;
 
   // "" for the core group; a view into api_version.
   [[nodiscard]] std::string_view group() const;
   // "JobSet team-a/bert", "ClusterTrainingRuntime torch-distributed": how messages name it.
   [[nodiscard]] std::string display() const;
-  friend bool operator==(const owner_ref&, const owner_ref&) = default;
+  friend bool operator==(const owner_ref& a, const owner_ref& b) {
+    return a.api_version == b.api_version && a.kind == b.kind &&
+           a.namespace_name == b.namespace_name && a.name == b.name && a.uid == b.uid;
+  }
 };
 
 // The ownerReference with `controller: true` of an object in `namespace_name`, if it has one.

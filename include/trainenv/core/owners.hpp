@@ -223,6 +223,7 @@ struct owner_fetch {
   std::shared_ptr<const owner_object> fetched;
   std::optional<lookup_failure> failure;  // when not
   std::string detail;                     // the API's own words ("jobsets ... not found"), if any
+  bool cached = false;  // handed from the shell's cache, not read for this pod: may be stale
 
   // The object; null when it could not be fetched.
   [[nodiscard]] const nlohmann::json& object() const;
@@ -239,7 +240,8 @@ class owner_values {
   explicit owner_values(at_hand_function at_hand) : at_hand_(std::move(at_hand)) {}
 
   // An object whose metadata.uid is not the reference's uid is kept as a uid_mismatch failure:
-  // a recreated object of the same name is not the owner.
+  // a recreated object of the same name is not the owner. An object of a reference already
+  // held replaces it (read anew, fresh).
   void add(owner_ref ref, nlohmann::json object);
   void add(owner_ref ref, std::shared_ptr<const owner_object> object);
   void add_failure(owner_ref ref, lookup_failure failure, std::string detail = {});
@@ -250,8 +252,9 @@ class owner_values {
   [[nodiscard]] const std::deque<owner_fetch>& all() const { return fetched_; }
 
  private:
-  [[nodiscard]] const owner_fetch& push(owner_ref ref,
-                                        std::shared_ptr<const owner_object> object) const;
+  [[nodiscard]] const owner_fetch& push(owner_ref ref, std::shared_ptr<const owner_object> object,
+                                        bool cached) const;
+  [[nodiscard]] const owner_fetch& keep(owner_fetch f) const;
 
   // mutable: find() records what it took from at_hand_, as add() would have.
   mutable std::deque<owner_fetch> fetched_;
@@ -288,6 +291,7 @@ struct owner_counts {
   std::vector<role_pods> roles;
   bool every_role = true;
   std::string owner;  // "JobSet team-a/bert": the object that gave them
+  owner_ref ref;      // the same, to read it again
   const owner_kind* kind = nullptr;
   const nlohmann::json* object = nullptr;  // inside the owner_values, which must outlive this
   std::string name;                        // its metadata.name

@@ -111,6 +111,10 @@ struct topology_sources {
   std::string job_uid;                           // ${rdzvId}
 };
 
+// The code of an error that says the pod contradicts the owner it was sized from (its index past
+// the owner's pods, its Job past its Jobs): the owner is read anew before it is a violation.
+inline constexpr int contradicts_owner = 409;
+
 // Violations come back as errors whose message starts "trainenv: " and names the key, the
 // value and the expected form. `pod` has passed check_pod_shape, which found `target_index`.
 [[nodiscard]] result<topology> resolve_topology(const pod_view& pod, const policy& p,

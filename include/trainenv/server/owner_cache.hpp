@@ -51,10 +51,12 @@ class owner_cache {
   // The object at `path`. With `expected_uid`, it is the key, and an object whose
   // metadata.uid differs is a uid_mismatch (a recreated object of the same name is not the
   // owner). A lookup that joins another's GET waits for it at most its own `budget`, then
-  // answers timeout (the GET goes on, and fills the cache).
+  // answers timeout (the GET goes on, and fills the cache). `refresh`: not from what is stored
+  // (the copy held is contradicted); a GET under way is joined, and what it reads is stored.
   [[nodiscard]] boost::asio::awaitable<lookup_result> get(
       std::string path, std::string expected_uid,
-      std::chrono::milliseconds budget = std::chrono::milliseconds(2000)) const;
+      std::chrono::milliseconds budget = std::chrono::milliseconds(2000),
+      bool refresh = false) const;
 
   // The stored object under `key` (the owner's uid when the reference names one, else its API
   // path: what get() keys by) if it is still fresh, without waiting (a hit); nullopt when only
