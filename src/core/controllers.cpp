@@ -62,7 +62,8 @@ class uid_source {
 
 // A headless Service whose name is the pods' subdomain: the one that gives them DNS names.
 json headless_service(const std::string& name,
-                      const std::pair<std::string_view, std::string>& selector, const json& owner) {
+                      const std::pair<std::string_view, std::string>& selector, const json& owner,
+                      bool publish_not_ready) {
   return {{"apiVersion", "v1"},
           {"kind", "Service"},
           {"metadata",
@@ -71,7 +72,7 @@ json headless_service(const std::string& name,
             {"ownerReferences", json::array({controller_ref(owner)})}}},
           {"spec",
            {{"clusterIP", "None"},
-            {"publishNotReadyAddresses", true},
+            {"publishNotReadyAddresses", publish_not_ready},
             {"selector", {{std::string(selector.first), selector.second}}}}}};
 }
 
@@ -220,7 +221,12 @@ struct builder {
     if (jobs == nullptr || !jobs->is_array())
       return error{"trainenv: JobSet " + name + " has no spec.replicatedJobs"};
     // createHeadlessSvcIfNecessary: with DNS hostnames, a headless Service named the subdomain.
-    if (dns) out.objects.push_back(headless_service(subdomain, {keys::jobset_name, name}, js));
+    // JobSet's webhook defaults publishNotReadyAddresses to true.
+    const auto* publish = find_path(js, {"spec", "network", "publishNotReadyAddresses"});
+    if (dns) {
+      out.objects.push_back(headless_service(subdomain, {keys::jobset_name, name}, js,
+                                             publish == nullptr || *publish != false));
+    }
     std::int64_t global_replicas = 0;
     for (const auto& rj : *jobs) global_replicas += int_at(rj, {"replicas"}).value_or(1);
     // CoordinatorEndpoint: written on every Job and pod template when the JobSet names one.
@@ -311,7 +317,8 @@ struct builder {
                           " has no svc plugin: its pods have no "
                           "DNS names");
     // The svc plugin's headless Service, named the job.
-    if (svc) out.objects.push_back(headless_service(name, {keys::volcano_job, name}, vj));
+    // The svc plugin's --publish-not-ready-addresses is off by default.
+    if (svc) out.objects.push_back(headless_service(name, {keys::volcano_job, name}, vj, false));
     const auto* tasks = find_path(vj, {"spec", "tasks"});
     if (tasks == nullptr || !tasks->is_array() || tasks->empty())
       return error{"trainenv: Volcano Job " + name + " has no spec.tasks"};
@@ -493,8 +500,16 @@ class trainer_plugins {
     // launcher that is a node gets the env and resources, and keeps its own command (sshd).
     for (const auto* key : {"image", "command", "args"})
       if (trainer && trainer_.contains(key)) (*c)[key] = trainer_[key];
-    if (const auto* resources = member(trainer_, "resourcesPerNode"); resources != nullptr)
-      (*c)["resources"] = *resources;
+    // MergeResourceRequirements (v2.3): the TrainJob's requests and limits over the runtime's.
+    if (const auto* resources = member(trainer_, "resourcesPerNode"); resources != nullptr) {
+      auto& merged = object_member(*c, "resources");
+      for (const auto* part : {"requests", "limits"}) {
+        const auto* given = member(*resources, part);
+        if (given == nullptr || !given->is_object()) continue;
+        auto& into = object_member(merged, part);
+        for (const auto& [k, v] : given->items()) into[k] = v;
+      }
+    }
     for (const auto& e : trainer_.value("env", json::array()))
       upsert_env(*c, e.value("name", ""), e);
   }
@@ -503,7 +518,12 @@ class trainer_plugins {
   // (max(1, ceil(cpu)), requests before limits) from the node's resources.
   [[nodiscard]] std::string torch_nproc(const json& container) const {
     if (const auto n = int_at(trainer_, {"numProcPerNode"})) return std::to_string(*n);
-    auto resolved = resolve_nproc(nproc_setting{}, container);
+    // Counted from the TrainJob's resourcesPerNode alone when it gives them (torch.go), not
+    // from the container's merged resources.
+    const auto* per_node = member(trainer_, "resourcesPerNode");
+    auto resolved = per_node != nullptr
+                        ? resolve_nproc(nproc_setting{}, json{{"resources", *per_node}})
+                        : resolve_nproc(nproc_setting{}, container);
     return resolved ? resolved->text() : std::string("auto");
   }
 

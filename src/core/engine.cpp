@@ -87,7 +87,7 @@ std::string what_avoids_lookup(const pod_view& view, const policy& p, const topo
            "only the owner can tell";
   }
   const bool counts_given = view.annotation(keys::replicas) != nullptr;
-  if (counts_given && (open & naming_variables) != 0) {
+  if ((open & naming_variables) != 0 && (counts_given || !alone.layout.unnamed.empty())) {
     return "no annotation avoids this lookup: the pods' DNS names come from the owner";
   }
   return "set annotation " + std::string(keys::num_nodes) + " (or " + std::string(keys::replicas) +

@@ -166,8 +166,11 @@ void read_values(previewed_pod& p, const policy& pol, const std::vector<std::str
       continue;
     }
     if ((item.value->used() & shown_variables) != 0) p.values.emplace_back(item.name, value);
+    // An item in another mode (a static and an elastic PET_NNODES) reads the same env var: its
+    // value's form says which one the pod got.
+    const bool bounds_form = value.find(':') != std::string::npos;
     if (source == "${worldSize}") p.world_size = value;
-    if (source == "${numNodes}") p.num_nodes = value;
+    if (source == "${numNodes}" && !bounds_form) p.num_nodes = value;
     if (source == "${masterPort}") p.master_port = value;
     if (source == "${masterAddr}") p.master = value;
     if (source == "${masterAddr}:${masterPort}") {
@@ -175,7 +178,7 @@ void read_values(previewed_pod& p, const policy& pol, const std::vector<std::str
       p.master = host;
       p.master_port = port;
     }
-    if (source == "${minNodes}:${maxNodes}") p.bounds = value;
+    if (source == "${minNodes}:${maxNodes}" && bounds_form) p.bounds = value;
     if (source == "${rdzvEndpoint}:${masterPort}") p.rendezvous = value;
     if (source == "${rdzvId}") p.rendezvous_id = value;
   }
@@ -486,8 +489,16 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
           "its runtime names a framework no policy lists: its own plugins "
           "wire the pods, and trainenv lets them pass unchanged");
     } else if (count([](const previewed_pod& p) { return !p.d.policy.empty(); }) == 0) {
-      out.job.notes.push_back("no pod of the job is a training pod: none carries label " +
-                              std::string(keys::ancestor_step) + ": trainer, itself or on its Job");
+      // Training pods a policy's condition leaves alone (Volcano's plugin without a master) say
+      // why; else none is a training pod at all.
+      const auto passed = std::find_if(out.pods.begin(), out.pods.end(), [](const auto& p) {
+        return p.d.message.rfind("policy ", 0) == 0;
+      });
+      out.job.notes.push_back(passed != out.pods.end()
+                                  ? passed->d.message
+                                  : "no pod of the job is a training pod: none carries label " +
+                                        std::string(keys::ancestor_step) +
+                                        ": trainer, itself or on its Job");
     }
     return out;
   } catch (const json::exception& e) {

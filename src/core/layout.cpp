@@ -316,9 +316,10 @@ void set_naming(job_layout& layout, const owner_kind& kind, const json* owner, s
       layout.template_first = false;
       return;
     }
-    // A controller that names pods only when asked to (Volcano's svc plugin) wrote none into
-    // this one: it was not asked. A bare pod has no controller to ask.
-    if (!naming.requires_any.empty() && has_owner) {
+    // A controller that names pods only when asked to (Volcano's svc plugin), or that can be
+    // told not to (JobSet's DNS hostnames), wrote no subdomain into this one: it names none. A
+    // bare pod has no controller to ask.
+    if ((!naming.requires_any.empty() || !naming.dns_switch.empty()) && has_owner) {
       layout.unnamed = "trainenv: the pod has no spec.subdomain, so its " + kind.kind + " " +
                        std::string(job) + " names no pod";
       return;

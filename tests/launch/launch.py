@@ -11,7 +11,12 @@ real ssh to real sshd, XGBoost's tracker. Every training process prints one E2E-
 case passes when the expected world formed, with ranks 0..N-1 on the expected hosts and a right
 all-reduce sum, and every pod that should finish exited 0.
 
-  launch.py [--trainenv BIN] [--policies DIR] [--xgboost DIR] [--keep] [--timeout S] CASE.yaml...
+  launch.py [--trainenv BIN] [--policies DIR] [--xgboost DIR] [--keep] [--timeout S]
+            [--owner-cache-ttl S] [--no-self-test] [--break nnodes|endpoint|stale] CASE.yaml...
+
+A case with a `scenario:` (scenario.py) instead admits its pods through a real `trainenv serve`
+reading their owners from a fake API server (apiserver.py), while the job grows, shrinks or is
+resized.
 
 Run as root (namespaces, mounts). See README.md.
 """
@@ -65,7 +70,7 @@ TELLING = [re.compile(pattern) for pattern in (
     r"not known|could not resolve|Could not resolve|unable to get host address|"
     r"Temporary failure in name resolution|No address associated",
     r"Connection refused|No route to host|Connection timed out",
-    r"^\w+(Error|Exception)\b",
+    r"^(?:\w+\.)*\w+(Error|Exception)\b",
     r"(?i)error|failed|unable|cannot|timed? ?out",
 )]
 
@@ -76,7 +81,7 @@ class Interrupted(Exception):
 
 class Case:
     KEYS = {"description", "job", "owners", "launcher", "image", "background", "services",
-            "expect", "timeout"}
+            "expect", "timeout", "scenario", "self_test"}
 
     def __init__(self, path):
         data = yaml.safe_load(path.read_text())
@@ -96,8 +101,17 @@ class Case:
         self.background = set(data.get("background", []))
         # The user's own objects applied with the job: headless Services named like a subdomain.
         self.services = data.get("services", [])
-        self.world = data["expect"]["world"]
-        self.hosts = data["expect"].get("hosts")  # the hostname of each rank, in rank order
+        # A job whose size changes while it lives, admitted through `trainenv serve` (scenario.py).
+        self.steps = scenario.parse_steps(path, data["scenario"]) if "scenario" in data else None
+        # Breaks (scenario.BREAKS) that the scenario must fail with: run after it passed.
+        self.self_tests = data.get("self_test", [])
+        if any(b not in scenario.BREAKS for b in self.self_tests) or (self.self_tests and not self.steps):
+            raise HarnessError(f"{path}: self_test takes breaks of a scenario, {scenario.BREAKS}")
+        expect = data.get("expect") or {}
+        if self.steps is None and "world" not in expect:
+            raise HarnessError(f"{path}: expect.world is missing")
+        self.world = expect.get("world")
+        self.hosts = expect.get("hosts")  # the hostname of each rank, in rank order
         self.timeout = data.get("timeout", 60)
 
 
@@ -201,6 +215,7 @@ class Run:
         self.selector = selectors.DefaultSelector()
         self.timed_out = False
         self.directory = self.network = self.dns = None
+        self.image = self.secrets = self.config_maps = None
 
     def __enter__(self):
         self.directory = Path(tempfile.mkdtemp(prefix=self.prefix + "-", dir=cluster.RUN_DIRECTORY))
@@ -229,18 +244,27 @@ class Run:
     # --- set-up -------------------------------------------------------------------------------
 
     def prepare(self):
+        self.prepare_cluster()
+        for pod in self.pods:
+            self.add_pod(pod)
+
+    def prepare_cluster(self):
+        """The run's directory, image, Secrets and ConfigMaps, the network and the cluster DNS:
+        everything but the pods."""
         # The agent runs from the run's directory: a checkout under /tmp would vanish behind the
         # pod's own /tmp before the agent starts the containers.
         shutil.copy(HERE / "pod_agent.py", self.directory / "pod_agent.py")
-        image = self._image()
-        secrets = self._ssh_secrets()
-        config_maps = {(o["metadata"].get("namespace", "default"), o["metadata"]["name"]):
-                       kubelet.config_map_data(o) for o in self.objects if o["kind"] == "ConfigMap"}
+        self.image = self._image()
+        self.secrets = self._ssh_secrets()
+        self.config_maps = {(o["metadata"].get("namespace", "default"), o["metadata"]["name"]):
+                            kubelet.config_map_data(o) for o in self.objects if o["kind"] == "ConfigMap"}
         self.network.create()
         self.dns.start()
-        for pod in self.pods:
-            pod.netns, pod.address = self.network.add_pod(pod.index)
-            self._write_plan(pod, image, secrets, config_maps)
+
+    def add_pod(self, pod):
+        """The pod's network namespace and its plan (it starts later, in execute or a scenario)."""
+        pod.netns, pod.address = self.network.add_pod(pod.index)
+        self._write_plan(pod, self.image, self.secrets, self.config_maps)
 
     def _image(self):
         """The run's image content: /opt/train (the pods' programs, the MPI check built with the
@@ -393,15 +417,19 @@ class Run:
             if remaining <= 0:
                 self.timed_out = True
                 return
-            for key, _ in self.selector.select(timeout=min(remaining, 1.0)):
-                pod = key.data
-                line = key.fileobj.readline()
-                if line:
-                    pod.handle(json.loads(line))
-                else:
-                    self.selector.unregister(key.fileobj)
-                    key.fileobj.close()
-                    pod.ended(pod.process.wait())
+            self.poll(min(remaining, 1.0))
+
+    def poll(self, timeout):
+        """Takes in what the pod agents report within `timeout` seconds."""
+        for key, _ in self.selector.select(timeout=timeout):
+            pod = key.data
+            line = key.fileobj.readline()
+            if line:
+                pod.handle(json.loads(line))
+            else:
+                self.selector.unregister(key.fileobj)
+                key.fileobj.close()
+                pod.ended(pod.process.wait())
 
     # --- judging -------------------------------------------------------------------------------
 
@@ -478,10 +506,13 @@ class Run:
 
 
 def preview(args, case):
-    argv = [args.trainenv, "preview", "--job", "-f", str(case.job), "-o", "json",
-            "--policies", args.policies]
-    if case.owners:
-        argv += ["--owners", str(case.owners)]
+    return preview_file(args, case.job, case.owners)
+
+
+def preview_file(args, job, owners):
+    argv = [args.trainenv, "preview", "--job", "-f", str(job), "-o", "json", "--policies", args.policies]
+    if owners:
+        argv += ["--owners", str(owners)]
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode not in (0, 1):  # 1: its own checks found problems; the launcher judges
         raise HarnessError(f"trainenv preview --job exited {done.returncode}: {done.stderr.strip()}")
@@ -504,6 +535,10 @@ def run_case(path, args):
         case = Case(path)
         case.timeout = args.timeout or case.timeout
         launcher = case.launcher
+        if case.steps is not None:
+            return scenario.run_scenario(path, args, case)
+        if args.break_:
+            raise HarnessError(f"--break applies to scenarios only, and {name} is none")
         answer = preview(args, case)
         layout = layout_of(answer)
         for problem in answer.get("problems", []):
@@ -539,6 +574,16 @@ def main():
                         help="XGBoost unpacked from Debian's packages (scripts/dev.sh deps)")
     parser.add_argument("--keep", action="store_true", help="keep the run's directory (logs, plans)")
     parser.add_argument("--timeout", type=float, help="seconds, instead of the case's own (60 by default)")
+    parser.add_argument("--owner-cache-ttl", type=float, default=scenario.OWNER_CACHE_TTL,
+                        help="scenarios: trainenv serve's --owner-cache-ttl (default %(default)g s, "
+                             "longer than any scenario: a pod admitted after a resize must be wired "
+                             "from the owners trainenv reads again, not from an expired cache)")
+    parser.add_argument("--no-self-test", action="store_true",
+                        help="scenarios: skip the case's self_test runs")
+    parser.add_argument("--break", dest="break_", choices=scenario.BREAKS,
+                        help="scenarios: edit into the admitted pods what trainenv must not answer "
+                             "(a numeric PET_NNODES, the short rendezvous endpoint, the stale value "
+                             "kept); the scenario must then fail, and the exit code says whether it did")
     args = parser.parse_args()
     if os.geteuid() != 0:
         print("launch.py: needs root (network namespaces, mounts): skipped")
@@ -557,6 +602,12 @@ def main():
         sys.exit(130)
     sys.exit(0 if all(passed) else 1)
 
+
+# scenario.py builds on this module (its run is a Run): imported once all of it is defined, and
+# as this same module when it runs as the program, not as a second copy.
+if __name__ == "__main__":
+    sys.modules.setdefault("launch", sys.modules["__main__"])
+import scenario  # noqa: E402
 
 if __name__ == "__main__":
     main()

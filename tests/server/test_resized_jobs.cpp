@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "served_jobs.hpp"
+#include "shipped_policies.hpp"
 
 namespace {
 
@@ -76,6 +77,14 @@ TEST_CASE("an elastic JobSet: every pod the same bounds and c10d rendezvous, no 
     CHECK(env_of(p.admitted, "PET_MAX_RESTARTS") == "3");
     CHECK(p.d.warnings.empty());
   }
+  // preview --job reports it as one: its bounds, its size now, where it rendezvous.
+  const auto preview = core::preview_job(elastic_jobset("2:4", 3), {}, test::shipped_policies());
+  REQUIRE(preview.ok());
+  CHECK(preview->ok());
+  REQUIRE(preview->elastic);
+  CHECK(preview->elastic->bounds == "2:4");
+  CHECK(preview->elastic->size == 3);
+  CHECK(preview->elastic->rendezvous == "el-node-0-0.el.team-a.svc.cluster.local:29500");
 }
 
 TEST_CASE("elastic bounds on the pod itself, and the cluster's own domain in the endpoint",

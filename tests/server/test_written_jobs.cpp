@@ -377,6 +377,7 @@ TEST_CASE("preview --job models Trainer as Trainer is", "[written][server]") {
       CHECK(pod["patch"].is_array());
     }
     CHECK(out["objects"][0]["kind"] == "JobSet");
+    CHECK(out["elastic"].is_null());  // a static job, though its PET_NNODES has elastic items too
   }
 }
 
