@@ -255,9 +255,9 @@ void merge_env(const pod_view& pod, const json& container, const std::string& pa
     if (!e.duplicate && (wanted || !owned || kept)) continue;
     removed.push_back(e.index);
     d.injected.removed_env.push_back(e.name);
-    d.warnings.push_back(
-        make_warning("trainenv: removed " + e.name + describe_env((*list)[e.index]) + where + by() +
-                     (e.duplicate ? ": the template sets it" : ": not for this pod")));
+    d.warnings.push_back(make_warning(
+        "trainenv: removed " + e.name + describe_env((*list)[e.index]) + " (" + all.writer->writer +
+        "'s)" + where + ": " + (e.duplicate ? "the template sets it" : all.removed_because)));
   }
   std::sort(removed.rbegin(), removed.rend());
   for (const auto i : removed) patch.remove(path + "/env/" + std::to_string(i));

@@ -482,6 +482,9 @@ result<wants> render(const policy& p, const topology& t, const pod_view& pod,
     out.writer = written->writes;
     for (const auto& item : p.env) out.owned_env.push_back(item.name);
     out.decided_by = t.layout.source;
+    out.removed_because = t.elastic          ? "elastic, ranked by its rendezvous"
+                          : !t.training_role ? "role " + quote(t.role) + " does not train"
+                                             : "not for this pod";
     for (auto& c : out.containers) {
       if (c.list == "containers") c.written = written->in(c.index);
     }

@@ -208,11 +208,13 @@ std::string columns(const std::vector<std::vector<std::string>>& rows) {
 
 std::string checks_text(const core::job_preview& preview) {
   if (preview.ok()) {
-    return std::string(
-               "checks: ok (distinct ranks 0..N-1, one master at rank 0's DNS name, one "
-               "world size, hostfile = the workers, every pod named as its layout calls "
-               "it, the world only training pods, ") +
-           (preview.elastic ? "one rendezvous at a pod of the job, " : "") + "no pod denied)\n";
+    // What was checked: an elastic job has no ranks or master, but one rendezvous.
+    return std::string("checks: ok (") +
+           (preview.elastic ? "the same bounds and one rendezvous at a pod of the job"
+                            : "distinct ranks 0..N-1, one master at rank 0's DNS name, one world "
+                              "size, hostfile = the workers") +
+           ", every pod named as its layout calls it, the world only training pods, no pod "
+           "denied)\n";
   }
   std::string out = "checks: " + std::to_string(preview.problems.size()) +
                     (preview.problems.size() == 1 ? " problem\n" : " problems\n");

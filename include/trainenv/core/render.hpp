@@ -72,6 +72,7 @@ struct wants {
   const controller_writes* writer = nullptr;
   std::vector<std::string> owned_env;
   std::string decided_by;
+  std::string removed_because;  // why the policy wants none of a name here, for the warning
   std::vector<std::string>
       warnings;  // things the policy could not do, e.g. a missing command prefix
 };
