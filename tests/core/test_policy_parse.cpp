@@ -389,7 +389,7 @@ TEST_CASE("an item may not use ${nodeRank} beside an elastic job's bounds", "[po
   CHECK(p.env.size() == 3);
 }
 
-TEST_CASE("a condition joins comparisons with &&; all must hold", "[policy][template]") {
+TEST_CASE("a condition joins comparisons with &&, and all must hold", "[policy][template]") {
   auto c = condition::compile("numNodes > 1 && elastic == 0");
   REQUIRE(c);
   CHECK(c->uses(variable::num_nodes));
