@@ -458,23 +458,7 @@ class owner_kind_parser {
       if (!parsed) return take();
       out.naming = std::move(*parsed);
     }
-    if (const auto* coordinator = member(*spec, "coordinator")) {
-      if (!out.roles)
-        return fail("spec.coordinator", "needs roles: the coordinator names one of them");
-      auto parsed = parse_coordinator(*coordinator);
-      if (!parsed) return take();
-      out.coordinator = std::move(*parsed);
-    }
-    if (const auto* writes = member(*spec, "writes")) {
-      auto parsed = parse_writes(*writes);
-      if (!parsed) return take();
-      out.writes = std::move(*parsed);
-    }
-    if (const auto* args = member(*spec, "pluginArgs")) {
-      auto parsed = parse_plugin_args(*args);
-      if (!parsed) return take();
-      out.arguments = std::move(*parsed);
-    }
+    if (!parse_controller_facts(*spec, out)) return take();
     if (const auto* policy = text(*spec, "defaultPolicy", "spec.defaultPolicy", true)) {
       if (!is_dns_label(*policy))
         return fail("spec.defaultPolicy", quote(*policy) + " is not a policy name");
@@ -617,6 +601,31 @@ class owner_kind_parser {
       out.job_label = *label;
     if (failed_) return std::nullopt;
     return out;
+  }
+
+  // What a kind says of its controller beside the counts: the coordinator it names, the env it
+  // writes, the plugin arguments that rename roles. False on the first problem.
+  bool parse_controller_facts(const json& spec, owner_kind& out) {
+    if (const auto* coordinator = member(spec, "coordinator")) {
+      if (!out.roles) {
+        fail("spec.coordinator", "needs roles: the coordinator names one of them");
+        return false;
+      }
+      auto parsed = parse_coordinator(*coordinator);
+      if (!parsed) return false;
+      out.coordinator = std::move(*parsed);
+    }
+    if (const auto* writes = member(spec, "writes")) {
+      auto parsed = parse_writes(*writes);
+      if (!parsed) return false;
+      out.writes = std::move(*parsed);
+    }
+    if (const auto* args = member(spec, "pluginArgs")) {
+      auto parsed = parse_plugin_args(*args);
+      if (!parsed) return false;
+      out.arguments = std::move(*parsed);
+    }
+    return true;
   }
 
   // writes: {writer, env, container, when, keep, appends} (docs/policies.md, "Owner kinds").
