@@ -69,6 +69,16 @@ def overlay(lower, pod_directory, name):
     mount("-t", "overlay", "overlay", "-o", f"lowerdir={lower},upperdir={upper},workdir={work}", lower)
 
 
+def bind_image_trees(image):
+    """The image's programs from host directories: bound before /tmp becomes the pod's own tmpfs,
+    which would hide them when the checkout (and its build-deps/) lives under /tmp."""
+    os.makedirs("/opt/train", exist_ok=True)
+    mount("--bind", "-o", "ro", image["train"], "/opt/train")
+    if image.get("xgboost"):
+        os.makedirs("/opt/xgboost", exist_ok=True)
+        mount("--bind", "-o", "ro", image["xgboost"], "/opt/xgboost")
+
+
 def install_image(image, pod_directory):
     """The image's content, as its Dockerfile would have put it there."""
     # mpi-operator's base image (build/base/Dockerfile): ssh asks nothing about host keys and
@@ -83,11 +93,6 @@ def install_image(image, pod_directory):
     os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
     if image["name"] == "mpiuser":
         add_mpiuser()
-    os.makedirs("/opt/train", exist_ok=True)
-    mount("--bind", "-o", "ro", image["train"], "/opt/train")
-    if image.get("xgboost"):
-        os.makedirs("/opt/xgboost", exist_ok=True)
-        mount("--bind", "-o", "ro", image["xgboost"], "/opt/xgboost")
     if image.get("torchApi"):
         # torchrun 1.13 on Python 3.11: Std.from_str("0") returns None (3.11's IntFlag iteration
         # skips the zero member, so to_std's lookup never matches 0) and the agent fails right
@@ -130,6 +135,7 @@ def prepare_sandbox(plan):
     pod_directory = Path(plan["directory"])
     for tree in OVERLAID:
         overlay(tree, pod_directory, tree.strip("/"))
+    bind_image_trees(plan["image"])
     for tree, mode in SCRATCH.items():
         mount("-t", "tmpfs", "-o", f"mode={mode}", "tmpfs", tree)
     install_image(plan["image"], pod_directory)
