@@ -7,6 +7,13 @@
 //                 all from the cache
 //   cache_miss    the same, with a cache that keeps nothing: four GETs on a kept-alive connection
 //   burst/1000    1,000 pods of one job at once on a cold cache; counter `gets` is the GETs sent
+//   interleaved/1000  1,000 Trainer jobs of 10 pods each, their pods arriving in rounds of one pod
+//                 per job (each job's owners read again 1,000 pods later); counters: GETs per
+//                 owner object, new API connections, pods denied
+//   slow_api/10000  10,000 pods of one job at once against an API server that answers each GET
+//                 after 50 ms; counters: pods denied (a pod that waited out its budget is one),
+//                 new API connections, GETs
+#include <cstdio>
 #include <deque>
 
 #include <benchmark/benchmark.h>
@@ -49,6 +56,25 @@ json annotated_pod() {
   return pod;
 }
 
+// The example Trainer job renamed to job `j` of many: its names and its own objects' uids made
+// distinct (the runtime is shared, as a cluster's jobs share a ClusterTrainingRuntime).
+std::string nth_job(std::string text, int j) {
+  const auto replace_all = [&text](const std::string& from, const std::string& to) {
+    for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+      text.replace(at, from.size(), to);
+    }
+  };
+  char suffix[16];
+  std::snprintf(suffix, sizeof suffix, "%012d", j);
+  for (const char* uid :
+       {"44a4d773-2e6f-d024-e4c7-", "08632c4d-0133-e70f-d559-", "65d59278-2c6b-7791-641b-"}) {
+    const auto at = text.find(uid);
+    if (at != std::string::npos) replace_all(text.substr(at, 36), uid + std::string(suffix));
+  }
+  replace_all("bert", "job" + std::to_string(j));
+  return text;
+}
+
 // The fake API server with the example owners, and an owner lookup against it on `ioc`.
 struct setup {
   test::fake_apiserver api{{.max_lifetime = std::chrono::seconds(600)}};
@@ -72,8 +98,9 @@ struct setup {
   setup(const setup&) = delete;
   setup& operator=(const setup&) = delete;
 
-  // Decides each pod concurrently; returns how many were patched.
-  int decide(const std::vector<json>& pods) {
+  // Decides each pod concurrently; returns how many were patched (`denied`: how many were not
+  // allowed).
+  int decide(const std::vector<json>& pods, int* denied = nullptr) {
     int patched = 0;
     std::deque<core::pod_view> views;    // each lives until its coroutine has run
     const core::mutate_options options;  // likewise: a coroutine argument is a reference
@@ -84,6 +111,7 @@ struct setup {
                             [&](const std::exception_ptr& e, const core::decision& d) {
                               if (e) std::rethrow_exception(e);
                               if (d.allowed && d.mutated()) ++patched;
+                              if (!d.allowed && denied != nullptr) ++*denied;
                             });
     }
     ioc.restart();
@@ -124,10 +152,65 @@ void burst(benchmark::State& state) {
   state.counters["gets"] = benchmark::Counter(gets / static_cast<double>(state.iterations()));
 }
 
+void interleaved(benchmark::State& state) {
+  const int jobs = static_cast<int>(state.range(0));
+  const auto owners_text = test::read_file(example("trainer-torch-owners.yaml"));
+  const auto pod_text = test::read_file(example("trainer-torch-pod.yaml"));
+  std::vector<json> pods;
+  for (int j = 0; j < jobs; ++j) {
+    auto pod = inputs::parse_document(nth_job(pod_text, j));
+    if (!pod) throw std::runtime_error(pod.message());
+    pods.push_back(std::move(*pod));
+  }
+  double gets_per_object = 0;
+  double connections = 0;
+  int denied = 0;
+  for (auto _ : state) {
+    setup s(10s);
+    for (int j = 0; j < jobs; ++j) {
+      auto docs = inputs::parse_documents(nth_job(owners_text, j));
+      if (!docs) throw std::runtime_error(docs.message());
+      for (const auto& doc : *docs) s.api.add_object(doc);
+    }
+    const auto accepts_before = s.api.accepts();
+    for (int round = 0; round < 10; ++round) {
+      if (s.decide(pods, &denied) != jobs) state.SkipWithError("a pod not patched");
+    }
+    // Each job's Job, JobSet and TrainJob, and the one runtime.
+    gets_per_object += static_cast<double>(s.api.total_gets()) / (3.0 * jobs + 1);
+    connections += static_cast<double>(s.api.accepts() - accepts_before);
+  }
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["gets_per_object"] = benchmark::Counter(gets_per_object / n);
+  state.counters["connections"] = benchmark::Counter(connections / n);
+  state.counters["denied"] = benchmark::Counter(denied / n);
+}
+
+void slow_api(benchmark::State& state) {
+  const std::vector<json> pods(static_cast<std::size_t>(state.range(0)), trainer_pod());
+  double gets = 0;
+  double connections = 0;
+  int denied = 0;
+  for (auto _ : state) {
+    setup s(10s);  // a cold cache each time
+    s.api.misbehave({.delay = 50ms});
+    s.lookup.budget = 2s;  // serve's default
+    s.decide(pods, &denied);
+    gets += static_cast<double>(s.api.total_gets());
+    connections += static_cast<double>(s.api.accepts());
+  }
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["gets"] = benchmark::Counter(gets / n);
+  state.counters["connections"] = benchmark::Counter(connections / n);
+  state.counters["denied"] = benchmark::Counter(denied / n);
+}
+
 BENCHMARK(annotated)->Unit(benchmark::kMicrosecond);
 BENCHMARK(cache_hit)->Unit(benchmark::kMicrosecond);
 BENCHMARK(cache_miss)->Unit(benchmark::kMicrosecond);
 BENCHMARK(burst)->Arg(1000)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(interleaved)->Arg(1000)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(slow_api)->Arg(10000)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 

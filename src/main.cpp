@@ -75,15 +75,13 @@ core::result<inputs::owner_file> read_owners(const std::string& path) {
 // cannot be made.
 core::result<server::owner_cache> make_owner_cache(boost::asio::io_context& ioc,
                                                    inputs::kube_credentials credentials,
-                                                   std::chrono::milliseconds ttl,
+                                                   server::owner_cache_options options,
                                                    server::metrics& m) {
   server::kube_client_options client_options;
   client_options.events = &m;
   auto client =
       server::kube_client::create(ioc.get_executor(), std::move(credentials), client_options);
   if (!client) return std::move(client).take_error();
-  server::owner_cache_options options;
-  options.ttl = ttl;
   options.events = &m;
   return server::owner_cache(ioc.get_executor(), std::move(*client), options);
 }
@@ -145,15 +143,17 @@ int run_serve(const std::vector<std::string>& args) {
   } else if (*credentials) {
     const auto server_url = (*credentials)->server_url();
     const auto source = (*credentials)->source;
-    auto cache =
-        make_owner_cache(ioc, std::move(**credentials), config.owner_cache_ttl, state.metrics);
+    auto cache = make_owner_cache(
+        ioc, std::move(**credentials),
+        {.ttl = config.owner_cache_ttl, .max_entries = config.owner_cache_entries}, state.metrics);
     if (!cache) {
       spdlog::critical("not starting: {}", cache.message());
       return exit_violation;
     }
     state.owners.cache.emplace(std::move(*cache));
-    spdlog::info("owner lookups: {} ({}), budget {} ms per pod, cached {} ms", server_url, source,
-                 config.lookup_timeout.count(), config.owner_cache_ttl.count());
+    spdlog::info("owner lookups: {} ({}), budget {} ms per pod, cached {} ms, {} objects at most",
+                 server_url, source, config.lookup_timeout.count(), config.owner_cache_ttl.count(),
+                 config.owner_cache_entries);
   } else {
     spdlog::warn(
         "owner lookups: no API access (no --kubeconfig, KUBERNETES_SERVICE_HOST unset): pods "
@@ -201,18 +201,8 @@ int run_serve(const std::vector<std::string>& args) {
   std::string policy_names;
   for (const auto& p : loaded.policies->all())
     policy_names += (policy_names.empty() ? "" : ",") + p.name;
-  spdlog::info(
-      "config listen={} metrics_listen={} tls_cert={} tls_key={} client_ca={} policies={} "
-      "loaded=[{}] threads={} max_body_bytes={} max_header_bytes={} max_connections={} "
-      "read_timeout_ms={} idle_timeout_ms={} drain_delay_ms={} shutdown_deadline_ms={} "
-      "log_format={} log_level={}",
-      config.listen.host + ":" + std::to_string(config.listen.port),
-      config.metrics_listen.host + ":" + std::to_string(config.metrics_listen.port),
-      config.tls_cert, config.tls_key, config.client_ca.empty() ? "-" : config.client_ca,
-      config.policies, policy_names, threads, config.max_body_bytes, config.max_header_bytes,
-      config.max_connections, config.read_timeout.count(), config.idle_timeout.count(),
-      config.drain_delay.count(), config.shutdown_deadline.count(), config.log_format,
-      config.log_level);
+  spdlog::info("config {} loaded=[{}] threads_running={}", inputs::describe(config), policy_names,
+               threads);
   spdlog::info("certificate serial {} valid until {}", bundle->serial, bundle->not_after);
   spdlog::info("listening https={}:{} http={}:{}", bound->tls.address().to_string(),
                bound->tls.port(), bound->plain.address().to_string(), bound->plain.port());
@@ -248,7 +238,8 @@ core::result<server::owner_lookup> cli_owners(const inputs::preview_config& conf
   } else if (!config.kubeconfig.empty()) {
     auto credentials = api_credentials(config.kubeconfig, false);
     if (!credentials) return std::move(credentials).take_error();
-    auto cache = make_owner_cache(ioc, std::move(**credentials), std::chrono::milliseconds(0), m);
+    auto cache =
+        make_owner_cache(ioc, std::move(**credentials), {.ttl = std::chrono::milliseconds(0)}, m);
     if (!cache) return std::move(cache).take_error();
     lookup.cache.emplace(std::move(*cache));
   }

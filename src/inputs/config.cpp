@@ -1,5 +1,6 @@
 #include "trainenv/inputs/config.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <functional>
 #include <map>
@@ -21,16 +22,70 @@ bool is_ip_address(const std::string& host) {
   return ::inet_pton(AF_INET6, v6.c_str(), buf) == 1;
 }
 
-// One flag: its name, whether it takes a value, and how to store it.
-struct flag {
-  bool takes_value = true;
-  std::function<std::string(const std::string&)> apply;  // returns an error, or ""
+// How a flag's value is read and shown: `apply` stores it (returning an error, or ""), `show`
+// gives the value held now as the help states a default ("": no value to state).
+struct value_kind {
+  std::function<std::string(const std::string&)> apply;
+  std::function<std::string()> show;
 };
+
+// One flag, declared once: the parser and the help text are both made from the list of them.
+// Declared over a config object, whose values `show` reads: over a default-constructed one, the
+// help states the defaults of the struct itself, so the two cannot drift apart.
+struct flag {
+  std::vector<std::string> names;  // "-o", "--output"
+  std::string metavar;             // what the value is, "HOST:PORT"; empty: a switch
+  std::string help;                // what it does
+  value_kind value;
+  std::string unset = {};  // the default stated when show() is empty ("none"); empty: none stated
+  std::string note = {};   // said after the default, "port 0 picks a free one"
+};
+
+// The help's list of flags: names and value in a column, then what each does and its default,
+// wrapped at word boundaries to lines of at most 99 characters.
+std::string render_flags(const std::vector<flag>& flags) {
+  constexpr std::size_t column = 26;
+  constexpr std::size_t width = 99;
+  const std::string indent(2 + column + 1, ' ');
+  std::string out;
+  for (const auto& f : flags) {
+    std::string left;
+    for (const auto& name : f.names) left += (left.empty() ? "" : ", ") + name;
+    if (!f.metavar.empty()) left += " " + f.metavar;
+    left.resize(std::max(left.size(), column), ' ');
+    std::string text = f.help;
+    const std::string shown = f.value.show ? f.value.show() : "";
+    std::string stated = !shown.empty()     ? "default " + shown
+                         : !f.unset.empty() ? "default: " + f.unset
+                                            : "";
+    if (!f.note.empty()) stated += (stated.empty() ? "" : "; ") + f.note;
+    if (!stated.empty()) text += " (" + stated + ")";
+    std::string line = "  " + left;
+    std::size_t from = 0;
+    while (from < text.size()) {
+      auto to = text.find(' ', from);
+      if (to == std::string::npos) to = text.size();
+      const auto word = text.substr(from, to - from);
+      if (line.size() + 1 + word.size() > width && line.size() > indent.size()) {
+        out += line + "\n";
+        line = indent.substr(1);
+      }
+      line += " " + word;
+      from = to + 1;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
 
 // Applies `args` to `flags`; returns the failure (or the help request), if any.
 std::optional<parse_failure> parse_flags(
-    const std::vector<std::string>& args, const std::map<std::string, flag>& flags,
-    const std::string& help, const std::function<std::string(const std::string&)>& positional) {
+    const std::vector<std::string>& args, const std::vector<flag>& flags, const std::string& help,
+    const std::function<std::string(const std::string&)>& positional) {
+  std::map<std::string, const flag*, std::less<>> by_name;
+  for (const auto& f : flags) {
+    for (const auto& name : f.names) by_name.emplace(name, &f);
+  }
   for (std::size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i];
     if (name == "--help" || name == "-h") return parse_failure{true, help};
@@ -47,14 +102,14 @@ std::optional<parse_failure> parse_flags(
       name = name.substr(0, eq);
       has_inline_value = true;
     }
-    auto it = flags.find(name);
-    if (it == flags.end()) return parse_failure{false, "unknown flag " + name + " (see --help)"};
-    if (it->second.takes_value && !has_inline_value) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) return parse_failure{false, "unknown flag " + name + " (see --help)"};
+    if (!it->second->metavar.empty() && !has_inline_value) {
       if (i + 1 >= args.size())
         return parse_failure{false, "flag " + name + " needs a value (see --help)"};
       value = args[++i];
     }
-    if (auto problem = it->second.apply(value); !problem.empty()) {
+    if (auto problem = it->second->value.apply(value); !problem.empty()) {
       return parse_failure{false, name + ": " + problem};
     }
   }
@@ -72,72 +127,6 @@ parsed<T> finish(T config, std::optional<parse_failure> failure) {
   return out;
 }
 
-flag string_flag(std::string& target) {
-  return {true, [&target](const std::string& v) {
-            if (v.empty()) return std::string("must not be empty");
-            target = v;
-            return std::string();
-          }};
-}
-
-flag domain_flag(std::string& target) {
-  return {true, [&target](const std::string& v) {
-            if (!core::is_dns_subdomain(v))
-              return std::string("expected a DNS domain of lower-case labels, e.g. cluster.local");
-            target = v;
-            return std::string();
-          }};
-}
-
-flag seconds_flag(std::chrono::milliseconds& target) {
-  return {true, [&target](const std::string& v) {
-            double seconds = 0;
-            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
-            // !(x >= 0.001) also refuses NaN, which from_chars accepts.
-            if (ec != std::errc() || end != v.data() + v.size() || !(seconds >= 0.001) ||
-                seconds > 86400) {
-              return std::string("expected seconds from 0.001 to 86400, e.g. 10 or 0.5");
-            }
-            target = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
-            return std::string();
-          }};
-}
-
-flag size_flag(std::size_t& target, std::size_t min, std::size_t max) {
-  return {true, [&target, min, max](const std::string& v) {
-            auto n = core::parse_decimal(v, static_cast<std::int64_t>(max));
-            if (!n || static_cast<std::size_t>(*n) < min) {
-              return "expected a whole number from " + std::to_string(min) + " to " +
-                     std::to_string(max);
-            }
-            target = static_cast<std::size_t>(*n);
-            return std::string();
-          }};
-}
-
-flag endpoint_flag(endpoint_spec& target) {
-  return {true, [&target](const std::string& v) {
-            auto parsed = parse_endpoint(v);
-            if (!parsed) return parsed.message();
-            target = *parsed;
-            return std::string();
-          }};
-}
-
-flag choice_flag(std::string& target, const std::vector<std::string>& choices) {
-  return {true, [&target, choices](const std::string& v) {
-            for (const auto& c : choices) {
-              if (c == v) {
-                target = v;
-                return std::string();
-              }
-            }
-            std::string list;
-            for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
-            return "expected one of " + list;
-          }};
-}
-
 // HOST:PORT as --listen takes it: an IPv6 host in brackets.
 std::string endpoint_text(const endpoint_spec& e) {
   const bool v6 = e.host.find(':') != std::string::npos;
@@ -153,6 +142,214 @@ std::string seconds_text(std::chrono::milliseconds ms) {
     out += "." + fraction;
   }
   return out;
+}
+
+value_kind string_value(std::string& target) {
+  return {[&target](const std::string& v) {
+            if (v.empty()) return std::string("must not be empty");
+            target = v;
+            return std::string();
+          },
+          [&target] { return target; }};
+}
+
+value_kind domain_value(std::string& target) {
+  return {[&target](const std::string& v) {
+            if (!core::is_dns_subdomain(v))
+              return std::string("expected a DNS domain of lower-case labels, e.g. cluster.local");
+            target = v;
+            return std::string();
+          },
+          [&target] { return target; }};
+}
+
+// `zero`: "0" is accepted too (and shown), for a flag where none is a choice.
+value_kind seconds_value(std::chrono::milliseconds& target, bool zero = false) {
+  return {[&target, zero](const std::string& v) {
+            if (zero && v == "0") {
+              target = std::chrono::milliseconds(0);
+              return std::string();
+            }
+            double seconds = 0;
+            auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), seconds);
+            // !(x >= 0.001) also refuses NaN, which from_chars accepts.
+            if (ec != std::errc() || end != v.data() + v.size() || !(seconds >= 0.001) ||
+                seconds > 86400) {
+              return std::string("expected seconds from ") + (zero ? "0" : "0.001") +
+                     " to 86400, e.g. 10 or 0.5";
+            }
+            target = std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+            return std::string();
+          },
+          [&target] { return seconds_text(target); }};
+}
+
+// A whole number from `min` to `max`; the value 0, where `min` is higher, shows as none (the
+// flag's `unset`).
+template <class T>
+value_kind count_value(T& target, std::size_t min, std::size_t max) {
+  return {
+      [&target, min, max](const std::string& v) {
+        auto n = core::parse_decimal(v, static_cast<std::int64_t>(max));
+        if (!n || static_cast<std::size_t>(*n) < min) {
+          return "expected a whole number from " + std::to_string(min) + " to " +
+                 std::to_string(max);
+        }
+        target = static_cast<T>(*n);
+        return std::string();
+      },
+      [&target, min] { return target == 0 && min > 0 ? std::string() : std::to_string(target); }};
+}
+
+value_kind endpoint_value(endpoint_spec& target) {
+  return {[&target](const std::string& v) {
+            auto parsed = parse_endpoint(v);
+            if (!parsed) return parsed.message();
+            target = *parsed;
+            return std::string();
+          },
+          [&target] { return endpoint_text(target); }};
+}
+
+value_kind choice_value(std::string& target, const std::vector<std::string>& choices) {
+  return {[&target, choices](const std::string& v) {
+            for (const auto& c : choices) {
+              if (c == v) {
+                target = v;
+                return std::string();
+              }
+            }
+            std::string list;
+            for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+            return "expected one of " + list;
+          },
+          [&target] { return target; }};
+}
+
+value_kind switch_value(bool& target) {
+  return {[&target](const std::string&) {
+            target = true;
+            return std::string();
+          },
+          nullptr};
+}
+
+// serve's flags over `c`, in the order its help lists them.
+std::vector<flag> serve_flags(serve_config& c) {
+  return {
+      {{"--listen"},
+       "HOST:PORT",
+       "HTTPS address",
+       endpoint_value(c.listen),
+       "",
+       "port 0 picks a free one"},
+      {{"--tls-cert"}, "FILE", "serving certificate, PEM", string_value(c.tls_cert)},
+      {{"--tls-key"}, "FILE", "its private key, PEM", string_value(c.tls_key)},
+      {{"--client-ca"},
+       "FILE",
+       "require client certificates signed by this CA",
+       string_value(c.client_ca),
+       "none"},
+      {{"--policies"}, "DIR", "policy directory", string_value(c.policies)},
+      {{"--metrics-listen"},
+       "HOST:PORT",
+       "plain-HTTP health address",
+       endpoint_value(c.metrics_listen)},
+      {{"--log-format"},
+       "text|json",
+       "log line format",
+       choice_value(c.log_format, {"text", "json"})},
+      {{"--log-level"},
+       "LEVEL",
+       "trace, debug, info, warn, error or off",
+       choice_value(c.log_level, {"trace", "debug", "info", "warn", "error", "off"})},
+      {{"--threads"}, "N", "I/O threads", count_value(c.threads, 1, 256), "one per core"},
+      {{"--max-body-bytes"},
+       "N",
+       "largest request body; larger ones get 413",
+       count_value(c.max_body_bytes, 1024, std::size_t{1} << 30)},
+      {{"--max-header-bytes"},
+       "N",
+       "largest request header block; larger ones get 431",
+       count_value(c.max_header_bytes, 1024, std::size_t{1024} * 1024)},
+      {{"--read-timeout"},
+       "SECONDS",
+       "time to receive one request once it has started",
+       seconds_value(c.read_timeout)},
+      {{"--idle-timeout"},
+       "SECONDS",
+       "keep-alive connection idle time before closing",
+       seconds_value(c.idle_timeout)},
+      {{"--handshake-timeout"},
+       "SECONDS",
+       "TLS handshake time limit",
+       seconds_value(c.handshake_timeout)},
+      {{"--max-connections"},
+       "N",
+       "open connections, both listeners; more are closed at once",
+       count_value(c.max_connections, 1, 1'000'000)},
+      {{"--drain-delay"},
+       "SECONDS",
+       "on SIGTERM/SIGINT, keep serving this long with /readyz at 503",
+       seconds_value(c.drain_delay, true)},
+      {{"--shutdown-deadline"},
+       "SECONDS",
+       "exit by then after the signal, in-flight requests done",
+       seconds_value(c.shutdown_deadline)},
+      {{"--kubeconfig"},
+       "FILE",
+       "read pods' owners with this kubeconfig's current context",
+       string_value(c.kubeconfig),
+       "the service account when KUBERNETES_SERVICE_HOST is set, else no API access"},
+      {{"--lookup-timeout"},
+       "SECONDS",
+       "time budget for reading one pod's owners",
+       seconds_value(c.lookup_timeout)},
+      {{"--owner-cache-ttl"},
+       "SECONDS",
+       "how long an owner object read is reused",
+       seconds_value(c.owner_cache_ttl)},
+      {{"--owner-cache-entries"},
+       "N",
+       "owner objects kept at most; beyond it, those that expire first go",
+       count_value(c.owner_cache_entries, 1, 10'000'000)},
+      {{"--owners"},
+       "FILE",
+       "read pods' owners from this file (YAML documents or a kubectl List), not the API: a local "
+       "server, no cluster",
+       string_value(c.owners)},
+      {{"--cluster-domain"},
+       "DOMAIN",
+       "the cluster's DNS domain, which pods' full names end in",
+       domain_value(c.cluster_domain)},
+  };
+}
+
+std::vector<flag> preview_flags(preview_config& c) {
+  return {
+      {{"-f", "--file"}, "FILE", "input file, or - for standard input", string_value(c.file)},
+      {{"--policy"},
+       "NAME",
+       "use this policy instead of the pod's annotation or framework label",
+       string_value(c.policy)},
+      {{"--policies"}, "DIR", "policy directory", string_value(c.policies)},
+      {{"--owners"},
+       "FILE",
+       "the pod's owner objects (YAML documents or a kubectl List), read instead of the "
+       "Kubernetes API",
+       string_value(c.owners)},
+      {{"--kubeconfig"},
+       "FILE",
+       "read the pod's owners from this kubeconfig's cluster",
+       string_value(c.kubeconfig)},
+      {{"--lookup-timeout"}, "SECONDS", "budget for those reads", seconds_value(c.lookup_timeout)},
+      {{"--cluster-domain"}, "DOMAIN", "the cluster's DNS domain", domain_value(c.cluster_domain)},
+      {{"--job"}, "", "FILE is a whole job", switch_value(c.job)},
+      {{"-o", "--output"},
+       "table|json",
+       "how to print a job",
+       choice_value(c.output, {"table", "json"})},
+  };
 }
 
 }  // namespace
@@ -196,114 +393,29 @@ std::string main_help() {
 }
 
 std::string serve_help() {
-  // The defaults stated here are the struct's own, so the two cannot drift apart.
-  const serve_config d;
-  const auto seconds = [](std::chrono::milliseconds ms) { return seconds_text(ms); };
+  serve_config defaults;
   return "Usage: trainenv serve [flags]\n"
          "\n"
          "Runs the admission webhook: POST /mutate and /preview, GET /healthz and /readyz over "
          "HTTPS,\n"
          "and /metrics, /healthz, /readyz over plain HTTP on --metrics-listen.\n"
          "\n"
-         "Flags:\n"
-         "  --listen HOST:PORT         HTTPS address (default " +
-         endpoint_text(d.listen) +
-         "; port 0 picks a free one)\n"
-         "  --tls-cert FILE            serving certificate, PEM (default " +
-         d.tls_cert +
-         ")\n"
-         "  --tls-key FILE             its private key, PEM (default " +
-         d.tls_key +
-         ")\n"
-         "  --client-ca FILE           require client certificates signed by this CA (default" +
-         (d.client_ca.empty() ? ": none" : " " + d.client_ca) +
-         ")\n"
-         "  --policies DIR             policy directory (default " +
-         d.policies +
-         ")\n"
-         "  --metrics-listen HOST:PORT plain-HTTP health address (default " +
-         endpoint_text(d.metrics_listen) +
-         ")\n"
-         "  --log-format text|json     log line format (default " +
-         d.log_format +
-         ")\n"
-         "  --log-level LEVEL          trace, debug, info, warn, error or off (default " +
-         d.log_level +
-         ")\n"
-         "  --threads N                I/O threads (default" +
-         (d.threads == 0 ? std::string(": one per core") : " " + std::to_string(d.threads)) +
-         ")\n"
-         "  --max-body-bytes N         largest request body; larger ones get 413 (default " +
-         std::to_string(d.max_body_bytes) +
-         ")\n"
-         "  --max-header-bytes N       largest request header block; larger ones get 431 "
-         "(default " +
-         std::to_string(d.max_header_bytes) +
-         ")\n"
-         "  --read-timeout SECONDS     time to receive one request once it has started (default " +
-         seconds(d.read_timeout) +
-         ")\n"
-         "  --idle-timeout SECONDS     keep-alive connection idle time before closing (default " +
-         seconds(d.idle_timeout) +
-         ")\n"
-         "  --handshake-timeout SECONDS TLS handshake time limit (default " +
-         seconds(d.handshake_timeout) +
-         ")\n"
-         "  --max-connections N        open connections, both listeners; more are closed at once "
-         "(default " +
-         std::to_string(d.max_connections) +
-         ")\n"
-         "  --drain-delay SECONDS      on SIGTERM/SIGINT, keep serving this long with /readyz at "
-         "503 (default " +
-         seconds(d.drain_delay) +
-         ")\n"
-         "  --shutdown-deadline SECONDS exit by then after the signal, in-flight requests done "
-         "(default " +
-         seconds(d.shutdown_deadline) +
-         ")\n"
-         "  --kubeconfig FILE          read pods' owners with this kubeconfig's current context "
-         "(default" +
-         (d.kubeconfig.empty()
-              ? std::string(": the service account when KUBERNETES_SERVICE_HOST is set, else no "
-                            "API access")
-              : " " + d.kubeconfig) +
-         ")\n"
-         "  --lookup-timeout SECONDS   time budget for reading one pod's owners (default " +
-         seconds(d.lookup_timeout) +
-         ")\n"
-         "  --owner-cache-ttl SECONDS  how long an owner object read is reused (default " +
-         seconds(d.owner_cache_ttl) +
-         ")\n"
-         "  --owners FILE              read pods' owners from this file (YAML documents or a\n"
-         "                             kubectl List), not the API: a local server, no cluster\n"
-         "  --cluster-domain DOMAIN    the cluster's DNS domain, which pods' full names end in\n"
-         "                             (default " +
-         d.cluster_domain + ")\n";
+         "Flags:\n" +
+         render_flags(serve_flags(defaults));
 }
 
 std::string preview_help() {
+  preview_config defaults;
   return "Usage: trainenv preview [-f FILE|-] [--policy NAME] [--policies DIR] [--owners FILE |\n"
          "                        --kubeconfig FILE]\n"
          "       trainenv preview --job -f FILE [-o table|json] [--policies DIR] [--owners FILE |\n"
          "                        --kubeconfig FILE]\n"
          "\n"
-         "Reads a Pod or an AdmissionReview (JSON or YAML) and prints, as JSON, what the webhook "
-         "would\n"
-         "answer: {allowed, policy, patch, object, warnings, message, sources, injected}. Exits 0 "
-         "when allowed, 1 on "
-         "a\n"
-         "violation (the message goes to standard error too), 2 on unreadable input.\n"
-         "\n"
-         "Flags:\n"
-         "  -f, --file FILE   input file, or - for standard input (default -)\n"
-         "  --policy NAME     use this policy instead of the pod's annotation or framework label\n"
-         "  --policies DIR    policy directory (default policies/)\n"
-         "  --owners FILE     the pod's owner objects (YAML documents or a kubectl List), read\n"
-         "                    instead of the Kubernetes API\n"
-         "  --kubeconfig FILE read the pod's owners from this kubeconfig's cluster\n"
-         "  --lookup-timeout SECONDS  budget for those reads (default 2)\n"
-         "  --cluster-domain DOMAIN   the cluster's DNS domain (default cluster.local)\n"
-         "Without --owners or --kubeconfig, a pod that needs its owners' counts is denied.\n"
+         "Reads a Pod or an AdmissionReview (JSON or YAML) and prints, as JSON, what the webhook\n"
+         "would answer: {allowed, policy, patch, object, warnings, message, sources, injected}.\n"
+         "Exits 0 when allowed, 1 on a violation (the message goes to standard error too), 2 on\n"
+         "unreadable input. Without --owners or --kubeconfig, a pod that needs its owners' counts\n"
+         "is denied.\n"
          "\n"
          "With --job, FILE is what you would kubectl apply: a TrainJob (its runtime from --owners\n"
          "or the cluster), a JobSet, an Indexed batch/v1 Job or a Volcano Job. Every pod its\n"
@@ -313,8 +425,9 @@ std::string preview_help() {
          "the world only training pods, an elastic job's one rendezvous, no pod denied). Exits 1\n"
          "naming the pods that disagree, 2 on unreadable input. -o json adds each pod's patch,\n"
          "the pod as created and as admitted, and the job's objects.\n"
-         "  --job             FILE is a whole job\n"
-         "  -o, --output table|json  how to print it (default table)\n";
+         "\n"
+         "Flags:\n" +
+         render_flags(preview_flags(defaults));
 }
 
 std::string check_help() {
@@ -324,48 +437,21 @@ std::string check_help() {
          "'trainenv serve' does at start-up. Prints one line per policy; exits 1 on any error.\n";
 }
 
+std::string describe(const serve_config& config) {
+  serve_config copy = config;  // the flags bind to a config they may write; this one is read
+  std::string out;
+  for (const auto& f : serve_flags(copy)) {
+    std::string key = f.names.back().substr(2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    const auto value = f.value.show();
+    out += (out.empty() ? "" : " ") + key + "=" + (value.empty() ? "-" : value);
+  }
+  return out;
+}
+
 parsed<serve_config> parse_serve(const std::vector<std::string>& args) {
   serve_config c;
-  std::map<std::string, flag> flags = {
-      {"--listen", endpoint_flag(c.listen)},
-      {"--metrics-listen", endpoint_flag(c.metrics_listen)},
-      {"--tls-cert", string_flag(c.tls_cert)},
-      {"--tls-key", string_flag(c.tls_key)},
-      {"--client-ca", string_flag(c.client_ca)},
-      {"--policies", string_flag(c.policies)},
-      {"--log-format", choice_flag(c.log_format, {"text", "json"})},
-      {"--log-level", choice_flag(c.log_level, {"trace", "debug", "info", "warn", "error", "off"})},
-      {"--threads",
-       {true,
-        [&c](const std::string& v) {
-          auto n = core::parse_decimal(v, 256);
-          if (!n || *n < 1) return std::string("expected a whole number from 1 to 256");
-          c.threads = static_cast<unsigned>(*n);
-          return std::string();
-        }}},
-      {"--max-body-bytes", size_flag(c.max_body_bytes, 1024, std::size_t{1} << 30)},
-      {"--max-header-bytes", size_flag(c.max_header_bytes, 1024, std::size_t{1024} * 1024)},
-      {"--read-timeout", seconds_flag(c.read_timeout)},
-      {"--idle-timeout", seconds_flag(c.idle_timeout)},
-      {"--handshake-timeout", seconds_flag(c.handshake_timeout)},
-      {"--max-connections", size_flag(c.max_connections, 1, 1'000'000)},
-      {"--drain-delay",
-       {true,
-        [&c](const std::string& v) {
-          if (v == "0") {
-            c.drain_delay = std::chrono::milliseconds(0);
-            return std::string();
-          }
-          return seconds_flag(c.drain_delay).apply(v);
-        }}},
-      {"--shutdown-deadline", seconds_flag(c.shutdown_deadline)},
-      {"--kubeconfig", string_flag(c.kubeconfig)},
-      {"--lookup-timeout", seconds_flag(c.lookup_timeout)},
-      {"--owner-cache-ttl", seconds_flag(c.owner_cache_ttl)},
-      {"--owners", string_flag(c.owners)},
-      {"--cluster-domain", domain_flag(c.cluster_domain)},
-  };
-  auto failure = parse_flags(args, flags, serve_help(), nullptr);
+  auto failure = parse_flags(args, serve_flags(c), serve_help(), nullptr);
   if (!failure && !c.owners.empty() && !c.kubeconfig.empty())
     failure = parse_failure{false, "give --owners or --kubeconfig, not both"};
   return finish(std::move(c), std::move(failure));
@@ -373,25 +459,7 @@ parsed<serve_config> parse_serve(const std::vector<std::string>& args) {
 
 parsed<preview_config> parse_preview(const std::vector<std::string>& args) {
   preview_config c;
-  std::map<std::string, flag> flags = {
-      {"-f", string_flag(c.file)},
-      {"--file", string_flag(c.file)},
-      {"--policy", string_flag(c.policy)},
-      {"--policies", string_flag(c.policies)},
-      {"--owners", string_flag(c.owners)},
-      {"--kubeconfig", string_flag(c.kubeconfig)},
-      {"--lookup-timeout", seconds_flag(c.lookup_timeout)},
-      {"--cluster-domain", domain_flag(c.cluster_domain)},
-      {"--job",
-       {false,
-        [&c](const std::string&) {
-          c.job = true;
-          return std::string();
-        }}},
-      {"-o", choice_flag(c.output, {"table", "json"})},
-      {"--output", choice_flag(c.output, {"table", "json"})},
-  };
-  auto failure = parse_flags(args, flags, preview_help(), nullptr);
+  auto failure = parse_flags(args, preview_flags(c), preview_help(), nullptr);
   if (!failure && !c.owners.empty() && !c.kubeconfig.empty())
     failure = parse_failure{false, "give --owners or --kubeconfig, not both"};
   if (!failure && c.job && !c.policy.empty())

@@ -4,17 +4,22 @@
 #include <cctype>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/deferred.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/experimental/parallel_group.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -139,7 +144,11 @@ std::string failure_message(unsigned code, std::string_view reason, const std::s
 struct attempt {
   lookup_result result;
   bool retry_fresh = false;  // a reused connection failed before any answer: try a new one
+  std::shared_ptr<connection> reusable;  // the connection, when the answer leaves it open
 };
+
+// The free slots, one token each (max_connections in all): a lookup holds one while it runs.
+using slot_channel = asio::experimental::concurrent_channel<void(boost::system::error_code)>;
 
 }  // namespace
 
@@ -152,27 +161,63 @@ struct kube_client::state {
         tls(std::move(context)),
         tokens(this->credentials.token, this->credentials.token_file, this->options.token_recheck,
                this->options.events),
-        host_header(this->credentials.authority()) {}
+        host_header(this->credentials.authority()),
+        slots(this->executor, std::max<std::size_t>(this->options.max_connections, 1)) {
+    for (std::size_t i = 0; i < std::max<std::size_t>(this->options.max_connections, 1); ++i) {
+      give_back(nullptr);
+    }
+  }
 
-  std::shared_ptr<connection> take_idle() {
-    const std::lock_guard lock(pool_mutex);
+  // Takes a slot within the budget (nullopt: all were busy until `deadline`), with the idle
+  // connection used last if one is young enough to reuse (nullptr: open one). A channel of
+  // tokens, not a lock and a count: a slot given back while a lookup is about to wait for one is
+  // still received. There are never more idle connections than free slots.
+  asio::awaitable<std::optional<std::shared_ptr<connection>>> take_slot(
+      clock_type::time_point deadline) {
+    if (!slots.try_receive([](boost::system::error_code) {})) {
+      asio::steady_timer timer(co_await asio::this_coro::executor, deadline);
+      auto [order, timer_ec, slot_ec] =
+          co_await asio::experimental::make_parallel_group(timer.async_wait(asio::deferred),
+                                                           slots.async_receive(asio::deferred))
+              .async_wait(asio::experimental::wait_for_one(), asio::use_awaitable);
+      if (slot_ec) co_return std::nullopt;  // cancelled when the budget ran out
+    }
+    const std::lock_guard lock(idle_mutex);
     while (!idle.empty()) {
       auto c = std::move(idle.back());
       idle.pop_back();
-      if (clock_type::now() - c->idle_since < options.max_idle_age) return c;
-      // Closed where its socket lives.
-      const auto strand = c->stream.get_executor();
-      asio::post(strand, [c = std::move(c)] {});
+      if (clock_type::now() - c->idle_since < options.max_idle_age) co_return c;
+      const auto strand = c->stream.get_executor();  // closed where its socket lives
+      asio::post(strand, [old = std::move(c)] {});
     }
-    return nullptr;
+    co_return std::shared_ptr<connection>();
   }
 
-  // Called on the connection's strand; a connection the pool has no room for ends there.
+  // A new connection, its TLS peer check set: OpenSSL checks the name or address during the
+  // handshake (RFC 6125); no SNI for an address (RFC 6066 §3).
+  std::shared_ptr<connection> open_connection() {
+    auto c = std::make_shared<connection>(executor, tls);
+    const auto& name = credentials.verify_name();
+    SSL* native = c->stream.native_handle();
+    X509_VERIFY_PARAM* param = SSL_get0_param(native);
+    if (is_ip_address(name)) {
+      X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str());
+    } else {
+      SSL_set_tlsext_host_name(native, name.c_str());
+      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
+    }
+    return c;
+  }
+
+  // Gives a slot back: with `c`, kept for the next lookup; without, free to open a new one.
   void give_back(std::shared_ptr<connection> c) {
-    c->idle_since = clock_type::now();
-    beast::get_lowest_layer(c->stream).expires_never();
-    const std::lock_guard lock(pool_mutex);
-    if (idle.size() < options.max_idle_connections) idle.push_back(std::move(c));
+    if (c != nullptr) {
+      c->idle_since = clock_type::now();
+      const std::lock_guard lock(idle_mutex);
+      idle.push_back(std::move(c));
+    }
+    (void)slots.try_send(boost::system::error_code{});  // never full: one token per slot taken
   }
 
   asio::awaitable<attempt> exchange(std::shared_ptr<connection> c, bool reused, std::string path,
@@ -185,8 +230,9 @@ struct kube_client::state {
   ssl::context tls;
   token_source tokens;
   std::string host_header;
-  std::mutex pool_mutex;
-  std::vector<std::shared_ptr<connection>> idle;
+  slot_channel slots;
+  std::mutex idle_mutex;
+  std::vector<std::shared_ptr<connection>> idle;  // the last given back last
 };
 
 // One attempt, top to bottom as a coroutine: connect or reuse, handshake, write, read under one
@@ -303,7 +349,10 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
   auto& response = parser.get();
   const unsigned code = response.result_int();
   out.result.http_status = static_cast<int>(code);
-  if (response.keep_alive()) give_back(std::move(c));
+  if (response.keep_alive()) {
+    beast::get_lowest_layer(c->stream).expires_never();
+    out.reusable = std::move(c);
+  }
   if (code == 200) {
     auto parsed = core::parse_json(response.body());
     if (!parsed)
@@ -362,33 +411,36 @@ asio::awaitable<lookup_result> kube_client::get(std::string path,
     invalid.message = "not an API object path: " + core::quote(path);
     co_return invalid;
   }
+  auto slot = co_await s->take_slot(deadline);
+  if (!slot) {
+    lookup_result busy;
+    busy.failure = lookup_failure::timeout;
+    busy.message = "all " + std::to_string(s->options.max_connections) +
+                   " connections to the API server were busy for the lookup's budget (" +
+                   std::to_string(budget.count()) + " ms)";
+    busy.latency = std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start);
+    co_return busy;
+  }
+  // The slot goes back however this ends: with the connection when its last answer left it open.
+  struct slot_return {
+    std::shared_ptr<state> s;
+    std::shared_ptr<connection> keep;
+    ~slot_return() { s->give_back(std::move(keep)); }
+  } slot_back{s, nullptr};
+  auto c = std::move(*slot);
   std::string token = s->tokens.current();
   bool retried_connection = false;
   bool retried_token = false;
   lookup_result out;
   for (;;) {
-    auto c = s->take_idle();
     const bool reused = c != nullptr;
-    if (!reused) {
-      c = std::make_shared<connection>(s->executor, s->tls);
-      // OpenSSL checks the name or address during the handshake (RFC 6125); no SNI for an
-      // address (RFC 6066 §3).
-      const auto& name = s->credentials.verify_name();
-      SSL* native = c->stream.native_handle();
-      X509_VERIFY_PARAM* param = SSL_get0_param(native);
-      if (is_ip_address(name)) {
-        X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str());
-      } else {
-        SSL_set_tlsext_host_name(native, name.c_str());
-        X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-        X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size());
-      }
-    }
+    if (!reused) c = s->open_connection();
     const auto executor = c->stream.get_executor();
-    // The connection moves into the exchange, which ends or pools it on its strand.
+    // The connection moves into the exchange, which ends it on its strand or hands it back.
     auto a = co_await asio::co_spawn(
         executor, s->exchange(std::move(c), reused, path, token, deadline, budget),
         asio::use_awaitable);
+    c = std::move(a.reusable);
     if (a.retry_fresh && !retried_connection && clock_type::now() < deadline) {
       retried_connection = true;
       continue;
@@ -403,6 +455,7 @@ asio::awaitable<lookup_result> kube_client::get(std::string path,
     out = std::move(a.result);
     break;
   }
+  slot_back.keep = std::move(c);
   out.latency = std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start);
   co_return out;
 }

@@ -4,11 +4,11 @@
 #include <list>
 #include <mutex>
 #include <unordered_map>
-#include <vector>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/post.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -16,24 +16,29 @@
 namespace trainenv::server {
 
 namespace asio = boost::asio;
+using namespace asio::experimental::awaitable_operators;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-// One GET in flight and the lookups waiting for it. Each waiter is suspended on a timer of its
-// own that expires with its own budget; the GET's end cancels the timers still registered, which
-// resumes each waiter on its own executor. Registration, cancellation and deregistration are
-// all made under the cache's lock, so a timer is never touched once its waiter has left.
+// One GET in flight. The lookups that join it wait for `ended` to close, each within its own
+// budget: a closed channel answers every receive at once, those already waiting and those not
+// yet begun, so a GET that ends between a joiner's decision to wait and its wait cannot be
+// missed (a timer cancelled before its wait begins would be: the joiner slept its budget).
 struct flight {
-  bool done = false;
+  explicit flight(const asio::any_io_executor& executor) : ended(executor) {}
+  asio::experimental::concurrent_channel<void(boost::system::error_code)> ended;
+  bool done = false;  // with result, written under the cache's lock before `ended` closes
   lookup_result result;
-  std::vector<asio::steady_timer*> waiters;
 };
 
+// Entries are kept in the order they expire (every entry lives one ttl from its store), so the
+// expired are freed from the front at each store, and when the cache is full the entry that
+// would expire first goes.
 struct entry {
   std::shared_ptr<const core::owner_object> object;
   clock_type::time_point expires;
-  std::list<std::string>::iterator recency;
+  std::list<std::string>::iterator expiry;
 };
 
 std::string_view uid_of(const nlohmann::json& object) {
@@ -63,43 +68,44 @@ std::chrono::microseconds since(clock_type::time_point start) {
 
 struct owner_cache::state {
   state(asio::any_io_executor executor, fetch_function fetch, owner_cache_options options)
-      : executor(std::move(executor)), fetch(std::move(fetch)), options(options) {}
+      : executor(std::move(executor)), fetch(std::move(fetch)), options(std::move(options)) {}
 
-  // Stores `object` as the freshest entry, evicting the least recently used beyond the bound.
+  // Stores `object` for one ttl, freeing the expired entries and, beyond the bound, those that
+  // would expire first (counted as evictions).
   void store_locked(const std::string& key, std::shared_ptr<const core::owner_object> object) {
     if (options.ttl.count() <= 0 || options.max_entries == 0) return;
-    const auto expires = clock_type::now() + options.ttl;
+    const auto now = clock_type::now();
+    while (!expiry.empty() && entries.at(expiry.front()).expires <= now) erase_first_locked();
     if (auto it = entries.find(key); it != entries.end()) {
       it->second.object = std::move(object);
-      it->second.expires = expires;
-      recency.splice(recency.begin(), recency, it->second.recency);
+      it->second.expires = now + options.ttl;
+      expiry.splice(expiry.end(), expiry, it->second.expiry);
       return;
     }
-    recency.push_front(key);
-    entries.emplace(key, entry{std::move(object), expires, recency.begin()});
-    while (entries.size() > options.max_entries) {
-      entries.erase(recency.back());
-      recency.pop_back();
+    while (entries.size() >= options.max_entries) {
+      erase_first_locked();
       if (options.events != nullptr) options.events->on_owner_cache_eviction();
     }
+    expiry.push_back(key);
+    entries.emplace(key, entry{std::move(object), now + options.ttl, std::prev(expiry.end())});
   }
 
-  // The stored object for `key` if it is still fresh (refreshing its recency).
-  std::shared_ptr<const core::owner_object> find_locked(const std::string& key) {
+  void erase_first_locked() {
+    entries.erase(expiry.front());
+    expiry.pop_front();
+  }
+
+  // The stored object for `key` if it is still fresh.
+  std::shared_ptr<const core::owner_object> find_locked(const std::string& key) const {
     const auto it = entries.find(key);
-    if (it == entries.end()) return nullptr;
-    if (clock_type::now() >= it->second.expires) {
-      recency.erase(it->second.recency);
-      entries.erase(it);
-      return nullptr;
-    }
-    recency.splice(recency.begin(), recency, it->second.recency);
+    if (it == entries.end() || clock_type::now() >= it->second.expires) return nullptr;
     return it->second.object;
   }
 
   // A fresh stored object as a hit. Keyed by uid, it was checked against that uid
   // when stored; keyed by path, there is no uid to check.
-  std::optional<lookup_result> hit_locked(const std::string& key, clock_type::time_point start) {
+  std::optional<lookup_result> hit_locked(const std::string& key,
+                                          clock_type::time_point start) const {
     auto object = find_locked(key);
     if (object == nullptr) return std::nullopt;
     lookup_result hit;
@@ -115,13 +121,13 @@ struct owner_cache::state {
   owner_cache_options options;
   mutable std::mutex mutex;
   std::unordered_map<std::string, entry> entries;
-  std::list<std::string> recency;  // keys, most recently used first
+  std::list<std::string> expiry;  // keys, the first to expire first
   std::unordered_map<std::string, std::shared_ptr<flight>> in_flight;
 };
 
 owner_cache::owner_cache(asio::any_io_executor executor, fetch_function fetch,
                          owner_cache_options options)
-    : state_(std::make_shared<state>(std::move(executor), std::move(fetch), options)) {}
+    : state_(std::make_shared<state>(std::move(executor), std::move(fetch), std::move(options))) {}
 
 owner_cache::owner_cache(asio::any_io_executor executor, kube_client client,
                          owner_cache_options options)
@@ -130,7 +136,7 @@ owner_cache::owner_cache(asio::any_io_executor executor, kube_client client,
           [client = std::move(client)](std::string path, std::chrono::milliseconds budget) {
             return client.get(std::move(path), budget);
           },
-          options) {}
+          std::move(options)) {}
 
 asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string expected_uid,
                                                 std::chrono::milliseconds budget,
@@ -147,7 +153,7 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
     }
     auto& slot = s->in_flight[key];
     if (!slot) {
-      slot = std::make_shared<flight>();
+      slot = std::make_shared<flight>(s->executor);
       leader = true;
     }
     f = slot;
@@ -156,20 +162,13 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
   if (!leader) {
     // Joined another lookup's GET: wait for it, but no longer than this lookup's own budget
     // (the GET goes on, and fills the cache for whoever asks next).
+    if (s->options.before_joined_wait) s->options.before_joined_wait();
     asio::steady_timer deadline(co_await asio::this_coro::executor, budget);
-    bool registered = false;
-    {
-      const std::lock_guard lock(s->mutex);
-      if (!f->done) {
-        f->waiters.push_back(&deadline);
-        registered = true;
-      }
-    }
-    if (registered) co_await deadline.async_wait(asio::as_tuple(asio::use_awaitable));
+    co_await (f->ended.async_receive(asio::as_tuple(asio::use_awaitable)) ||
+              deadline.async_wait(asio::as_tuple(asio::use_awaitable)));
     lookup_result joined;
     {
       const std::lock_guard lock(s->mutex);  // f->result was written under it
-      std::erase(f->waiters, &deadline);
       if (f->done) {
         joined = f->result;
       } else {
@@ -199,8 +198,8 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
     f->result = fetched;
     f->done = true;
     s->in_flight.erase(key);
-    for (auto* waiter : f->waiters) waiter->cancel();
   }
+  f->ended.close();
   fetched.latency = since(start);
   co_return fetched;
 }

@@ -82,6 +82,25 @@ TEST_CASE("serve reads owners with a 2 s budget and a 10 s cache, API access fou
   CHECK(set.lookup_timeout == std::chrono::milliseconds(500));
   CHECK(set.owner_cache_ttl == std::chrono::seconds(30));
   CHECK_FALSE(parse_serve({"--lookup-timeout", "0"}).ok);
+  CHECK(c.owner_cache_entries == 4096);
+  CHECK(serve_ok({"--owner-cache-entries", "100000"}).owner_cache_entries == 100000);
+  CHECK_FALSE(parse_serve({"--owner-cache-entries", "0"}).ok);
+}
+
+// The start-up log's configuration line is written from the flags, every one of them.
+TEST_CASE("describe names every serve flag with its value", "[config]") {
+  const auto d = describe(serve_ok({"--listen", "127.0.0.1:8443", "--owner-cache-entries", "7"}));
+  CHECK_THAT(d, Contains("listen=127.0.0.1:8443 tls_cert=certs/tls.crt tls_key=certs/tls.key "
+                         "client_ca=- policies=policies/ metrics_listen=0.0.0.0:9090"));
+  CHECK_THAT(d, Contains(" threads=- "));
+  CHECK_THAT(d, Contains(" owner_cache_entries=7 "));
+  CHECK_THAT(d, Contains(" cluster_domain=cluster.local"));
+  std::size_t listed = 0;
+  for (std::size_t at = d.find('='); at != std::string::npos; at = d.find('=', at + 1)) ++listed;
+  std::size_t flags = 0;
+  std::istringstream help(serve_help());
+  for (std::string line; std::getline(help, line);) flags += line.rfind("  --", 0) == 0 ? 1 : 0;
+  CHECK(listed == flags);
 }
 
 TEST_CASE("preview takes --owners or --kubeconfig, not both", "[config]") {
@@ -194,11 +213,14 @@ TEST_CASE("serve --help sets failure.help and lists every flag", "[config]") {
     CHECK(p.failure.help);
     CHECK(p.failure.message == serve_help());
   }
-  for (const char* flag :
-       {"--listen", "--tls-cert", "--tls-key", "--client-ca", "--policies", "--metrics-listen",
-        "--log-format", "--log-level", "--threads", "--max-body-bytes", "--max-header-bytes",
-        "--read-timeout", "--idle-timeout", "--handshake-timeout", "--kubeconfig",
-        "--lookup-timeout", "--owner-cache-ttl"}) {
+  for (const char* flag : {"--listen",          "--tls-cert",          "--tls-key",
+                           "--client-ca",       "--policies",          "--metrics-listen",
+                           "--log-format",      "--log-level",         "--threads",
+                           "--max-body-bytes",  "--max-header-bytes",  "--read-timeout",
+                           "--idle-timeout",    "--handshake-timeout", "--kubeconfig",
+                           "--lookup-timeout",  "--owner-cache-ttl",   "--owner-cache-entries",
+                           "--max-connections", "--drain-delay",       "--shutdown-deadline",
+                           "--owners",          "--cluster-domain"}) {
     CHECK_THAT(serve_help(), Contains(flag));
   }
 }
@@ -208,9 +230,18 @@ TEST_CASE("serve --help sets failure.help and lists every flag", "[config]") {
 TEST_CASE("serve --help states serve_config's defaults", "[config]") {
   const serve_config defaults;
   const std::regex line(R"(^  (--[a-z-]+) .*\(default ([^;)]+)[;)])");
+  // A flag's text wraps onto lines indented under it: each flag on one line again.
+  std::vector<std::string> lines;
   std::istringstream help(serve_help());
-  std::vector<std::string> stated;
   for (std::string text; std::getline(help, text);) {
+    if (text.rfind(std::string(29, ' '), 0) == 0 && !lines.empty()) {
+      lines.back() += text.substr(28);
+    } else {
+      lines.push_back(text);
+    }
+  }
+  std::vector<std::string> stated;
+  for (const auto& text : lines) {
     std::smatch m;
     if (!std::regex_search(text, m, line)) continue;
     INFO(text);
@@ -219,8 +250,9 @@ TEST_CASE("serve --help states serve_config's defaults", "[config]") {
     REQUIRE(p.ok);
     CHECK(p.config == defaults);
   }
-  // Every flag but --client-ca, --threads and --kubeconfig, whose defaults are words.
-  CHECK(stated.size() == 17);
+  // Every flag but --client-ca, --threads and --kubeconfig, whose defaults are words, and
+  // --owners, which has none.
+  CHECK(stated.size() == 19);
   CHECK_THAT(serve_help(), Contains("certificates signed by this CA (default: none)"));
   CHECK_THAT(serve_help(), Contains("I/O threads (default: one per core)"));
   // And the check can fail: a different value is a different configuration.

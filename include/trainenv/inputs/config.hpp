@@ -40,6 +40,7 @@ struct serve_config {
   std::string kubeconfig;
   std::chrono::milliseconds lookup_timeout{2'000};  // all the lookups of one pod
   std::chrono::milliseconds owner_cache_ttl{10'000};
+  std::size_t owner_cache_entries = 4096;  // server::owner_cache_options::max_entries says why
   std::string owners;  // --owners FILE: owners from a file instead of the API (no cluster)
   std::string cluster_domain = "cluster.local";  // the pods' full DNS names end in it
   // serve --help states these defaults; the tests parse them back and compare.
@@ -80,6 +81,10 @@ struct parsed {
 [[nodiscard]] parsed<check_config> parse_check(const std::vector<std::string>& args);
 
 [[nodiscard]] core::result<endpoint_spec> parse_endpoint(const std::string& text);
+
+// Every serve flag's value as `name=value` (listen=0.0.0.0:8443 tls_cert=... ), "-" where
+// none is set: the start-up log's one line of effective configuration.
+[[nodiscard]] std::string describe(const serve_config& config);
 
 [[nodiscard]] std::string main_help();
 [[nodiscard]] std::string serve_help();

@@ -29,10 +29,12 @@ struct kube_client_options {
   // Larger answers are refused (when announced, without reading them). A JobSet or Trainer
   // runtime with big pod templates is tens of KiB; the API server's own limit is 3 MiB.
   std::size_t max_response_bytes = std::size_t{4} * 1024 * 1024;
-  // Kept open between lookups. Busier moments open more connections (HTTP/1.1: one lookup per
-  // connection at a time) and close those the pool has no room for. asio's TLS stream keeps
-  // about 70 KiB of buffers per connection, so 8 idle cost about half a MiB.
-  std::size_t max_idle_connections = 8;
+  // Connections to the API server open at once, each kept alive between lookups (client-go
+  // keeps its connections too, and multiplexes them with HTTP/2; this client speaks HTTP/1.1,
+  // one lookup per connection at a time). A lookup that finds them all busy waits for one,
+  // within its budget, rather than opening one more to close after one GET. asio's TLS stream
+  // keeps ~70 KiB of buffers while a lookup runs, none while idle.
+  std::size_t max_connections = 32;
   // An idle connection older than this is closed rather than reused (below the 90 s idle
   // timeout of Go's HTTP clients, which the API server and the proxies before it expect).
   std::chrono::milliseconds max_idle_age{60'000};

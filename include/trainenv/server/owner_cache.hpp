@@ -26,8 +26,15 @@ struct owner_cache_options {
   // Long enough for a controller's burst of pod creations (the Job controller's slow start
   // creates a 1,000-pod job in seconds), short enough that a rescaled owner is seen soon.
   std::chrono::milliseconds ttl{10'000};
-  // A JobSet with its pod templates is some tens of KiB in memory: 512 stay well under 50 MiB.
-  std::size_t max_entries = 512;
+  // Enough for the owners of ~1,000 jobs starting within one ttl, their pods interleaved (a
+  // Trainer job has three objects of its own and shares its runtime); beyond it the entries that
+  // would expire first go. A Job is ~10 KiB in memory, a JobSet with its templates some tens:
+  // a full cache is ~100 MiB at the most, and entries are freed when they expire, not only when
+  // touched (serve --owner-cache-entries; docs/owner-lookup.md).
+  std::size_t max_entries = 4096;
+  // A test seam: runs between a joining lookup's decision to wait and its wait (the window in
+  // which the GET it joined may end); production leaves it empty.
+  std::function<void()> before_joined_wait{};
   // Where evictions are counted (the server's metrics, which must outlive the cache); none: not
   // counted.
   metrics* events = nullptr;
