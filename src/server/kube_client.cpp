@@ -93,7 +93,7 @@ class token_source {
     if (!token) return;
     mtime_ = mtime;
     size_ = size;
-    if (*token != token_ && events_ != nullptr) events_->on_token_reload();
+    if (*token != token_ && events_ != nullptr) events_->count(counter::api_token_reloads);
     token_ = std::move(*token);
   }
 
@@ -294,7 +294,7 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
                      "cannot connect to " + where + ": " + cec.message());
     }
     socket.socket().set_option(tcp::no_delay(true), ec);
-    if (options.events != nullptr) options.events->on_api_connection();
+    if (options.events != nullptr) options.events->count(counter::api_connections);
     if (auto [hec] = co_await c->stream.async_handshake(ssl::stream_base::client, use_nothrow);
         hec) {
       if (auto t = timed_out(hec, "TLS handshake")) co_return std::move(*t);
@@ -315,7 +315,7 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
   request.set(http::field::user_agent, user_agent);
   request.set(http::field::accept, "application/json");
   if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-  if (options.events != nullptr) options.events->on_api_request();
+  if (options.events != nullptr) options.events->count(counter::api_requests);
   http::response_parser<http::string_body> parser;
   parser.header_limit(max_header_bytes);
   parser.body_limit(options.max_response_bytes);

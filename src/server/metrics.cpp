@@ -170,22 +170,6 @@ struct metrics::impl {
                     .Register(registry)
                     .Add({}, prom::Histogram::BucketBoundaries(latency_buckets.begin(),
                                                                latency_buckets.end()))),
-        in_flight(gauge("trainenv_requests_in_flight", "Requests being handled now.")),
-        open_connections(
-            gauge("trainenv_open_connections", "Open client connections, both listeners.")),
-        refused_connections(counter("trainenv_refused_connections_total",
-                                    "Connections closed at once: --max-connections was reached.")),
-        // [kind][ok]
-        reloads{{{counter("trainenv_policy_reload_errors_total",
-                          "Policy changes refused as invalid (the last good set stays)."),
-                  counter("trainenv_policy_reloads_total",
-                          "Policy sets loaded after a change on disk.")},
-                 {counter("trainenv_certificate_reload_errors_total",
-                          "Certificate changes refused as invalid."),
-                  counter("trainenv_certificate_reloads_total",
-                          "Serving certificates loaded after a change on disk.")}}},
-        cert_not_after(gauge("trainenv_certificate_expiry_timestamp_seconds",
-                             "When the serving certificate expires, Unix time.")),
         owner_lookups(prom::BuildCounter()
                           .Name("trainenv_owner_lookups_total")
                           .Help("Owner objects looked up for pods, by owner kind and result (hit: "
@@ -197,27 +181,21 @@ struct metrics::impl {
                           .Help("Time to look up one owner object, cache hits included.")
                           .Register(registry)
                           .Add({}, prom::Histogram::BucketBoundaries(latency_buckets.begin(),
-                                                                     latency_buckets.end()))),
-        pods_unrecognised(counter(
-            "trainenv_pods_unrecognised_total",
-            "Pods allowed unchanged because their Job could not be read to recognise them.")),
-        pods_unknown_framework(counter("trainenv_pods_unknown_framework_total",
-                                       "Pods allowed unchanged because their TrainJob's runtime "
-                                       "names a framework no policy lists.")),
-        api_connections(counter("trainenv_api_connections_total",
-                                "TLS connections the API client opened to the API server.")),
-        api_requests(counter("trainenv_api_requests_total",
-                             "GETs the API client sent to the API server, retries included.")),
-        token_reloads(counter("trainenv_api_token_reloads_total",
-                              "Times the service-account token file was re-read with a new "
-                              "token (rotation).")),
-        owner_cache_evictions(counter("trainenv_owner_cache_evictions_total",
-                                      "Owner objects evicted from the cache at its size bound "
-                                      "(before their time to live).")),
-        log_lines_dropped(counter("trainenv_log_lines_dropped_total",
-                                  "Log lines dropped: standard error stalled, or its reader went "
-                                  "away.")),
-        ready(gauge("trainenv_ready", "1 when /readyz answers 200.")) {
+                                                                     latency_buckets.end()))) {
+    for (std::size_t i = 0; i < counter_series.size(); ++i) {
+      counters[i] = &prom::BuildCounter()
+                         .Name(std::string(counter_series[i].name))
+                         .Help(std::string(counter_series[i].help))
+                         .Register(registry)
+                         .Add({});
+    }
+    for (std::size_t i = 0; i < gauge_series.size(); ++i) {
+      gauges[i] = &prom::BuildGauge()
+                       .Name(std::string(gauge_series[i].name))
+                       .Help(std::string(gauge_series[i].help))
+                       .Register(registry)
+                       .Add({});
+    }
     prom::BuildGauge()
         .Name("trainenv_build_info")
         .Help("The running build.")
@@ -229,36 +207,18 @@ struct metrics::impl {
   impl(const impl&) = delete;
   impl& operator=(const impl&) = delete;
 
-  prom::Gauge& gauge(const std::string& name, const std::string& help) {
-    return prom::BuildGauge().Name(name).Help(help).Register(registry).Add({});
-  }
-  prom::Counter& counter(const std::string& name, const std::string& help) {
-    return prom::BuildCounter().Name(name).Help(help).Register(registry).Add({});
-  }
-
   prom::Registry registry;
   prom::Family<prom::Counter>& requests;
   prom::Family<prom::Counter>& patch_ops;
   prom::Histogram& latency;
-  prom::Gauge& in_flight;
-  prom::Gauge& open_connections;
-  prom::Counter& refused_connections;
-  std::array<std::array<std::reference_wrapper<prom::Counter>, 2>, reload_kind_count> reloads;
-  prom::Gauge& cert_not_after;
   prom::Family<prom::Counter>& owner_lookups;
   prom::Histogram& owner_latency;
-  prom::Counter& pods_unrecognised;
-  prom::Counter& pods_unknown_framework;
-  prom::Counter& api_connections;
-  prom::Counter& api_requests;
-  prom::Counter& token_reloads;
-  prom::Counter& owner_cache_evictions;
+  std::array<prom::Counter*, counter_series.size()> counters{};
+  std::array<prom::Gauge*, gauge_series.size()> gauges{};
   // The log writer counts its drops itself (it is process-wide and runs before any metrics
-  // exist); render() brings this counter up to its total.
-  prom::Counter& log_lines_dropped;
+  // exist); render() brings counter::log_lines_dropped up to its total.
   std::mutex log_lines_seen_mutex;
   std::uint64_t log_lines_seen = 0;  // guarded by the mutex above
-  prom::Gauge& ready;
   named_series<policy_series, 512> policies;
   named_series<owner_series, 32> owner_kinds;
 };
@@ -266,14 +226,30 @@ struct metrics::impl {
 metrics::metrics() : impl_(std::make_unique<impl>()) {}
 metrics::~metrics() = default;
 
+void metrics::count(counter c, double n) {
+  impl_->counters[static_cast<std::size_t>(c)]->Increment(n);
+}
+void metrics::set(gauge g, double value) {
+  impl_->gauges[static_cast<std::size_t>(g)]->Set(value);
+}
+void metrics::add(gauge g, double delta) {
+  impl_->gauges[static_cast<std::size_t>(g)]->Increment(delta);
+}
+std::uint64_t metrics::value(counter c) const {
+  return static_cast<std::uint64_t>(impl_->counters[static_cast<std::size_t>(c)]->Value());
+}
+double metrics::value(gauge g) const {
+  return impl_->gauges[static_cast<std::size_t>(g)]->Value();
+}
+
 void metrics::on_request_started() {
-  impl_->in_flight.Increment();
+  add(gauge::requests_in_flight, 1);
 }
 
 void metrics::on_request(route_label route, decision_label decision, std::string_view policy,
                          std::size_t patch_ops, std::chrono::nanoseconds duration) {
   auto& m = *impl_;
-  m.in_flight.Decrement();
+  add(gauge::requests_in_flight, -1);
   // Not a structured binding: clang 14 cannot capture one in the lambdas below.
   const auto found = m.policies.find_or_add(policy);
   auto& series = found.first;
@@ -293,25 +269,6 @@ void metrics::on_request(route_label route, decision_label decision, std::string
   m.latency.Observe(std::chrono::duration<double>(duration).count());
 }
 
-void metrics::on_connection_opened() {
-  impl_->open_connections.Increment();
-}
-void metrics::on_connection_closed() {
-  impl_->open_connections.Decrement();
-}
-void metrics::on_connection_refused() {
-  impl_->refused_connections.Increment();
-}
-void metrics::on_reload(reload_kind kind, bool ok) {
-  impl_->reloads[static_cast<std::size_t>(kind)][ok ? 1 : 0].get().Increment();
-}
-void metrics::on_certificate(std::int64_t not_after) {
-  impl_->cert_not_after.Set(static_cast<double>(not_after));
-}
-void metrics::on_readiness(bool ready) {
-  impl_->ready.Set(ready ? 1 : 0);
-}
-
 void metrics::on_owner_lookup(std::string_view kind, lookup_source source,
                               std::optional<core::lookup_failure> failure,
                               std::chrono::nanoseconds duration) {
@@ -327,36 +284,6 @@ void metrics::on_owner_lookup(std::string_view kind, lookup_source source,
   if (failure != core::lookup_failure::no_access)
     m.owner_latency.Observe(std::chrono::duration<double>(duration).count());
 }
-void metrics::on_pod_unrecognised() {
-  impl_->pods_unrecognised.Increment();
-}
-void metrics::on_pod_unknown_framework() {
-  impl_->pods_unknown_framework.Increment();
-}
-void metrics::on_api_connection() {
-  impl_->api_connections.Increment();
-}
-void metrics::on_api_request() {
-  impl_->api_requests.Increment();
-}
-void metrics::on_token_reload() {
-  impl_->token_reloads.Increment();
-}
-void metrics::on_owner_cache_eviction() {
-  impl_->owner_cache_evictions.Increment();
-}
-
-std::int64_t metrics::open_connections() const {
-  return static_cast<std::int64_t>(impl_->open_connections.Value());
-}
-std::uint64_t metrics::refused_connections() const {
-  return static_cast<std::uint64_t>(impl_->refused_connections.Value());
-}
-std::uint64_t metrics::reloads(reload_kind kind, bool ok) const {
-  return static_cast<std::uint64_t>(
-      impl_->reloads[static_cast<std::size_t>(kind)][ok ? 1 : 0].get().Value());
-}
-
 std::uint64_t metrics::owner_lookups(std::string_view kind, lookup_source source,
                                      std::optional<core::lookup_failure> failure) const {
   const auto* series = impl_->owner_kinds.find(kind);
@@ -366,30 +293,12 @@ std::uint64_t metrics::owner_lookups(std::string_view kind, lookup_source source
           : nullptr;
   return counter != nullptr ? static_cast<std::uint64_t>(counter->Value()) : 0;
 }
-std::uint64_t metrics::pods_unrecognised() const {
-  return static_cast<std::uint64_t>(impl_->pods_unrecognised.Value());
-}
-std::uint64_t metrics::pods_unknown_framework() const {
-  return static_cast<std::uint64_t>(impl_->pods_unknown_framework.Value());
-}
-std::uint64_t metrics::api_connections() const {
-  return static_cast<std::uint64_t>(impl_->api_connections.Value());
-}
-std::uint64_t metrics::api_requests() const {
-  return static_cast<std::uint64_t>(impl_->api_requests.Value());
-}
-std::uint64_t metrics::token_reloads() const {
-  return static_cast<std::uint64_t>(impl_->token_reloads.Value());
-}
-std::uint64_t metrics::owner_cache_evictions() const {
-  return static_cast<std::uint64_t>(impl_->owner_cache_evictions.Value());
-}
-
 std::string metrics::render() const {
   {
     const std::lock_guard lock(impl_->log_lines_seen_mutex);
     const auto total = server::log_lines_dropped();
-    impl_->log_lines_dropped.Increment(static_cast<double>(total - impl_->log_lines_seen));
+    impl_->counters[static_cast<std::size_t>(counter::log_lines_dropped)]->Increment(
+        static_cast<double>(total - impl_->log_lines_seen));
     impl_->log_lines_seen = total;
   }
   return prom::TextSerializer().Serialize(impl_->registry.Collect());

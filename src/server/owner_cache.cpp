@@ -84,7 +84,7 @@ struct owner_cache::state {
     }
     while (entries.size() >= options.max_entries) {
       erase_first_locked();
-      if (options.events != nullptr) options.events->on_owner_cache_eviction();
+      if (options.events != nullptr) options.events->count(counter::owner_cache_evictions);
     }
     expiry.push_back(key);
     entries.emplace(key, entry{std::move(object), now + options.ttl, std::prev(expiry.end())});

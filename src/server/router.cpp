@@ -262,8 +262,8 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
     try {
       if (!decided) throw std::runtime_error(failure);
       const auto& d = *decided;
-      if (d.unrecognised) state_.metrics.on_pod_unrecognised();
-      if (d.unknown_framework) state_.metrics.on_pod_unknown_framework();
+      if (d.unrecognised) state_.metrics.count(counter::pods_unrecognised);
+      if (d.unknown_framework) state_.metrics.count(counter::pods_unknown_framework);
       result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
                           : decision_label::denied,
                 d.policy, d.patch_ops};

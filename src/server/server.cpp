@@ -300,8 +300,8 @@ asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limit
 // Counts a connection open for as long as its session runs.
 class connection_guard {
  public:
-  explicit connection_guard(metrics& m) : m_(m) { m_.on_connection_opened(); }
-  ~connection_guard() { m_.on_connection_closed(); }
+  explicit connection_guard(metrics& m) : m_(m) { m_.add(gauge::open_connections, 1); }
+  ~connection_guard() { m_.add(gauge::open_connections, -1); }
   connection_guard(const connection_guard&) = delete;
   connection_guard& operator=(const connection_guard&) = delete;
 
@@ -452,9 +452,9 @@ struct server::impl {
       }
       // Beyond the limit, close at once: the client sees a closed connection and retries another
       // replica; connections already open are untouched.
-      if (limits.max_connections != 0 &&
-          state.metrics.open_connections() >= static_cast<std::int64_t>(limits.max_connections)) {
-        state.metrics.on_connection_refused();
+      if (limits.max_connections != 0 && state.metrics.value(gauge::open_connections) >=
+                                             static_cast<double>(limits.max_connections)) {
+        state.metrics.count(counter::refused_connections);
         socket.close(ec);
         continue;
       }
@@ -493,7 +493,7 @@ struct server::impl {
   }
 
   void stop_when_idle() {
-    if (state.metrics.open_connections() == 0) {
+    if (state.metrics.value(gauge::open_connections) == 0) {
       finish_drain(true);
       return;
     }
@@ -559,7 +559,7 @@ void server::drain(std::chrono::milliseconds delay, std::chrono::milliseconds de
     self->deadline_timer.async_wait([self](const boost::system::error_code& ec) {
       if (ec) return;
       spdlog::warn("shutdown deadline reached with {} connection(s) open",
-                   self->state.metrics.open_connections());
+                   self->state.metrics.value(gauge::open_connections));
       self->finish_drain(false);
     });
     self->drain_timer.expires_after(delay);

@@ -9,7 +9,9 @@ std::unique_ptr<file_reloader> policy_reloader(boost::asio::io_context& ioc, ser
                                                std::size_t loaded_fingerprint) {
   return std::make_unique<file_reloader>(
       ioc, policy_source(std::move(dir), state.policies), poll_interval, loaded_fingerprint,
-      [&state](bool ok) { state.metrics.on_reload(reload_kind::policies, ok); });
+      [&state](bool ok) {
+        state.metrics.count(ok ? counter::policy_reloads : counter::policy_reload_errors);
+      });
 }
 
 std::unique_ptr<file_reloader> certificate_reloader(boost::asio::io_context& ioc,
@@ -19,8 +21,10 @@ std::unique_ptr<file_reloader> certificate_reloader(boost::asio::io_context& ioc
   const auto published = source.fingerprint();
   return std::make_unique<file_reloader>(
       ioc, std::move(source), poll_interval, published, [&state](bool ok) {
-        if (ok) state.metrics.on_certificate(state.certificate.read()->not_after);
-        state.metrics.on_reload(reload_kind::certificate, ok);
+        if (ok)
+          state.metrics.set(gauge::certificate_expiry,
+                            static_cast<double>(state.certificate.read()->not_after));
+        state.metrics.count(ok ? counter::certificate_reloads : counter::certificate_reload_errors);
       });
 }
 

@@ -55,7 +55,7 @@ void require_healthy(running_server& server, std::chrono::milliseconds within = 
 bool open_connections_fall_to(running_server& server, std::int64_t n,
                               std::chrono::milliseconds limit) {
   const auto start = clock_type::now();
-  while (server.state.metrics.open_connections() > n) {
+  while (server.state.metrics.value(trainenv::server::gauge::open_connections) > n) {
     if (since(start) > limit) return false;
     std::this_thread::sleep_for(10ms);
   }
@@ -363,10 +363,12 @@ TEST_CASE("2,000 idle connections, half never handshaking, do not keep a fresh c
   INFO("1,000 TLS handshakes took " << since(start).count() << " ms");
   REQUIRE(handshaken == tls_idle);
   const auto counted_by = clock_type::now();
-  while (server.state.metrics.open_connections() < tcp_only + tls_idle &&
+  while (server.state.metrics.value(trainenv::server::gauge::open_connections) <
+             tcp_only + tls_idle &&
          since(counted_by) < 5s * slow)
     std::this_thread::sleep_for(10ms);
-  CHECK(server.state.metrics.open_connections() == tcp_only + tls_idle);
+  CHECK(server.state.metrics.value(trainenv::server::gauge::open_connections) ==
+        tcp_only + tls_idle);
 
   // A fresh client: handshake, an admission and /healthz, well within its own 5 s.
   {
@@ -380,7 +382,7 @@ TEST_CASE("2,000 idle connections, half never handshaking, do not keep a fresh c
     INFO("served in " << since(asked).count() << " ms");
     CHECK(since(asked) < 500ms * slow);
   }
-  CHECK(server.state.metrics.refused_connections() == 0);
+  CHECK(server.state.metrics.value(trainenv::server::counter::refused_connections) == 0);
 
   // The crowd leaves; the server lets go of every connection.
   bare.clear();
@@ -403,13 +405,13 @@ TEST_CASE("at --max-connections new connections are closed at once, open ones ar
   }
   tls_client inside(server.tls_port());  // the 50th
   REQUIRE_FALSE(inside.handshake());
-  REQUIRE(server.state.metrics.open_connections() == 50);
+  REQUIRE(server.state.metrics.value(trainenv::server::gauge::open_connections) == 50);
 
   {
     tls_client refused(server.tls_port());
     CHECK(refused.handshake());  // closed before any TLS byte
   }
-  CHECK(server.state.metrics.refused_connections() >= 1);
+  CHECK(server.state.metrics.value(trainenv::server::counter::refused_connections) >= 1);
   CHECK(inside.send(make_request(http::verb::get, "/healthz", "", "")).result() ==
         http::status::ok);
 
@@ -738,7 +740,7 @@ TEST_CASE("a client that never reads its answers is cut at the write timeout, ot
   int served = 0;
   bool closed = false;
   while (since(start) < 10s * slow) {
-    if (server.state.metrics.open_connections() == 0) {
+    if (server.state.metrics.value(trainenv::server::gauge::open_connections) == 0) {
       closed = true;
       break;
     }

@@ -330,8 +330,8 @@ TEST_CASE("GET returns the object, over one kept-alive TLS connection", "[kube]"
   CHECK(api.gets(job_path) == 5);
   CHECK(api.gets(jobset_path) == 5);
   CHECK(api.accepts() == 1);
-  CHECK(io.metrics.api_connections() == 1);
-  CHECK(io.metrics.api_requests() == 10);
+  CHECK(io.metrics.value(trainenv::server::counter::api_connections) == 1);
+  CHECK(io.metrics.value(trainenv::server::counter::api_requests) == 10);
 }
 
 TEST_CASE("each failure comes back as its kind, with the Status message", "[kube]") {
@@ -444,7 +444,7 @@ TEST_CASE("idle connections past their age are not reused", "[kube]") {
   const stop_first stop_io{io};
   for (int i = 0; i < 3; ++i) REQUIRE(get(io, client, job_path).ok());
   CHECK(api.accepts() == 3);
-  CHECK(io.metrics.api_connections() == 3);
+  CHECK(io.metrics.value(trainenv::server::counter::api_connections) == 3);
 }
 
 // A burst larger than the pool waits for a connection rather than opening one more to close
@@ -465,7 +465,7 @@ TEST_CASE("lookups beyond max_connections wait for a kept connection, within the
   }
   for (auto& f : results) CHECK(f.get().ok());
   CHECK(api.accepts() == 2);
-  CHECK(io.metrics.api_connections() == 2);
+  CHECK(io.metrics.value(trainenv::server::counter::api_connections) == 2);
 
   // Two hold both connections for 300 ms; a third with a 50 ms budget waits it out for a slot.
   api.misbehave({.delay = 300ms});
@@ -593,8 +593,8 @@ TEST_CASE("many lookups of many owners at once, from four threads, share the poo
     results.clear();
   }
   CHECK(api.total_gets() == 120);
-  CHECK(io.metrics.api_requests() == 120);
-  CHECK(api.handshakes() == io.metrics.api_connections());
+  CHECK(io.metrics.value(trainenv::server::counter::api_requests) == 120);
+  CHECK(api.handshakes() == io.metrics.value(trainenv::server::counter::api_connections));
   CHECK(api.handshakes() < 120);  // connections were reused across rounds
 }
 
@@ -637,7 +637,7 @@ TEST_CASE("a rotated token file is re-read on a 401 and the GET retried once", "
   auto r = get(io, client, job_path);
   REQUIRE(r.ok());
   CHECK(api.gets(job_path) == 3);  // one 401, one retry
-  CHECK(io.metrics.token_reloads() == 1);
+  CHECK(io.metrics.value(trainenv::server::counter::api_token_reloads) == 1);
   CHECK_THAT(io.metrics.render(), Catch::Contains("trainenv_api_token_reloads_total 1"));
   REQUIRE(get(io, client, job_path).ok());
   CHECK(api.gets(job_path) == 4);  // the new token is kept
@@ -665,7 +665,7 @@ TEST_CASE("a changed token file is picked up before any 401", "[kube]") {
   api.set_tokens({"token-two"});
   REQUIRE(get(io, client, job_path).ok());
   CHECK(api.gets(job_path) == 2);  // no 401 on the way
-  CHECK(io.metrics.token_reloads() == 1);
+  CHECK(io.metrics.value(trainenv::server::counter::api_token_reloads) == 1);
 }
 
 TEST_CASE("a pooled connection the server closed is replaced once, transparently", "[kube]") {
@@ -681,7 +681,7 @@ TEST_CASE("a pooled connection the server closed is replaced once, transparently
   REQUIRE(r.ok());
   CHECK(api.gets(job_path) == 2);
   CHECK(api.accepts() == 2);
-  CHECK(io.metrics.api_connections() == 2);
+  CHECK(io.metrics.value(trainenv::server::counter::api_connections) == 2);
 }
 
 TEST_CASE("a slow lookup does not hold up other work on the same io_context", "[kube]") {
@@ -769,7 +769,7 @@ TEST_CASE("owner cache: the size bound evicts the entry that expires first", "[k
   lookup(a[0]);  // a hit: a[0] still expires first
   lookup(b[0]);  // evicts a[0]
   CHECK(cache.size() == 2);
-  CHECK(io.metrics.owner_cache_evictions() == 1);
+  CHECK(io.metrics.value(trainenv::server::counter::owner_cache_evictions) == 1);
   CHECK_THAT(io.metrics.render(), Catch::Contains("trainenv_owner_cache_evictions_total 1"));
   lookup(a[1]);
   lookup(b[0]);
@@ -793,7 +793,8 @@ TEST_CASE("owner cache: expired entries are freed at the next store, untouched",
   std::this_thread::sleep_for(300ms);
   REQUIRE(io.run(cache.get(b[0], "")).ok());
   CHECK(cache.size() == 1);  // a[0] and a[1] freed without being asked for again
-  CHECK(io.metrics.owner_cache_evictions() == 0);  // expiry is not eviction
+  CHECK(io.metrics.value(trainenv::server::counter::owner_cache_evictions) ==
+        0);  // expiry is not eviction
 }
 
 // The lost wake-up (issue 30): a lookup that joins another's GET decides to wait under the lock

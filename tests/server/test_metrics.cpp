@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -69,4 +70,31 @@ TEST_CASE("each owner lookup is counted once, under its kind and result", "[metr
   CHECK_THAT(text, Contains("trainenv_owner_lookups_total{kind=\"job\",result=\"no_access\"} 1"));
   // no_access made no lookup: not timed.
   CHECK_THAT(text, Contains("trainenv_owner_lookup_duration_seconds_count 3"));
+}
+
+// A series declared in metrics.hpp's tables is registered, rendered with its help, counted by
+// its one call, and listed for operators in docs/operations.md: nothing else to add by hand.
+TEST_CASE("every declared counter and gauge renders with its help and is documented", "[metrics]") {
+  server::metrics m;
+  std::ifstream doc(std::string(TRAINENV_SOURCE_DIR) + "/docs/operations.md");
+  const std::string operations((std::istreambuf_iterator<char>(doc)),
+                               std::istreambuf_iterator<char>());
+  REQUIRE_FALSE(operations.empty());
+  for (const auto& s : server::counter_series) {
+    m.count(s.id, 3);
+    CHECK(m.value(s.id) == 3);
+    const auto text = m.render();
+    CHECK_THAT(text, Contains("# HELP " + std::string(s.name) + " " + std::string(s.help)));
+    CHECK_THAT(text, Contains("# TYPE " + std::string(s.name) + " counter"));
+    CHECK_THAT(operations, Contains("| `" + std::string(s.name) + "` | counter |"));
+  }
+  for (const auto& s : server::gauge_series) {
+    m.set(s.id, 5);
+    m.add(s.id, -2);
+    CHECK(m.value(s.id) == 3);
+    const auto text = m.render();
+    CHECK_THAT(text, Contains("# HELP " + std::string(s.name) + " " + std::string(s.help)));
+    CHECK_THAT(text, Contains("# TYPE " + std::string(s.name) + " gauge"));
+    CHECK_THAT(operations, Contains("| `" + std::string(s.name) + "` | gauge |"));
+  }
 }

@@ -154,7 +154,7 @@ TEST_CASE("with no API access a Trainer pod passes unrecognised, with a warning"
   CHECK(a.response["allowed"] == true);
   CHECK_FALSE(a.response.contains("patch"));
   REQUIRE(a.response.contains("warnings"));
-  CHECK(server.state.metrics.pods_unrecognised() == 1);
+  CHECK(server.state.metrics.value(trainenv::server::counter::pods_unrecognised) == 1);
   CHECK(server.state.metrics.owner_lookups("job", server::lookup_source::fetched,
                                            core::lookup_failure::no_access) == 1);
 }

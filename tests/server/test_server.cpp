@@ -551,15 +551,15 @@ TEST_CASE("a new policy in a swapped ConfigMap directory applies within 2 s, req
   REQUIRE(paddle_first_patched_ms >= 0);
   CHECK(paddle_first_patched_ms - published_ms < 2000);
   CHECK(paddle_master_seen == "llama-ft-node-0-0.llama-ft:36000");
-  CHECK(server.state.metrics.reloads(trainenv::server::reload_kind::policies, true) >= 1);
+  CHECK(server.state.metrics.value(trainenv::server::counter::policy_reloads) >= 1);
 
   // An invalid set is refused; the last good one (with paddle) stays in force.
   files["torch.yaml"] += "  bogus: [\n";
   dir.publish(files);
-  while (server.state.metrics.reloads(trainenv::server::reload_kind::policies, false) == 0 &&
+  while (server.state.metrics.value(trainenv::server::counter::policy_reload_errors) == 0 &&
          elapsed_ms() < published_ms + 8000)
     std::this_thread::sleep_for(20ms);
-  CHECK(server.state.metrics.reloads(trainenv::server::reload_kind::policies, false) >= 1);
+  CHECK(server.state.metrics.value(trainenv::server::counter::policy_reload_errors) >= 1);
   const auto requests_after_bad_set = requests.load();
   while (requests < requests_after_bad_set + 20 && elapsed_ms() < 20'000)
     std::this_thread::sleep_for(10ms);

@@ -203,16 +203,16 @@ TEST_CASE(
   }
   CHECK(seen_contains(serial_of(second)));
   CHECK(std::chrono::steady_clock::now() - published < 3s);
-  CHECK(server.state.metrics.reloads(trainenv::server::reload_kind::certificate, true) == 1);
+  CHECK(server.state.metrics.value(trainenv::server::counter::certificate_reloads) == 1);
 
   // An invalid pair (the key of another certificate) is refused; the second one stays.
   const auto third = ca.issue();
   dir.publish({third.cert, second.key});
-  while (server.state.metrics.reloads(trainenv::server::reload_kind::certificate, false) == 0 &&
+  while (server.state.metrics.value(trainenv::server::counter::certificate_reload_errors) == 0 &&
          std::chrono::steady_clock::now() < published + 8s) {
     std::this_thread::sleep_for(20ms);
   }
-  CHECK(server.state.metrics.reloads(trainenv::server::reload_kind::certificate, false) >= 1);
+  CHECK(server.state.metrics.value(trainenv::server::counter::certificate_reload_errors) >= 1);
   std::this_thread::sleep_for(200ms);
   {
     tls_client c(server.tls_port(), trust);

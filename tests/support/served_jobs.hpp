@@ -120,7 +120,8 @@ served_job serve(const json& applied, const std::vector<json>& given, std::size_
   }
   out.problems = core::check_job(out.job, out.pods, *server.state.policies.read());
   out.gets = api.total_gets();
-  out.unknown_framework = server.state.metrics.pods_unknown_framework();
+  out.unknown_framework =
+      server.state.metrics.value(trainenv::server::counter::pods_unknown_framework);
   return out;
 }
 

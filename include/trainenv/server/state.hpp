@@ -30,11 +30,11 @@ struct server_state {
   [[nodiscard]] bool ready() const { return ready_.load(std::memory_order_relaxed); }
   void set_ready(bool ready) {
     ready_.store(ready, std::memory_order_relaxed);
-    metrics.on_readiness(ready);
+    metrics.set(gauge::ready, ready ? 1 : 0);
   }
   // Publishes a certificate loaded at start-up; the reloader publishes the later ones.
   void publish_certificate(tls_bundle bundle) {
-    metrics.on_certificate(bundle.not_after);
+    metrics.set(gauge::certificate_expiry, static_cast<double>(bundle.not_after));
     certificate.publish(std::make_shared<const tls_bundle>(std::move(bundle)));
   }
 
