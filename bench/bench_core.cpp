@@ -13,10 +13,10 @@
 
 #include "pod_shapes.hpp"
 #include "synthetic_policies.hpp"
-#include "trainenv/core/diff.hpp"
-#include "trainenv/core/engine.hpp"
-#include "trainenv/core/pod_shape.hpp"
-#include "trainenv/core/topology.hpp"
+#include "trainenv/core/decide/diff.hpp"
+#include "trainenv/core/decide/engine.hpp"
+#include "trainenv/core/decide/pod_shape.hpp"
+#include "trainenv/core/job/topology.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
 
 namespace {

@@ -61,10 +61,10 @@ check_boundary() {
   # simdjson is the core's private reader of untrusted text: one file may include it.
   local hits
   hits="$(grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]*[<\"]simdjson" \
-    include/trainenv src 2>/dev/null | grep -v '^src/core/json_text\.cpp:' || true)"
+    include/trainenv src 2>/dev/null | grep -v '^src/core/text/json_text\.cpp:' || true)"
   if [ -n "$hits" ]; then
     while IFS= read -r line; do
-      printf '  %s\n      breaks: simdjson is included only by src/core/json_text.cpp\n' "$line"
+      printf '  %s\n      breaks: simdjson is included only by src/core/text/json_text.cpp\n' "$line"
     done <<<"$hits"
     ok=1
   fi
@@ -72,56 +72,42 @@ check_boundary() {
   if [ $ok -eq 0 ]; then say "boundary: ok"; else say "boundary: FAILED"; fail boundary; fi
 }
 
-# The core's layers, lowest first (docs/architecture.md draws them). A core file may include
-# only headers of a lower layer, and a .cpp its own header too: no upward or sideways include,
-# so each layer can be read knowing only those below it. A new header needs a line here.
-core_layer() {
-  case "$1" in
-    result | keys | names | json_access | string_map | decision | variables | quantity) echo 0 ;;
-    json_text | template | policy_fields | owner_ref) echo 1 ;;
-    pod_view | policy_objects | json_patch) echo 2 ;;
-    owners) echo 3 ;;
-    policy) echo 4 ;;
-    resources | pod_shape | owner_walk | layout | controller_env) echo 5 ;;
-    topology | controllers | elastic) echo 6 ;;
-    render) echo 7 ;;
-    diff | selection | admission) echo 8 ;;
-    engine) echo 9 ;;
-    job_preview) echo 10 ;;
-    *) echo "" ;;
-  esac
+# The core's wings, lowest first (docs/architecture.md draws them): one folder each under
+# include/trainenv/core/ and src/core/. A core file may include core headers of its own wing and
+# of the wings below it, never above: each wing can be read knowing only those below it.
+# A new file goes into a wing's folder; a new wing needs a line here.
+core_wings=(text model policy job decide preview)
+
+wing_rank() {
+  local i
+  for i in "${!core_wings[@]}"; do
+    [ "${core_wings[$i]}" = "$1" ] && { echo "$i"; return; }
+  done
+  echo ""
 }
 
 check_core_layers() {
-  local ok=0 file name own layer included inc_layer
-  for file in include/trainenv/core/*.hpp src/core/*.cpp; do
-    name="$(basename "$file")"
-    own="${name%.*}"
-    layer="$(core_layer "$own")"
-    if [ -z "$layer" ]; then
-      # A .cpp with no header of its own (policy_parse.cpp) sits at the layer of the header
-      # it implements; one with neither is reported.
-      case "$own" in
-        policy_parse) own=policy layer="$(core_layer policy)" ;;
-        *) printf '  %s
-      breaks: every core file has a layer in scripts/check.sh core_layer
-' "$file"; ok=1; continue ;;
-      esac
+  local ok=0 file wing rank included inc_wing inc_rank
+  while IFS= read -r file; do
+    wing="$(basename "$(dirname "$file")")"
+    rank="$(wing_rank "$wing")"
+    if [ -z "$rank" ]; then
+      printf '  %s\n      breaks: every core file sits in a wing folder (%s)\n' "$file" "${core_wings[*]}"
+      ok=1
+      continue
     fi
     while IFS= read -r included; do
       [ -n "$included" ] || continue
-      [ "$included" = "$own" ] && [ "${name##*.}" = cpp ] && continue
-      inc_layer="$(core_layer "$included")"
-      if [ -z "$inc_layer" ] || [ "$inc_layer" -ge "$layer" ]; then
-        printf '  %s includes %s.hpp
-      breaks: core includes go down the layers (%s is layer %s, %s is %s)
-' \
-          "$file" "$included" "$own" "$layer" "$included" "${inc_layer:-none}"
+      inc_wing="${included%%/*}"
+      inc_rank="$(wing_rank "$inc_wing")"
+      if [ -z "$inc_rank" ] || [ "$inc_rank" -gt "$rank" ]; then
+        printf '  %s includes trainenv/core/%s\n      breaks: core includes go down the wings (%s is wing %s, %s is %s)\n' \
+          "$file" "$included" "$wing" "$rank" "$inc_wing" "${inc_rank:-not a wing}"
         ok=1
       fi
-    done < <(grep -oE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"trainenv/core/[a-z_]+\.hpp"' "$file" |
-      sed -E 's|.*trainenv/core/([a-z_]+)\.hpp"|\1|')
-  done
+    done < <(grep -oE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"trainenv/core/[a-z_/]+\.hpp"' "$file" |
+      sed -E 's|.*trainenv/core/([a-z_/]+)\.hpp"|\1|')
+  done < <(find include/trainenv/core src/core -name '*.hpp' -o -name '*.cpp' | sort)
   return $ok
 }
 

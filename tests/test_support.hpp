@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainenv/core/string_map.hpp"
+#include "trainenv/core/text/string_map.hpp"
 
 namespace trainenv::test {
 

@@ -8,7 +8,7 @@
 
 #include <arpa/inet.h>
 
-#include "trainenv/core/names.hpp"
+#include "trainenv/core/text/names.hpp"
 
 namespace trainenv::inputs {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainenv/core/admission.hpp"
+#include "trainenv/core/model/admission.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::inputs {

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "trainenv/core/pod_view.hpp"
+#include "trainenv/core/model/pod_view.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::inputs {

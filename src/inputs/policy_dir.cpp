@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "trainenv/core/json_access.hpp"
+#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::inputs {

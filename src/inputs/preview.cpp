@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "trainenv/core/pod_view.hpp"
+#include "trainenv/core/model/pod_view.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::inputs {

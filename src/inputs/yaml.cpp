@@ -7,7 +7,7 @@
 
 #include <yaml.h>
 
-#include "trainenv/core/json_text.hpp"
+#include "trainenv/core/text/json_text.hpp"
 
 namespace trainenv::inputs {
 namespace {

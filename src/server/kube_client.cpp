@@ -24,7 +24,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "trainenv/core/json_text.hpp"
+#include "trainenv/core/text/json_text.hpp"
 
 namespace trainenv::server {
 

@@ -14,7 +14,7 @@
 #include <mutex>
 #include <thread>
 
-#include "trainenv/core/json_text.hpp"
+#include "trainenv/core/text/json_text.hpp"
 
 namespace trainenv::server {
 namespace {

@@ -12,10 +12,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "trainenv/core/admission.hpp"
-#include "trainenv/core/engine.hpp"
-#include "trainenv/core/pod_view.hpp"
-#include "trainenv/core/policy.hpp"
+#include "trainenv/core/decide/engine.hpp"
+#include "trainenv/core/model/admission.hpp"
+#include "trainenv/core/model/pod_view.hpp"
+#include "trainenv/core/policy/policy.hpp"
 #include "trainenv/inputs/preview.hpp"
 #include "trainenv/server/logging.hpp"
 

@@ -6,8 +6,8 @@
 #include <string>
 
 #include "../test_support.hpp"
-#include "trainenv/core/admission.hpp"
-#include "trainenv/core/engine.hpp"
+#include "trainenv/core/decide/engine.hpp"
+#include "trainenv/core/model/admission.hpp"
 
 using Catch::Matchers::Contains;
 using nlohmann::json;

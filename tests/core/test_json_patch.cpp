@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "trainenv/core/decision.hpp"
-#include "trainenv/core/json_patch.hpp"
-#include "trainenv/core/pod_view.hpp"
+#include "trainenv/core/model/decision.hpp"
+#include "trainenv/core/model/pod_view.hpp"
+#include "trainenv/core/text/json_patch.hpp"
 
 using nlohmann::json;
 using trainenv::core::escape_pointer_token;

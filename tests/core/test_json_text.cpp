@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "../test_support.hpp"
-#include "trainenv/core/json_access.hpp"
-#include "trainenv/core/json_text.hpp"
+#include "trainenv/core/text/json_access.hpp"
+#include "trainenv/core/text/json_text.hpp"
 
 using Catch::Matchers::Contains;
 using nlohmann::json;

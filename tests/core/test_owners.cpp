@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "trainenv/core/owners.hpp"
+#include "trainenv/core/policy/owners.hpp"
 
 namespace {
 

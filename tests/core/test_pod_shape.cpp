@@ -2,8 +2,8 @@
 // the type they assume, or the pod is denied naming the part.
 #include <catch2/catch.hpp>
 
-#include "trainenv/core/engine.hpp"
-#include "trainenv/core/pod_shape.hpp"
+#include "trainenv/core/decide/engine.hpp"
+#include "trainenv/core/decide/pod_shape.hpp"
 
 using nlohmann::json;
 using namespace trainenv::core;

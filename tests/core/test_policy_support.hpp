@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "trainenv/core/policy.hpp"
+#include "trainenv/core/policy/policy.hpp"
 
 namespace policy_test {
 

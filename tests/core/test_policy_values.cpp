@@ -2,7 +2,7 @@
 // training roles) and the shared validators.
 #include <catch2/catch.hpp>
 
-#include "trainenv/core/names.hpp"
+#include "trainenv/core/text/names.hpp"
 
 #include "test_policy_support.hpp"
 

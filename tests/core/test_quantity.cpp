@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "trainenv/core/quantity.hpp"
+#include "trainenv/core/text/quantity.hpp"
 
 using trainenv::core::parse_quantity;
 using trainenv::core::quantity;

@@ -1,7 +1,7 @@
 // Where a policy's `args.after` flags go in a container's command line (core/render.hpp).
 #include <catch2/catch.hpp>
 
-#include "trainenv/core/render.hpp"
+#include "trainenv/core/decide/render.hpp"
 
 using nlohmann::json;
 using trainenv::core::args_site_after;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "synthetic_policies.hpp"
-#include "trainenv/core/engine.hpp"
+#include "trainenv/core/decide/engine.hpp"
 
 using namespace trainenv;
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "trainenv/core/template.hpp"
+#include "trainenv/core/policy/template.hpp"
 
 using Catch::Matchers::Contains;
 using nlohmann::json;

@@ -1,8 +1,8 @@
 // docs/contract.md §2: where each value comes from, in order, and what a missing or bad one means.
 #include <catch2/catch.hpp>
 
-#include "trainenv/core/pod_shape.hpp"
-#include "trainenv/core/topology.hpp"
+#include "trainenv/core/decide/pod_shape.hpp"
+#include "trainenv/core/job/topology.hpp"
 
 using nlohmann::json;
 using namespace trainenv::core;

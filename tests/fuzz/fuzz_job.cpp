@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "trainenv/core/job_preview.hpp"
+#include "trainenv/core/preview/job_preview.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/inputs/preview.hpp"
 

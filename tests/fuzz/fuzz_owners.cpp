@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "fuzz_support.hpp"
-#include "trainenv/core/engine.hpp"
-#include "trainenv/core/json_text.hpp"
+#include "trainenv/core/decide/engine.hpp"
+#include "trainenv/core/text/json_text.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/inputs/yaml.hpp"
 

@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "trainenv/core/engine.hpp"
+#include "trainenv/core/decide/engine.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
 using nlohmann::json;

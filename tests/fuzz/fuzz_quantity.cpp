@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "trainenv/core/quantity.hpp"
+#include "trainenv/core/text/quantity.hpp"
 
 using namespace trainenv;
 

@@ -11,8 +11,8 @@
 #include <string_view>
 
 #include "fuzz_support.hpp"
-#include "trainenv/core/admission.hpp"
-#include "trainenv/core/engine.hpp"
+#include "trainenv/core/decide/engine.hpp"
+#include "trainenv/core/model/admission.hpp"
 
 using nlohmann::json;
 using namespace trainenv;

@@ -9,7 +9,7 @@
 #include "../test_support.hpp"
 #include "owner_files.hpp"
 #include "shipped_policies.hpp"
-#include "trainenv/core/engine.hpp"
+#include "trainenv/core/decide/engine.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/inputs/yaml.hpp"
 

@@ -12,7 +12,7 @@
 
 #include "owner_files.hpp"
 #include "shipped_policies.hpp"
-#include "trainenv/core/render.hpp"
+#include "trainenv/core/decide/render.hpp"
 
 using nlohmann::json;
 using namespace trainenv;

@@ -22,9 +22,9 @@
 
 #include "owner_files.hpp"
 #include "shipped_policies.hpp"
-#include "trainenv/core/elastic.hpp"
-#include "trainenv/core/engine.hpp"
-#include "trainenv/core/job_preview.hpp"
+#include "trainenv/core/decide/engine.hpp"
+#include "trainenv/core/job/elastic.hpp"
+#include "trainenv/core/preview/job_preview.hpp"
 
 using nlohmann::json;
 using namespace trainenv;

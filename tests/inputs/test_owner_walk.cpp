@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "../test_support.hpp"
-#include "trainenv/core/owner_walk.hpp"
+#include "trainenv/core/job/owner_walk.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/inputs/yaml.hpp"
 

@@ -18,7 +18,7 @@
 
 #include "fake_apiserver.hpp"
 #include "server_harness.hpp"
-#include "trainenv/core/admission.hpp"
+#include "trainenv/core/model/admission.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
 namespace {

@@ -22,7 +22,7 @@
 #include "../test_support.hpp"
 #include "fake_apiserver.hpp"
 #include "test_certs.hpp"
-#include "trainenv/core/admission.hpp"
+#include "trainenv/core/model/admission.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
 #include "trainenv/server/kube_client.hpp"
 #include "trainenv/server/owner_cache.hpp"

@@ -20,7 +20,7 @@
 
 #include "../test_support.hpp"
 #include "server_harness.hpp"
-#include "trainenv/core/admission.hpp"
+#include "trainenv/core/model/admission.hpp"
 #include "trainenv/server/server.hpp"
 
 namespace asio = boost::asio;

@@ -8,7 +8,7 @@
 
 #include "../test_support.hpp"
 #include "shipped_policies.hpp"
-#include "trainenv/core/engine.hpp"
+#include "trainenv/core/decide/engine.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 
 namespace trainenv::test {

@@ -10,7 +10,7 @@
 
 #include "fake_apiserver.hpp"
 #include "server_harness.hpp"
-#include "trainenv/core/job_preview.hpp"
+#include "trainenv/core/preview/job_preview.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::test {

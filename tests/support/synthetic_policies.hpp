@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainenv/core/policy.hpp"
+#include "trainenv/core/policy/policy.hpp"
 
 namespace trainenv::test {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "trainenv/core/result.hpp"
+#include "trainenv/core/text/result.hpp"
 
 namespace trainenv::inputs {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "trainenv/core/result.hpp"
+#include "trainenv/core/text/result.hpp"
 
 namespace trainenv::inputs {
 

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainenv/core/owners.hpp"
-#include "trainenv/core/result.hpp"
+#include "trainenv/core/policy/owners.hpp"
+#include "trainenv/core/text/result.hpp"
 
 namespace trainenv::inputs {
 

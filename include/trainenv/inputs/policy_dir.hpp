@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "trainenv/core/policy.hpp"
+#include "trainenv/core/policy/policy.hpp"
 
 namespace trainenv::inputs {
 

@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainenv/core/admission.hpp"
-#include "trainenv/core/decision.hpp"
-#include "trainenv/core/engine.hpp"
-#include "trainenv/core/job_preview.hpp"
-#include "trainenv/core/result.hpp"
+#include "trainenv/core/decide/engine.hpp"
+#include "trainenv/core/model/admission.hpp"
+#include "trainenv/core/model/decision.hpp"
+#include "trainenv/core/preview/job_preview.hpp"
+#include "trainenv/core/text/result.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 
 namespace trainenv::inputs {

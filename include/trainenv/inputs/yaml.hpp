@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainenv/core/result.hpp"
+#include "trainenv/core/text/result.hpp"
 
 namespace trainenv::inputs {
 

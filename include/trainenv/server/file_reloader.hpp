@@ -11,7 +11,7 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "trainenv/core/result.hpp"
+#include "trainenv/core/text/result.hpp"
 #include "trainenv/server/dir_watcher.hpp"
 
 namespace trainenv::server {

@@ -18,7 +18,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
-#include "trainenv/core/result.hpp"
+#include "trainenv/core/text/result.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
 #include "trainenv/server/lookup_result.hpp"
 #include "trainenv/server/metrics.hpp"

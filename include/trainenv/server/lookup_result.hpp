@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainenv/core/owners.hpp"
+#include "trainenv/core/policy/owners.hpp"
 
 namespace trainenv::server {
 

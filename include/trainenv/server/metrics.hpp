@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "trainenv/core/owners.hpp"
+#include "trainenv/core/policy/owners.hpp"
 #include "trainenv/server/lookup_result.hpp"
 
 namespace trainenv::server {

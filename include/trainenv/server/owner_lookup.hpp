@@ -16,9 +16,9 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
-#include "trainenv/core/decision.hpp"
-#include "trainenv/core/engine.hpp"
-#include "trainenv/core/owners.hpp"
+#include "trainenv/core/decide/engine.hpp"
+#include "trainenv/core/model/decision.hpp"
+#include "trainenv/core/policy/owners.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/server/lookup_result.hpp"
 #include "trainenv/server/metrics.hpp"

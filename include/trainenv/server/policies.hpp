@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "trainenv/core/policy.hpp"
+#include "trainenv/core/policy/policy.hpp"
 #include "trainenv/server/file_reloader.hpp"
 #include "trainenv/server/snapshot.hpp"
 

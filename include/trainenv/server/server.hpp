@@ -11,7 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "trainenv/core/result.hpp"
+#include "trainenv/core/text/result.hpp"
 #include "trainenv/inputs/config.hpp"
 #include "trainenv/server/router.hpp"
 #include "trainenv/server/state.hpp"

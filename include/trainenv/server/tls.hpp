@@ -11,7 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
 
-#include "trainenv/core/result.hpp"
+#include "trainenv/core/text/result.hpp"
 #include "trainenv/server/file_reloader.hpp"
 #include "trainenv/server/snapshot.hpp"
 

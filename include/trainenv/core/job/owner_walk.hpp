@@ -1,0 +1,107 @@
+// Walking a pod's owners one object at a time (docs/contract.md §1, §2.1): each step answers
+// from the objects fetched so far, or names the next object to fetch. Pure: the shell fetches
+// it (API, cache, or --owners file), adds it (or why it failed) to the owner_values, and asks
+// again. Failures come back as values, so that the rules of what fails open (recognising) and
+// what fails closed (sizing, the framework) stay here.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "trainenv/core/model/pod_view.hpp"
+#include "trainenv/core/policy/owners.hpp"
+#include "trainenv/core/text/result.hpp"
+
+namespace trainenv::core {
+
+// A step's answer, or the object it needs first.
+template <class T>
+using owner_step = std::variant<T, owner_ref>;
+
+template <class T>
+[[nodiscard]] const owner_ref* needed(const owner_step<T>& step) {
+  return std::get_if<owner_ref>(&step);
+}
+
+// Whether a pod is a training pod: its own ancestor-step label, or (Kubeflow Trainer's layout)
+// its controlling Job's.
+struct recognition {
+  enum class verdict : std::uint8_t {
+    training,      // the pod carries the label
+    through_job,   // its Job carries it
+    not_training,  // neither does
+    unknown,       // a JobSet pod whose Job could not be read: passes, with a warning
+  };
+  verdict kind = verdict::not_training;
+  std::string reason;  // not_training, unknown: why, for the answer's message or warning
+  const owner_fetch* job = nullptr;  // through_job: the Job, inside the owner_values
+};
+[[nodiscard]] owner_step<recognition> recognise(const pod_view& pod, const owner_values& owners);
+
+// What a pod's TrainJob and its runtime say (docs/contract.md §1, §2.1), for a pod recognised
+// through its Job: Pod -> Job -> JobSet -> TrainJob -> spec.runtimeRef -> (Cluster)TrainingRuntime.
+struct trainer_settings {
+  std::optional<std::string> framework;  // the runtime's framework label
+  std::string framework_source;          // "label trainer.kubeflow.org/framework of ..."
+  // The framework value the runtime's spec.mlPolicy names, for a runtime with no label: "torch",
+  // "jax", "xgboost", "flux", or for mpi its implementation's ("mpi", "intel-mpi", "mpich").
+  std::optional<std::string> ml_policy;
+  std::string ml_policy_source;  // "spec.mlPolicy.mpi of ClusterTrainingRuntime x"
+  // Processes per node: the TrainJob's spec.trainer.numProcPerNode, else the runtime's
+  // mlPolicy (mpi or torch). A number, or for torch "auto", "cpu" or "gpu".
+  std::optional<std::string> num_proc_per_node;
+  std::string nproc_source;
+  // Trainer's MPI rule: the runtime's numProcPerNode of 1, unset by the TrainJob, means "the
+  // GPUs per node" when a node has more.
+  bool nproc_one_means_gpus = false;
+  bool run_launcher_as_node = false;               // mlPolicy.mpi.runLauncherAsNode
+  std::optional<std::string> ssh_auth_mount_path;  // mlPolicy.mpi.sshAuthMountPath
+  std::string runtime;                             // "ClusterTrainingRuntime torch-distributed"
+  // mlPolicy.torch.elasticPolicy (Trainer v2.0 and v2.1 accepted it and never wired it): the
+  // bounds and restarts, each when given.
+  std::optional<std::int64_t> elastic_min;
+  std::optional<std::int64_t> elastic_max;
+  std::optional<std::int64_t> elastic_max_restarts;
+  std::string trainjob_uid;  // the job's top owner: the rendezvous id of its elastic pods
+  // The TrainJob's apiVersion and kind: its owner kind says what Trainer writes into the pods.
+  std::string trainjob_api_version;
+  std::string trainjob_kind;
+  // The env names the user sets for the trainer (the TrainJob's spec.trainer.env and the
+  // runtime's node container): what Trainer's plugins write there under those names is the user's.
+  std::vector<std::string> user_env;
+};
+// Shared with the owner object they were read from (owner_object::derived): no copy per pod.
+using trainer_settings_ptr = std::shared_ptr<const trainer_settings>;
+// Null when the chain ends early: a JobSet no TrainJob owns.
+[[nodiscard]] owner_step<result<trainer_settings_ptr>> trainer_runtime(const pod_view& pod,
+                                                                       const owner_fetch& job,
+                                                                       const owner_values& owners,
+                                                                       const owner_kind_set& kinds);
+
+// The kind of the pod's controlling owner when its own operator wires its pods (Kubeflow's v1
+// PyTorchJob, MPIJob, ...): such a pod passes unchanged, and no object is read.
+[[nodiscard]] const owner_kind* wired_owner(const pod_view& pod, const owner_kind_set& kinds);
+
+// The kind of job the pod's labels say it belongs to, when its owners are not read: the first
+// kind whose naming.podLabel the pod carries, a kind that lays out every role (a JobSet) before
+// one that is a single role (a Job), as a JobSet's pods carry both their JobSet's and their
+// Job's labels. `job` receives that label's value (the job's name).
+[[nodiscard]] const owner_kind* kind_by_labels(const pod_view& pod, const owner_kind_set& kinds,
+                                               const std::string_view** job);
+
+// The kind whose default policy the pod takes (docs/contract.md §1): its controlling owner's, else
+// the one its labels name.
+[[nodiscard]] const owner_kind* pod_owner_kind(const pod_view& pod, const owner_kind_set& kinds);
+
+// Whether the pod has a controlling owner at all (a bare pod has none to ask).
+[[nodiscard]] bool has_controller(const pod_view& pod);
+
+// The pod counts its owners give, and the object that gave them. nullopt: a bare pod, with no
+// controlling owner to ask. An error carries the status code of the failure (failure_code).
+[[nodiscard]] owner_step<result<std::optional<owner_counts>>> counts_from_owners(
+    const pod_view& pod, std::string_view role, const owner_values& owners,
+    const owner_kind_set& kinds);
+
+}  // namespace trainenv::core

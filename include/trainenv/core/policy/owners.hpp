@@ -1,0 +1,320 @@
+// The objects that own a pod, as values (docs/contract.md §2.1): which kinds are known and where
+// their roles and pod counts sit (data, shipped as policies/owners.yaml), the references read
+// from ownerReferences, and the role counts read from a fetched object. No I/O here: the shell
+// fetches the objects (the API client, or `preview --owners`) and hands them in.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainenv/core/model/owner_ref.hpp"
+#include "trainenv/core/policy/template.hpp"
+#include "trainenv/core/text/result.hpp"
+
+namespace trainenv::core {
+
+// The object `ref` names among `objects`: the same API group, kind, namespace and name (the
+// version may differ, as the API server converts between versions). The uid is not compared
+// here: the walk checks it, so that a recreated object is refused as from the API.
+[[nodiscard]] const nlohmann::json* find_object(const std::vector<nlohmann::json>& objects,
+                                                const owner_ref& ref);
+
+// A dotted path to a member, split once when the kind is loaded: "spec.replicatedJobs".
+using member_path = std::vector<std::string>;
+[[nodiscard]] const nlohmann::json* find_path(const nlohmann::json& object,
+                                              const member_path& path);
+[[nodiscard]] std::string path_text(const member_path& path);
+
+// How an owner kind lays out its roles.
+struct role_layout {
+  enum class shape : std::uint8_t {
+    own,   // the object is one role: the pod's own (a batch/v1 Job)
+    list,  // a list of entries, each naming a role (JobSet replicatedJobs, Volcano tasks)
+    map,   // a mapping whose keys, lower-cased, name the roles (PyTorchJob, MPIJob replica specs)
+  };
+  shape kind = shape::own;
+  member_path entries;          // list, map: where the entries sit
+  std::string name_member;      // list: the entry's member that names the role
+  std::string replicas_member;  // the entry's multiplier; empty: none (1)
+  // An entry without `replicas_member`: JobSet's CRD defaults it to 1, Volcano omits a zero.
+  std::int64_t replicas_default = 1;
+  member_path job_spec;      // pods per replica = a batch/v1 JobSpec's pods, at this path; empty: 1
+  member_path pod_template;  // where the role's pod template sits (a PodTemplateSpec)
+  // list: the entry's list of {name, status} prerequisites (JobSet's dependsOn); a role another
+  // depends on with status Complete has finished before that one starts. Empty: none.
+  std::string depends_on_member;
+};
+
+// Where an owner names the pod it wants as the job's master (JobSet's spec.coordinator): the
+// role, and the Job and pod within it.
+struct coordinator_rule {
+  member_path at;  // the coordinator object in the owner
+  std::string role_member = "replicatedJob";
+  std::string job_index_member = "jobIndex";
+  std::string pod_index_member = "podIndex";
+};
+
+// How a controller names the pods of a job of its kind (docs/contract.md §2.2): each pod's
+// hostname and the subdomain of the headless Service they share.
+struct pod_naming {
+  // Over ${job} (the owner's name), ${role}, ${jobIndex} and ${index} (the completion index within
+  // its Job); ${index} appears once, last, so that a run of a Job's pods is a prefix and a number.
+  template_string hostname;
+  member_path subdomain;  // where the owner object sets it; empty: only the default
+  std::optional<template_string> subdomain_default;  // over ${job}; none: no DNS names unless set
+  // What the role's pod template's own spec.subdomain counts for: `first`, it wins over the
+  // owner's and the default (the Job controller, Volcano's svc plugin, which set only what the
+  // template leaves empty); `overridden`, the controller writes its own over it (JobSet with DNS
+  // hostnames), so it counts only when `dns_switch` is off.
+  enum class template_rule : std::uint8_t { first, overridden };
+  template_rule template_subdomain = template_rule::first;
+  // A boolean in the owner (JobSet's spec.network.enableDNSHostnames, absent: true): when false
+  // the controller sets no subdomain and makes no Service; only a template's own subdomain (and
+  // the user's Service of that name) then names the pods. Empty: no such switch.
+  member_path dns_switch;
+  // The controller names the pods only when the owner has one of these members (Volcano's svc
+  // plugin, which its webhook turns on for pytorch, mpi, tensorflow and ray). Empty: always.
+  std::vector<member_path> requires_any;
+  // The pod label that names a job of this kind, for a pod whose owner is not read (its
+  // controller's labels: jobset.sigs.k8s.io/jobset-name, volcano.sh/job-name, ...).
+  std::string job_label;
+};
+
+// The env a controller writes into the pods it makes (docs/contract.md §4): its, not the user's,
+// so a value the live layout contradicts is replaced, and one the policy does not want for the
+// pod is removed. A name the user's own template sets stays the user's.
+struct controller_writes {
+  std::string writer;             // "Kubeflow Trainer", for messages
+  std::vector<std::string> env;   // the names it writes
+  std::string container;          // the container it writes into; empty: every container
+  member_path when;               // it writes only when the owner has this member; empty: always
+  std::vector<std::string> keep;  // of `env`, left where the policy wants none
+  // It appends: where the template set a name too, the pod has it twice, the last the
+  // controller's (the kubelet uses the last), which is removed and the template's kept.
+  bool appends = false;
+};
+
+// A plugin's arguments that rename the master and worker roles and set the port (Volcano's
+// pytorch plugin: --master, --worker, --port), for a policy whose training roles are strict.
+struct plugin_args {
+  member_path at;  // the list of arguments in the owner
+  std::string master_flag = "--master";
+  std::string worker_flag = "--worker";
+  std::string port_flag = "--port";
+};
+
+struct owner_kind {
+  std::string name;    // the OwnerKind document's name
+  std::string source;  // where it was read from, for messages
+  std::string group;   // "" for the core group
+  std::vector<std::string> versions;
+  std::string kind;
+  std::string resource;  // plural, for the API path: "jobsets"
+  bool cluster_scoped = false;
+  std::optional<role_layout> roles;  // none: this kind gives no counts (a TrainJob)
+  std::optional<pod_naming> naming;  // none: this kind's pods have no DNS names trainenv knows
+  std::optional<coordinator_rule> coordinator;
+  std::optional<controller_writes> writes;
+  std::optional<plugin_args> arguments;
+  std::string default_policy;  // for its pods when nothing else names one (Volcano)
+  // Set: pods this kind controls are wired by its own operator (Kubeflow's v1 PyTorchJob,
+  // MPIJob, ...) and pass unchanged with this said as a warning; the object is never read.
+  std::string wired_by;
+  member_path runtime_ref;       // a TrainJob: where its runtimeRef sits
+  bool gives_framework = false;  // a (Cluster)TrainingRuntime: its labels name the framework
+  // This reading of the kind, unique in the process (parse_owner_kind counts them): what is
+  // derived from an object by its kind is kept under it, so that kinds reloaded with other
+  // fields never find what an earlier set derived. 0 for a kind built by hand.
+  std::uint64_t id = 0;
+
+  // "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets/bert" (core group: "/api/v1/...").
+  [[nodiscard]] std::string api_path(const owner_ref& ref) const;
+};
+
+inline constexpr std::string_view owner_kind_kind = "OwnerKind";
+
+// Parses one OwnerKind document (apiVersion trainenv.io/v1alpha1, as policies). Errors read
+// "<source>: <field>: <problem>; <what to write>".
+[[nodiscard]] result<owner_kind> parse_owner_kind(const nlohmann::json& document,
+                                                  std::string_view source);
+
+// The known owner kinds, found by an ownerReference's apiVersion (its group and version) and kind.
+class owner_kind_set {
+ public:
+  // Rejects two kinds claiming the same group, version and kind.
+  [[nodiscard]] static result<owner_kind_set> build(std::vector<owner_kind> kinds);
+
+  [[nodiscard]] const owner_kind* find(std::string_view api_version, std::string_view kind) const;
+  [[nodiscard]] const std::vector<owner_kind>& all() const { return kinds_; }
+
+ private:
+  std::vector<owner_kind> kinds_;
+};
+
+// Why an owner object could not be had: the one name of a lookup's failure, which the shell's
+// API client and cache report directly and its metrics label.
+enum class lookup_failure : std::uint8_t {
+  not_found,     // 404, or not in the --owners file
+  uid_mismatch,  // an object of that name exists, but it is not the owner (recreated)
+  unauthorized,  // 401, after re-reading the token once
+  forbidden,     // 403
+  server_error,  // 5xx or another status
+  malformed,     // not a JSON object
+  too_large,     // over the response bound
+  timeout,       // the lookup budget ran out
+  unreachable,   // no connection or no TLS session with the API server
+  no_access,     // no API access configured
+};
+inline constexpr std::size_t lookup_failure_count = 10;         // the enumerators above
+[[nodiscard]] std::string_view failure_name(lookup_failure f);  // "not found", "forbidden", ...
+
+// The status code of a denial because an owner could not be read (docs/contract.md §6): 404 it
+// is gone or was replaced, 500 trainenv's own access was refused, 503 a retry may succeed.
+[[nodiscard]] int failure_code(lookup_failure f);
+
+// An owner object as read, with what the walk derives from it kept beside it. The shell's cache
+// hands the same owner_object to every admission until it reads the object again, so a JobSet's
+// roles or a TrainJob's runtime settings are derived once per read, not once per pod.
+class owner_object {
+ public:
+  explicit owner_object(nlohmann::json value) : value_(std::move(value)) {}
+  owner_object(const owner_object&) = delete;
+  owner_object& operator=(const owner_object&) = delete;
+  ~owner_object() = default;
+
+  [[nodiscard]] const nlohmann::json& json() const { return value_; }
+
+  // What `make()` derives from this object, made once per `key` and kept while the object lives.
+  // `key` must name every other input `make` reads. At most `max_derived` are kept (a key with
+  // the pod's own role in it is the pod's to choose); past that, `make()` runs each time.
+  // Safe to call from several threads at once.
+  template <class T, class Make>
+  [[nodiscard]] std::shared_ptr<const T> derived(const std::string& key, Make make) const {
+    if (auto kept = find_derived(key)) return std::static_pointer_cast<const T>(std::move(kept));
+    auto made = std::make_shared<const T>(make());
+    keep_derived(key, made);
+    return made;
+  }
+  static constexpr std::size_t max_derived = 16;
+
+ private:
+  [[nodiscard]] std::shared_ptr<const void> find_derived(const std::string& key) const;
+  void keep_derived(const std::string& key, std::shared_ptr<const void> value) const;
+
+  nlohmann::json value_;
+  mutable std::mutex mutex_;  // guards derived_
+  mutable std::vector<std::pair<std::string, std::shared_ptr<const void>>> derived_;
+};
+
+// The owner objects fetched for one pod so far, or why one could not be.
+struct owner_fetch {
+  owner_ref ref;
+  // When fetched: shared with whoever holds it (the shell's cache), so a walk copies no JSON and
+  // finds what earlier walks derived from it.
+  std::shared_ptr<const owner_object> fetched;
+  std::optional<lookup_failure> failure;  // when not
+  std::string detail;                     // the API's own words ("jobsets ... not found"), if any
+  bool cached = false;  // handed from the shell's cache, not read for this pod: may be stale
+
+  // The object; null when it could not be fetched.
+  [[nodiscard]] const nlohmann::json& object() const;
+};
+
+class owner_values {
+ public:
+  // An object the shell holds in memory (its cache), given without waiting; null when it must
+  // be fetched. Asked by find() for a reference not yet added, so that a walk whose owners are
+  // all at hand decides in one pass instead of one pass per owner.
+  using at_hand_function = std::function<std::shared_ptr<const owner_object>(const owner_ref&)>;
+
+  owner_values() = default;
+  explicit owner_values(at_hand_function at_hand) : at_hand_(std::move(at_hand)) {}
+
+  // An object whose metadata.uid is not the reference's uid is kept as a uid_mismatch failure:
+  // a recreated object of the same name is not the owner. An object of a reference already
+  // held replaces it (read anew, fresh).
+  void add(owner_ref ref, nlohmann::json object);
+  void add(owner_ref ref, std::shared_ptr<const owner_object> object);
+  void add_failure(owner_ref ref, lookup_failure failure, std::string detail = {});
+  // By API group, kind, namespace and name; else the object at hand, added as if fetched (what
+  // the walk saw is what all() lists). Pointers stay valid as more objects are added (a deque),
+  // so a walk can hold an owner it found while it fetches the next one.
+  [[nodiscard]] const owner_fetch* find(const owner_ref& ref) const;
+  [[nodiscard]] const std::deque<owner_fetch>& all() const { return fetched_; }
+
+ private:
+  [[nodiscard]] const owner_fetch& push(owner_ref ref, std::shared_ptr<const owner_object> object,
+                                        bool cached) const;
+  [[nodiscard]] const owner_fetch& keep(owner_fetch f) const;
+
+  // mutable: find() records what it took from at_hand_, as add() would have.
+  mutable std::deque<owner_fetch> fetched_;
+  at_hand_function at_hand_;
+};
+
+// The pods one role of an owner runs, and where that number was read.
+struct role_pods {
+  std::string role;
+  std::int64_t pods = 0;
+  std::int64_t pods_per_job = 1;  // the pods of one Job (JobSet: a replicatedJob has replicas Jobs)
+  // The Jobs it runs (a JobSet replicatedJob's replicas): a pod's completion index counts within
+  // its Job, and its index in the role adds job-index x pods_per_job.
+  std::int64_t jobs = 1;
+  // Kubeflow Trainer's trainjob-ancestor-step label on the role's templates, if any.
+  std::string step;
+  bool opted_out = false;  // its pod template says trainenv.io/inject: "false"
+  // The roles it waits for (dependsOn), each with the status it waits for ("Complete", "Ready").
+  std::vector<std::pair<std::string, std::string>> depends_on;
+  std::string source;                            // "JobSet team-a/bert spec.replicatedJobs[node]"
+  const nlohmann::json* pod_template = nullptr;  // into the owner object, which must outlive this
+};
+
+// The pod an owner names as its master (its coordinator), by role and place.
+struct coordinator_pod {
+  std::string role;
+  std::int64_t job_index = 0;
+  std::int64_t pod_index = 0;
+};
+
+// The pod counts a pod's owners give, and the object that gave them (whose kind names its pods).
+// `every_role` is false for a plain Job, which knows only the pod's own role.
+struct owner_counts {
+  std::vector<role_pods> roles;
+  bool every_role = true;
+  std::string owner;  // "JobSet team-a/bert": the object that gave them
+  owner_ref ref;      // the same, to read it again
+  const owner_kind* kind = nullptr;
+  const nlohmann::json* object = nullptr;  // inside the owner_values, which must outlive this
+  std::string name;                        // its metadata.name
+  std::optional<coordinator_pod> coordinator;
+
+  [[nodiscard]] const role_pods* find(std::string_view role) const;
+};
+
+// The coordinator `object` (of `kind`) names, if its kind has a rule and the object sets one.
+[[nodiscard]] std::optional<coordinator_pod> read_coordinator(const owner_kind& kind,
+                                                              const nlohmann::json& object);
+
+// The pods a batch/v1 JobSpec runs at once: min(parallelism, completions); parallelism defaults
+// to 1 and completions to parallelism. Errors name the member (`where` + ".parallelism") and
+// the value.
+[[nodiscard]] result<std::int64_t> job_spec_pods(const nlohmann::json& spec,
+                                                 const std::string& where);
+
+// Every role `object` (of `kind`, named `ref` in messages) describes. A kind of shape `own`
+// gives one role, named `own_role`.
+[[nodiscard]] result<std::vector<role_pods>> read_roles(const owner_kind& kind,
+                                                        const nlohmann::json& object,
+                                                        const owner_ref& ref,
+                                                        std::string_view own_role);
+
+}  // namespace trainenv::core

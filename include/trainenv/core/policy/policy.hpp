@@ -1,0 +1,223 @@
+// Policy value types, the parsing and validation of a policy document (already decoded from
+// YAML or JSON into nlohmann::json by the shell; no file IO here), and the policy set. The
+// validators of names (is_dns_label, parse_decimal, ...) are names.hpp, included here for the
+// callers that still find them through this header.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainenv/core/policy/owners.hpp"
+#include "trainenv/core/policy/template.hpp"
+#include "trainenv/core/text/names.hpp"
+#include "trainenv/core/text/result.hpp"
+
+namespace trainenv::core {
+
+inline constexpr std::string_view policy_kind = "TrainingPolicy";
+
+// Processes per node as written in an annotation or a policy default.
+struct nproc_setting {
+  enum class mode : std::uint8_t { count, automatic, cpu, gpu };
+  mode kind = mode::automatic;
+  std::int64_t count = 0;  // with mode::count
+
+  // "4", "auto", "cpu", "gpu"; nullopt for anything else.
+  [[nodiscard]] static std::optional<nproc_setting> parse(std::string_view text);
+};
+
+// Which roles an item applies to. No `roles:` means every role.
+struct role_scope {
+  bool all = true;
+  bool training = false;  // the policy's training roles
+  std::vector<std::string> names;
+
+  [[nodiscard]] bool matches(std::string_view role, bool is_training_role) const;
+};
+
+// Where and when an item applies: its roles and an optional `when` condition.
+struct item_scope {
+  role_scope roles;
+  std::optional<condition> when;
+};
+
+struct env_item {
+  std::string name;
+  std::optional<template_string> value;
+  std::optional<template_json> value_from;
+  item_scope scope;
+};
+
+struct port_item {
+  template_string container_port;  // renders to an integer 1-65535
+  std::string name;                // optional
+  std::string protocol = "TCP";
+  item_scope scope;
+};
+
+struct arg_item {
+  template_string value;
+  item_scope scope;
+};
+
+// NOLINTNEXTLINE(bugprone-exception-escape): as template_json below.
+struct volume_item {
+  std::string name;
+  template_json volume;  // a whole v1.Volume, name included
+  item_scope scope;
+};
+
+// NOLINTNEXTLINE(bugprone-exception-escape): as template_json below.
+struct mount_item {
+  std::string mount_path;
+  template_json mount;  // a whole v1.VolumeMount
+  item_scope scope;
+};
+
+// An annotation whose text the policy generates: a value, or one line per i in [0, count).
+struct annotation_item {
+  std::string name;
+  std::optional<template_string> value;
+  std::optional<template_string> line_count;
+  std::optional<template_string> line;
+  item_scope scope;
+};
+
+// The hostfile an MPI launcher reads (docs/contract.md §3): one line per node of the job, in
+// node order, written where `path` says. trainenv delivers it itself (the pod's annotation
+// through the downward API, or for a large job a compact rule the pod expands as it starts),
+// unless the pod already mounts a hostfile there (Kubeflow Trainer's ConfigMap).
+struct hostfile_item {
+  std::string path = "/etc/mpi/hostfile";  // absolute; its directory is what gets mounted
+  template_string line;                    // uses ${host} once: "${host} slots=${slots}"
+  item_scope scope;                        // roles: [launcher] unless the policy says
+};
+
+// A DNS search domain the pod's resolver tries (spec.dnsConfig.searches): how MPICH's and Intel
+// MPI's Hydra proxies find the launcher by its bare hostname (docs/contract.md §3).
+struct dns_search_item {
+  template_string value;
+  item_scope scope;
+};
+
+// Another container that receives the env and volume mounts too, when the pod has it.
+struct extra_container {
+  std::string name;
+  bool init = false;  // in spec.initContainers
+};
+
+// This policy takes over pods that would get `policy`, when the target container's command
+// (then args) starts with `command_prefix` — torchtune's `tune run` over torch.
+struct replacement {
+  std::string policy;
+  std::vector<std::string> command_prefix;
+};
+
+struct policy {
+  std::string name;
+  std::string source;  // where it was read from, for messages
+  std::vector<std::string> frameworks;
+  bool is_default = false;
+  std::optional<replacement> replaces;
+  std::optional<condition> when;  // the policy injects nothing into pods where this is false
+  std::string when_source;
+  std::string container = "node";
+  // `allContainers: true`: every container of the pod gets the env and mounts, as Volcano's own
+  // plugins write them (ports and args stay on the target container).
+  bool all_containers = false;
+  std::vector<extra_container> extra_containers;
+  std::vector<std::string> training_roles = {"master", "worker", "node"};
+  // `trainingRoles: ["*"]`: every role of the job but the launcher trains (an MPI job's workers,
+  // whatever their names); training_roles is then empty.
+  bool every_role_trains = false;
+  // `strictTrainingRoles: true`: only training_roles train, whatever other roles the job has
+  // (volcano-pytorch: master and worker, the Volcano fix). Otherwise every role of the job's
+  // world trains, and training_roles matter only for a layout the pod's annotations sketch.
+  bool strict_training_roles = false;
+  std::int64_t default_master_port = 29500;
+  std::int64_t default_num_nodes = 1;
+  nproc_setting default_nproc;
+  std::vector<std::pair<std::string, template_string>> default_replicas;  // role -> count
+  std::string default_ssh_auth_mount_path = "/root/.ssh";  // ${sshAuthMountPath} without a runtime
+  std::vector<env_item> env;
+  std::vector<port_item> ports;
+  std::vector<std::string> args_after;  // insert args right after these command tokens
+  std::vector<arg_item> args;
+  std::vector<volume_item> volumes;
+  std::vector<mount_item> volume_mounts;
+  std::vector<annotation_item> annotations;
+  std::vector<dns_search_item> dns_searches;
+  std::optional<hostfile_item> hostfile;
+  // The variables any of its templates or conditions use (a used() mask, set by parse_policy):
+  // a policy that uses no count does not make the engine read a pod's owners.
+  std::uint32_t variables_used = 0;
+
+  [[nodiscard]] bool is_training_role(std::string_view role) const;
+  // The variables used by the items that can apply to a pod of `role` (`training`: whether the
+  // role trains): what a pod whose owners are not read must be able to tell.
+  [[nodiscard]] std::uint32_t variables_used_for(std::string_view role, bool training) const;
+};
+
+// The used() mask of every template and condition in `p` (parse_policy stores it in
+// policy::variables_used).
+[[nodiscard]] std::uint32_t variables_used_by(const policy& p);
+
+// Parses one policy document. Errors read "<source>: <field>: <problem>; <what to write>".
+[[nodiscard]] result<policy> parse_policy(const nlohmann::json& document, std::string_view source);
+
+inline constexpr std::string_view sidecar_list_kind = "SidecarList";
+// Parses one SidecarList document: the container names it lists (spec.containers).
+[[nodiscard]] result<std::vector<std::string>> parse_sidecar_list(const nlohmann::json& document,
+                                                                  std::string_view source);
+
+// An immutable set of policies with constant-time selection by name and framework value.
+class policy_set {
+ public:
+  policy_set() = default;
+  // replacements_ points into policies_: moves keep the elements in place, copies would not.
+  policy_set(const policy_set&) = delete;
+  policy_set& operator=(const policy_set&) = delete;
+  policy_set(policy_set&&) = default;
+  policy_set& operator=(policy_set&&) = default;
+
+  // Rejects duplicate names, a framework value claimed twice and more than one default. The
+  // owner kinds (policies/owners.yaml) travel with the policies: one load, one snapshot.
+  [[nodiscard]] static result<policy_set> build(std::vector<policy> policies,
+                                                owner_kind_set owner_kinds = {},
+                                                std::vector<std::string> sidecars = {});
+
+  [[nodiscard]] const policy* by_name(std::string_view name) const;
+  [[nodiscard]] const policy* by_framework(std::string_view framework) const;
+  [[nodiscard]] const policy* default_policy() const;
+  // The policies that declared `replaces: {policy: <name>}`.
+  [[nodiscard]] const std::vector<const policy*>& replacements_of(std::string_view name) const;
+  [[nodiscard]] const std::vector<policy>& all() const { return policies_; }
+  [[nodiscard]] const owner_kind_set& owner_kinds() const { return owner_kinds_; }
+  // Container names known as sidecars (a service mesh's proxy, ...): never the target container
+  // unless named (policies/sidecars.yaml).
+  [[nodiscard]] const std::vector<std::string>& sidecars() const { return sidecars_; }
+
+ private:
+  struct string_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using index_map = std::unordered_map<std::string, std::size_t, string_hash, std::equal_to<>>;
+
+  std::vector<policy> policies_;
+  owner_kind_set owner_kinds_;
+  std::vector<std::string> sidecars_;
+  index_map by_name_;
+  index_map by_framework_;
+  std::optional<std::size_t> default_;
+  std::unordered_map<std::string, std::vector<const policy*>, string_hash, std::equal_to<>>
+      replacements_;
+};
+
+}  // namespace trainenv::core

@@ -1,0 +1,340 @@
+// Bytes are decoded elsewhere; here the data flow of one pod: recognise -> its runtime (Trainer)
+// -> select a policy -> check the pod's shape -> its place in the job's layout (its owners, when
+// the pod alone cannot tell) -> render -> diff. Each step
+// that needs an owner object the shell has not fetched yet names it instead of answering.
+#include "trainenv/core/decide/engine.hpp"
+
+#include "trainenv/core/decide/diff.hpp"
+#include "trainenv/core/decide/pod_shape.hpp"
+#include "trainenv/core/decide/render.hpp"
+#include "trainenv/core/decide/selection.hpp"
+#include "trainenv/core/job/controller_env.hpp"
+#include "trainenv/core/job/elastic.hpp"
+#include "trainenv/core/job/owner_walk.hpp"
+#include "trainenv/core/job/topology.hpp"
+#include "trainenv/core/model/pod_view.hpp"
+#include "trainenv/core/text/keys.hpp"
+
+namespace trainenv::core {
+namespace {
+
+using nlohmann::json;
+
+decision deny(std::string message, std::string policy = {}, int code = 400) {
+  decision d;
+  d.allowed = false;
+  d.message = std::move(message);
+  d.policy = std::move(policy);
+  d.code = code;
+  return d;
+}
+
+decision deny(const error& e, std::string policy = {}) {
+  return deny(e.message, std::move(policy), e.code);
+}
+
+decision pass(std::string why) {
+  decision d;
+  d.message = std::move(why);
+  return d;
+}
+
+// Allowed unchanged, and said so to the user: `why` is the warning too.
+decision pass_with_warning(const std::string& why) {
+  auto d = pass(why);
+  d.warnings.push_back(make_warning(why));
+  return d;
+}
+
+// An explicit count annotation wins (docs/contract.md §2.1); when the owners were read anyway and
+// say otherwise, the user hears about it.
+void add_disagreements(const pod_view& pod, const owner_counts& owners, const topology& t,
+                       decision& d) {
+  if (pod.annotation(keys::num_nodes) != nullptr) {
+    // The owner's own count of the layout's nodes, before the annotation.
+    std::int64_t nodes = 0;
+    for (const auto r : t.layout.nodes) {
+      if (const auto* counted = owners.find(t.layout.roles[r].name)) nodes += counted->pods;
+    }
+    if (nodes != t.num_nodes) {
+      d.warnings.push_back(make_warning(
+          "trainenv: kept annotation " + std::string(keys::num_nodes) + "=" +
+          std::to_string(t.num_nodes) + "; " + owners.owner + " runs " + std::to_string(nodes)));
+    }
+  }
+  if (const auto* given = pod.annotation(keys::replicas)) {
+    auto parsed = parse_replicas(*given);
+    if (!parsed) return;
+    for (const auto& [role, count] : *parsed) {
+      const auto* r = owners.find(role);
+      if (r != nullptr && r->pods != count) {
+        d.warnings.push_back(make_warning(
+            "trainenv: kept annotation " + std::string(keys::replicas) + " " + role + "=" +
+            std::to_string(count) + "; " + owners.owner + " runs " + std::to_string(r->pods)));
+      }
+    }
+  }
+}
+
+// What would make an owner lookup that failed unnecessary (docs/contract.md §6): the count
+// annotations, unless what the pod needs is its MPI workers' names or the layout's names, which
+// no annotation gives.
+std::string what_avoids_lookup(const pod_view& view, const policy& p, const topology& alone,
+                               std::uint32_t used) {
+  const auto open = alone.owner_open & used;
+  if (p.hostfile && alone.role == launcher_role && (open & variable_bit(variable::host)) != 0) {
+    return "no annotation avoids this lookup: the launcher's hostfile names its workers, which "
+           "only the owner can tell";
+  }
+  const bool counts_given = view.annotation(keys::replicas) != nullptr;
+  if ((open & naming_variables) != 0 && (counts_given || !alone.layout.unnamed.empty())) {
+    return "no annotation avoids this lookup: the pods' DNS names come from the owner";
+  }
+  return "set annotation " + std::string(keys::num_nodes) + " (or " + std::string(keys::replicas) +
+         ") on the pod template to skip the lookup";
+}
+
+// The pod's index in its role, when the layout it was placed in is the job's (not a placeholder for
+// owners that were not read) and counts it.
+std::optional<std::int64_t> placed_index(const topology& t) {
+  if (!t.counts_known || !t.index || *t.index >= t.layout.roles[t.role_at].pods)
+    return std::nullopt;
+  return t.index;
+}
+
+// The pod checks itself against its layout (docs/contract.md §2.2): its own hostname.subdomain,
+// as its controller set them, must be the name the layout gives its place, and the coordinator
+// JobSet names on every pod must be the layout's master. A disagreement means trainenv's rule for
+// this owner is wrong: denied loudly (500), never a silently wrong address. Bare pods and worlds
+// of one pod are not checked, nor pods whose policy names no pod.
+std::optional<error> check_own_name(const pod_view& view, const policy& p, const topology& t) {
+  if (!has_controller(view) || t.layout.node_count() <= 1) return std::nullopt;
+  if ((p.variables_used_for(t.role, t.training_role) & naming_variables) == 0) return std::nullopt;
+  const auto report = [&](const std::string& what) {
+    return error{"trainenv: " + what + ": trainenv's naming rule for " + t.layout.naming_kind +
+                     " is wrong here; a retry will not help, report it",
+                 500};
+  };
+  if (const auto index = placed_index(t); !t.own_name.empty() && index) {
+    if (auto expected = t.layout.dns_name(t.role_at, *index); expected && *expected != t.own_name) {
+      return report("this pod is named " + t.own_name + " (spec.hostname.spec.subdomain), but " +
+                    t.layout.source + " gives role " + quote(t.role) + " index " +
+                    std::to_string(*index) + " the name " + *expected);
+    }
+  }
+  // JobSet writes the coordinator's endpoint with its own subdomain even when DNS hostnames are
+  // off and no Service gives it a name: only then is its label not the name to check.
+  if (const auto* declared = view.label(keys::coordinator);
+      declared != nullptr && t.layout.coordinator && t.layout.templates_only.empty()) {
+    if (auto master = t.layout.master(); master && *master != *declared) {
+      return report("the coordinator is " + std::string(*declared) + " (label " +
+                    std::string(keys::coordinator) + "), but trainenv names it " + *master);
+    }
+  }
+  return std::nullopt;
+}
+
+// The env the pod's controller wrote (docs/contract.md §4): Kubeflow Trainer's plugins' on a
+// TrainJob's trainer pod, else what its layout owner's kind writes (Volcano's pytorch plugin).
+std::optional<written_env> controller_written(const pod_view& view, const owner_kind_set& kinds,
+                                              const trainer_settings* trainer,
+                                              const std::optional<owner_counts>& layout_owner,
+                                              const topology& t) {
+  if (trainer != nullptr) {
+    const auto* kind = kinds.find(trainer->trainjob_api_version, trainer->trainjob_kind);
+    if (kind != nullptr && kind->writes)
+      return find_written_env(view, *kind->writes, nullptr, nullptr, trainer->user_env);
+  }
+  if (layout_owner && layout_owner->kind != nullptr && layout_owner->kind->writes) {
+    return find_written_env(view, *layout_owner->kind->writes, layout_owner->object,
+                            t.layout.roles[t.role_at].pod_template, {});
+  }
+  return std::nullopt;
+}
+
+// The pod's place in its job, and the owner that gave its layout if one was read.
+struct placement {
+  result<topology> topo;
+  std::optional<owner_counts> owners;
+};
+
+// From the pod alone when its annotations and labels tell all that the policy uses for it (no
+// API call); else from its owners, asking for the next one to read. An owner already at hand
+// (read to recognise the pod, or cached) is always used.
+owner_step<placement> place(const pod_view& view, const policy& p, std::size_t target,
+                            const owner_values& owners, const owner_kind_set& kinds,
+                            const trainer_settings* trainer, const mutate_options& options) {
+  topology_sources src;
+  src.kinds = &kinds;
+  src.trainer = trainer;
+  src.has_owner = has_controller(view);
+  src.cluster_domain = options.cluster_domain;
+  // Elastic bounds from the pod and whatever owners are read by the time the layout is.
+  const auto with_elastic = [&](auto&& resolve) -> result<topology> {
+    auto elastic = read_elastic(view, owners, trainer);
+    if (!elastic) return std::move(elastic).take_error();
+    src.elastic = &*elastic;
+    src.job_uid = job_uid(view, owners, trainer);
+    return resolve();
+  };
+  if (!src.has_owner || !uses_counts(p))
+    return placement{with_elastic([&] { return resolve_topology(view, p, target, src); }),
+                     std::nullopt};
+
+  auto found = counts_from_owners(view, pod_role(view), owners, kinds);
+  auto* read = std::get_if<result<std::optional<owner_counts>>>(&found);
+  if (read != nullptr && *read && **read) {
+    placement out{error{}, std::move(***read)};
+    src.owners = &*out.owners;
+    out.topo = with_elastic([&] { return resolve_topology(view, p, target, src); });
+    if (!out.topo && out.topo.code() == contradicts_owner) {
+      // A pod created right after a resize contradicts the copy the shell's cache held: read
+      // the owner anew; read anew and still contradicted, it is the pod's violation.
+      const auto* held = owners.find(out.owners->ref);
+      if (held != nullptr && held->cached) {
+        auto fresh = out.owners->ref;
+        fresh.fresh = true;
+        return fresh;
+      }
+      out.topo = error{out.topo.message()};
+    }
+    return out;
+  }
+  // Not read (or not readable): the pod alone, if it tells all this pod needs. What the pod
+  // itself says wrong (a bad annotation) is its own violation, owners or not.
+  auto alone = with_elastic([&] { return resolve_topology(view, p, target, src); });
+  if (!alone) return placement{std::move(alone), std::nullopt};
+  const auto used = p.variables_used_for(alone->role, alone->training_role);
+  if ((alone->owner_open & used) == 0) return placement{std::move(alone), std::nullopt};
+  if (const auto* ref = needed(found)) return *ref;
+  if (read != nullptr && !*read) {
+    // Sizing fails closed: a silently wrong count is worse than a retried pod creation.
+    return placement{error{"trainenv: cannot read the pod counts: " + read->message() + "; " +
+                               what_avoids_lookup(view, p, *alone, used),
+                           read->code()},
+                     std::nullopt};
+  }
+  return placement{std::move(alone), std::nullopt};  // no owner after all: its own answer
+}
+
+}  // namespace
+
+decision owner_chain_too_long(const owner_ref& last) {
+  return deny("trainenv: the pod's owners took more than " + std::to_string(max_owner_fetches) +
+              " reads to size it (the last: " + last.display() + "); set annotation " +
+              std::string(keys::num_nodes) + " and " + std::string(keys::policy));
+}
+
+owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
+                              const owner_values& owners, const mutate_options& options) {
+  if (!view.json().is_object())
+    return deny("trainenv: the object is not a Pod (expected a JSON object)");
+  const auto& kinds = policies.owner_kinds();
+
+  const auto recognised = recognise(view, owners);
+  if (const auto* ref = needed(recognised)) return *ref;
+  const auto& verdict = std::get<recognition>(recognised);
+  switch (verdict.kind) {
+    case recognition::verdict::not_training:
+      return pass(verdict.reason);
+    case recognition::verdict::unknown: {
+      // Recognising fails open: a pod not known to be ours is not ours to block.
+      auto d = pass_with_warning(verdict.reason);
+      d.unrecognised = true;
+      return d;
+    }
+    case recognition::verdict::training:
+    case recognition::verdict::through_job:
+      break;
+  }
+  if (const auto* inject = view.annotation(keys::inject); inject != nullptr && *inject == "false") {
+    return pass("opted out: annotation " + std::string(keys::inject) + " is \"false\"");
+  }
+  if (const auto* wired = wired_owner(view, kinds)) {
+    return pass_with_warning("trainenv: passed unchanged: the pod's " + wired->kind + " (" +
+                             wired->group + ") is wired by " + wired->wired_by);
+  }
+
+  // Trainer's layout: the runtime names the framework and the MPI settings.
+  trainer_settings_ptr trainer;
+  if (verdict.kind == recognition::verdict::through_job) {
+    const auto found = trainer_runtime(view, *verdict.job, owners, kinds);
+    if (const auto* ref = needed(found)) return *ref;
+    const auto& settings = std::get<result<trainer_settings_ptr>>(found);
+    if (!settings) return deny(error{settings.message(), settings.code()});
+    trainer = *settings;
+  }
+  const auto selected = select_policy(view, policies, options.forced_policy, trainer.get(),
+                                      pod_owner_kind(view, kinds));
+  if (!selected.pass.empty()) {
+    auto d = pass_with_warning(selected.pass);
+    d.unknown_framework = true;
+    return d;
+  }
+  if (selected.chosen == nullptr) return deny(selected.violation);
+  const policy& p = *selected.chosen;
+
+  std::size_t target = 0;
+  std::string target_warning;
+  if (auto problem = check_pod_shape(view, p, policies.sidecars(), target, target_warning);
+      !problem.empty())
+    return deny(std::move(problem), p.name);
+
+  const auto placed = place(view, p, target, owners, kinds, trainer.get(), options);
+  if (const auto* ref = needed(placed)) return *ref;
+  const auto& [topo, layout_owner] = std::get<placement>(placed);
+  if (!topo) return deny(error{topo.message(), topo.code()}, p.name);
+  if (auto wrong = check_own_name(view, p, *topo)) return deny(*wrong, p.name);
+  const auto written = controller_written(view, kinds, trainer.get(), layout_owner, *topo);
+  auto want = render(p, *topo, view, written ? &*written : nullptr);
+  if (want && !want->applies) {
+    return pass("policy " + quote(p.name) + " does not apply: its condition " +
+                quote(p.when_source) + " is false");
+  }
+  // A layout with nothing to train on cannot be named (no master): said, never guessed, and said
+  // before whatever a policy item could not render for want of a node.
+  if (topo->counts_known && !topo->layout.no_nodes.empty() && uses_counts(p))
+    return deny(topo->layout.no_nodes, p.name);
+  if (!want) return deny(want.message(), p.name);
+  auto d = build_patch(view, *want, p.name);
+  for (const auto& note : topo->notes) d.warnings.push_back(make_warning(note));
+  if (!target_warning.empty()) d.warnings.push_back(make_warning(target_warning));
+  d.sources = topo->sources;
+  if (trainer) {
+    const auto& value = trainer->framework ? trainer->framework : trainer->ml_policy;
+    if (value) {
+      d.sources.push_back(
+          {"framework", *value,
+           trainer->framework ? trainer->framework_source : trainer->ml_policy_source});
+    }
+  }
+  if (layout_owner) add_disagreements(view, *layout_owner, *topo, d);
+  const auto& layout = topo->layout;
+  if (const auto index = placed_index(*topo)) {
+    if (auto name = layout.dns_name(topo->role_at, *index)) d.layout_name = std::move(*name);
+  }
+  for (const auto r : layout.nodes) d.world_roles.push_back(layout.roles[r].name);
+  d.world_of_workers = p.every_role_trains;
+  return d;
+}
+
+decision mutate_pod(const pod_view& pod, const policy_set& policies,
+                    const mutate_options& options) {
+  return decide(pod, policies, options, [](const owner_ref& ref, owner_values& owners) {
+    owners.add_failure(ref, lookup_failure::no_access, "no API access (this path reads no owners)");
+  });
+}
+
+decision mutate_pod(const json& pod, const policy_set& policies, const mutate_options& options) {
+  return mutate_pod(pod_view(pod), policies, options);
+}
+
+decision mutate(const admission_request& request, const policy_set& policies,
+                const mutate_options& options) {
+  if (!request.is_pod_create()) {
+    return pass("not a pod CREATE: " + request.operation + " of " + request.resource);
+  }
+  return mutate_pod(request.pod(), policies, options);
+}
+
+}  // namespace trainenv::core

@@ -1,0 +1,768 @@
+#include "trainenv/core/job/topology.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "trainenv/core/text/keys.hpp"
+#include "trainenv/core/text/quantity.hpp"
+
+namespace trainenv::core {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::int64_t max_count = 1'000'000;
+
+const std::string_view* non_empty(const std::string_view* s) {
+  return s != nullptr && !s->empty() ? s : nullptr;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+// The first present, non-empty source wins. Its name is written only for a message.
+struct sourced {
+  const std::string_view* value = nullptr;
+  std::string_view kind;  // "annotation", "label", "spec.subdomain"
+  std::string_view key;   // of the annotation or label
+
+  [[nodiscard]] std::string source() const {
+    return key.empty() ? std::string(kind) : std::string(kind) + " " + std::string(key);
+  }
+};
+
+sourced first_of(std::initializer_list<sourced> candidates) {
+  for (const auto& c : candidates) {
+    if (non_empty(c.value) != nullptr) return c;
+  }
+  return {};
+}
+
+std::string label_name(std::string_view key) {
+  return "label " + std::string(key);
+}
+std::string annotation_name(std::string_view key) {
+  return "annotation " + std::string(key);
+}
+
+sourced label_or_annotation(const pod_view& pod, std::string_view key) {
+  if (const auto* v = non_empty(pod.label(key))) return {v, "label", key};
+  return {non_empty(pod.annotation(key)), "annotation", key};
+}
+
+result<std::string> resolve_job(const pod_view& pod) {
+  const auto volcano = label_or_annotation(pod, keys::volcano_job);
+  const auto found = first_of({
+      {pod.label(keys::jobset_name), "label", keys::jobset_name},
+      {pod.label(keys::trainjob_name), "label", keys::trainjob_name},
+      volcano,
+      {pod.label(keys::job_name), "label", keys::job_name},
+      {pod.subdomain(), "spec.subdomain", {}},
+  });
+  if (found.value == nullptr) {
+    return error{"trainenv: cannot tell the job name: set label " + std::string(keys::jobset_name) +
+                 " (or label " + std::string(keys::trainjob_name) + ", label " +
+                 std::string(keys::volcano_job) + ", label " + std::string(keys::job_name) +
+                 ", or spec.subdomain)"};
+  }
+  return std::string(*found.value);
+}
+
+using role_counts = std::vector<std::pair<std::string, std::int64_t>>;
+
+}  // namespace
+
+std::string pod_role(const pod_view& pod) {
+  const auto found = first_of({
+      label_or_annotation(pod, keys::role),
+      {pod.label(keys::replicated_job), "label", keys::replicated_job},
+      label_or_annotation(pod, keys::volcano_task),
+  });
+  return found.value != nullptr ? std::string(*found.value) : std::string("node");
+}
+
+namespace {
+
+// nullopt value with no error: no source present.
+result<std::optional<std::int64_t>> read_index(const pod_view& pod) {
+  const auto found = first_of({
+      {pod.annotation(keys::completion_index), "annotation", keys::completion_index},
+      {pod.label(keys::completion_index), "label", keys::completion_index},
+      {pod.label(keys::volcano_index), "label", keys::volcano_index},
+  });
+  if (found.value != nullptr) {
+    const auto n = parse_decimal(trim(*found.value), max_count);
+    if (!n) {
+      return error{"trainenv: " + found.source() + " is " + quote(*found.value) +
+                   "; expected a whole number >= 0"};
+    }
+    return std::optional<std::int64_t>(*n);
+  }
+  // A pod named "<job>-worker-3" (Volcano, StatefulSet-like naming) carries its index.
+  if (const auto* name = pod.name()) {
+    const auto dash = name->find_last_of('-');
+    if (dash != std::string::npos) {
+      if (const auto n = parse_decimal(std::string_view(*name).substr(dash + 1), max_count)) {
+        return std::optional<std::int64_t>(*n);
+      }
+    }
+  }
+  return std::optional<std::int64_t>();
+}
+
+// A whole number from `min` to `max` in a label or annotation; nullopt when absent.
+result<std::optional<std::int64_t>> read_number(const std::string_view* text,
+                                                const std::string& what, std::int64_t min,
+                                                std::int64_t max) {
+  if (text == nullptr) return std::optional<std::int64_t>();
+  const auto n = parse_decimal(trim(*text), max);
+  if (!n || *n < min) {
+    return error{"trainenv: " + what + " is " + quote(*text) + "; expected a whole number from " +
+                 std::to_string(min) + " to " + std::to_string(max)};
+  }
+  return std::optional<std::int64_t>(*n);
+}
+
+result<std::optional<std::int64_t>> read_int_annotation(const pod_view& pod, std::string_view key,
+                                                        std::int64_t min, std::int64_t max) {
+  return read_number(pod.annotation(key), annotation_name(key), min, max);
+}
+
+std::string replicas_text(const job_layout& layout) {
+  std::string out;
+  for (const auto& r : layout.roles)
+    out += (out.empty() ? "" : ",") + r.name + "=" + std::to_string(r.pods);
+  return out;
+}
+
+}  // namespace
+
+result<role_counts> parse_replicas(std::string_view text) {
+  role_counts out;
+  const auto bad = [&](std::string_view why) {
+    return error{"trainenv: annotation " + std::string(keys::replicas) + " is " + quote(text) +
+                 "; " + std::string(why) + " (expected role=count pairs, e.g. master=1,worker=3)"};
+  };
+  std::string_view rest = text;
+  while (true) {
+    const auto comma = rest.find(',');
+    const auto item = trim(rest.substr(0, comma));
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos) return bad("\"" + std::string(item) + "\" has no '='");
+    const auto role = trim(item.substr(0, eq));
+    const auto count = parse_decimal(trim(item.substr(eq + 1)), max_count);
+    if (!is_dns_label(role)) return bad("\"" + std::string(role) + "\" is not a role name");
+    if (!count) return bad("the count for " + std::string(role) + " is not a whole number");
+    for (const auto& [name, n] : out) {
+      if (name == role) return bad(std::string(role) + " is listed twice");
+    }
+    out.emplace_back(std::string(role), *count);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  return out;
+}
+
+namespace {
+
+// Processes per node, the processes-per-node count and the GPUs: the annotation, else what the
+// TrainJob or its runtime sets (so that Trainer's own PET_NPROC_PER_NODE agrees), else the
+// policy's default, resolved against the target container's resources.
+result<bool> resolve_processes(const pod_view& pod, const policy& p, const json& target,
+                               const trainer_settings* trainer, topology& t) {
+  nproc_setting nproc = p.default_nproc;
+  std::optional<std::string_view> text;
+  if (const auto* given = pod.annotation(keys::nproc_per_node)) text = *given;
+  const bool from_pod = text.has_value();
+  std::string source = annotation_name(keys::nproc_per_node);
+  if (!text && trainer != nullptr && trainer->num_proc_per_node) {
+    text = *trainer->num_proc_per_node;
+    source = trainer->nproc_source;
+    t.nproc_one_means_gpus = trainer->nproc_one_means_gpus;
+  }
+  if (text) {
+    const auto parsed = nproc_setting::parse(trim(*text));
+    if (!parsed) {
+      return error{"trainenv: " + source + " is " + quote(*text) +
+                   "; expected a whole number >= 1, auto, cpu or gpu"};
+    }
+    nproc = *parsed;
+    if (!from_pod) t.sources.push_back({"nprocPerNode", std::string(*text), source});
+  }
+  if (nproc.kind == nproc_setting::mode::count) t.nproc_count = nproc.count;
+  if (auto gpus = gpu_count(target)) {
+    t.gpus_per_node = *gpus;
+  } else {
+    t.gpus_unknown_reason = gpus.message();
+  }
+  auto resolved = resolve_nproc(nproc, target);
+  if (!resolved) return std::move(resolved).take_error();
+  t.nproc_per_node = *resolved;
+  return true;
+}
+
+// The GPUs of one pod of the layout's first node role, as its pod template in the owner asks
+// for them: what a launcher's MPI slots count. nullopt when no template says.
+std::optional<std::int64_t> worker_template_gpus(const job_layout& layout, const policy& p) {
+  for (const auto r : layout.nodes) {
+    const auto* tmpl = layout.roles[r].pod_template;
+    if (tmpl == nullptr || layout.roles[r].name == launcher_role) continue;
+    const auto* spec = member(*tmpl, "spec");
+    const auto* containers = spec != nullptr ? member(*spec, "containers") : nullptr;
+    if (containers == nullptr || !containers->is_array() || containers->empty()) continue;
+    const json* chosen = &(*containers)[0];
+    for (const auto& c : *containers) {
+      if (const auto* name = string_member(c, "name"); name != nullptr && *name == p.container)
+        chosen = &c;
+    }
+    if (auto gpus = gpu_count(*chosen)) return *gpus;
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// A plugin's arguments in the owner (Volcano's pytorch plugin: "--master=chief", "--worker",
+// "replica", "--port=23457"): the roles that play master and worker, and the port.
+void read_plugin_args(const plugin_args& rule, const json& owner, job_layout& layout) {
+  const auto* args = find_path(owner, rule.at);
+  if (args == nullptr || !args->is_array()) return;
+  for (std::size_t i = 0; i < args->size(); ++i) {
+    if (!(*args)[i].is_string()) continue;
+    const auto& arg = (*args)[i].get_ref<const std::string&>();
+    const auto eq = arg.find('=');
+    const auto flag = arg.substr(0, eq);
+    std::string value;
+    if (eq != std::string::npos) {
+      value = arg.substr(eq + 1);
+    } else if (i + 1 < args->size() && (*args)[i + 1].is_string()) {
+      value = (*args)[i + 1].get<std::string>();
+    }
+    if (value.empty()) continue;
+    if (flag == rule.master_flag) layout.master_role = value;
+    if (flag == rule.worker_flag) layout.worker_role = value;
+    if (flag == rule.port_flag) {
+      if (const auto n = parse_decimal(value, 65535); n && *n >= 1) layout.plugin_port = *n;
+    }
+  }
+}
+
+// The layout the pod's owner gives: every role's pods and Jobs, named by the owner's kind.
+job_layout layout_from_owner(const owner_counts& owners) {
+  job_layout layout;
+  layout.source = owners.owner;
+  for (const auto& r : owners.roles) {
+    layout_role role;
+    role.name = r.role;
+    role.pods = r.pods;
+    role.jobs = std::max<std::int64_t>(r.jobs, 1);
+    role.step = r.step;
+    role.opted_out = r.opted_out;
+    role.owner_order = layout.roles.size();
+    role.pod_template = r.pod_template;
+    layout.roles.push_back(std::move(role));
+  }
+  // A role another waits for until it is Complete has finished before that one starts.
+  for (const auto& r : owners.roles) {
+    for (const auto& [name, status] : r.depends_on) {
+      auto* before = layout.find(name);
+      if (before != nullptr && status == "Complete" && before->completes_before.empty())
+        before->completes_before = r.role;
+    }
+  }
+  set_naming(layout, *owners.kind, owners.object, owners.name, nullptr, true);
+  if (owners.kind->arguments) read_plugin_args(*owners.kind->arguments, *owners.object, layout);
+  return layout;
+}
+
+// Whether a hand-written MPI job runs its launcher as a node: the annotation on the launcher's
+// pod template (read from the owner) or on the launcher pod itself.
+bool launcher_runs_as_node(const pod_view& pod, const std::string& role, const job_layout& layout) {
+  const auto says_so = [](const std::string_view* value) {
+    return value != nullptr && *value == "true";
+  };
+  if (role == launcher_role && says_so(pod.annotation(keys::run_launcher_as_node))) return true;
+  const auto* launcher = layout.find(launcher_role);
+  const auto* tmpl = launcher != nullptr ? launcher->pod_template : nullptr;
+  const auto* metadata = tmpl != nullptr ? member(*tmpl, "metadata") : nullptr;
+  const auto* annotations = metadata != nullptr ? member(*metadata, "annotations") : nullptr;
+  const auto* value =
+      annotations != nullptr ? string_member(*annotations, keys::run_launcher_as_node) : nullptr;
+  return value != nullptr && *value == "true";
+}
+
+// The roles the pod's annotations give, else (a pod with no owner to ask) the policy's defaults,
+// else the pod's own role with the number of nodes.
+result<bool> roles_from_pod(const pod_view& pod, const policy& p, const std::string& role,
+                            std::int64_t num_nodes, bool has_owner, job_layout& layout) {
+  const auto add = [&](std::string name, std::int64_t pods) {
+    layout_role r;
+    r.name = std::move(name);
+    r.pods = pods;
+    r.jobs_known = !has_owner;  // only the owner knows how many Jobs another role runs
+    r.owner_order = layout.roles.size();
+    layout.roles.push_back(std::move(r));
+  };
+  if (const auto* given = pod.annotation(keys::replicas)) {
+    auto parsed = parse_replicas(*given);
+    if (!parsed) return std::move(parsed).take_error();
+    for (auto& [name, count] : *parsed) add(std::move(name), count);
+    layout.source = annotation_name(keys::replicas);
+    return true;
+  }
+  if (!has_owner && !p.default_replicas.empty()) {
+    variable_values nodes;
+    nodes.set(variable::num_nodes, num_nodes);
+    for (const auto& [name, count] : p.default_replicas) {
+      auto n = count.evaluate(nodes);
+      if (!n || *n < 0 || *n > max_count) {
+        return error{"trainenv: policy " + quote(p.name) + " gives role " + quote(name) + " " +
+                     (n ? quote(std::to_string(*n)) : n.message()) + " replicas for " +
+                     std::to_string(num_nodes) + " nodes; set annotation " +
+                     std::string(keys::replicas)};
+      }
+      add(name, *n);
+    }
+    layout.source = "policy " + quote(p.name) + " default";
+    return true;
+  }
+  add(role, num_nodes);
+  layout.source = pod.annotation(keys::num_nodes) != nullptr
+                      ? annotation_name(keys::num_nodes)
+                      : "policy " + quote(p.name) + " default";
+  return true;
+}
+
+// The Jobs of the pod's own role, from the label JobSet puts on its pods, when the owner that
+// knows them is not read.
+result<bool> own_jobs_from_labels(const pod_view& pod, std::size_t own, job_layout& layout) {
+  auto jobs = read_number(pod.label(keys::replicated_job_replicas),
+                          label_name(keys::replicated_job_replicas), 1, max_count);
+  if (!jobs) return std::move(jobs).take_error();
+  auto& role = layout.roles[own];
+  role.jobs_known = true;
+  if (!*jobs) return true;
+  role.jobs = **jobs;
+  if (role.pods % role.jobs != 0) {
+    return error{"trainenv: role " + quote(role.name) + " has " + std::to_string(role.pods) +
+                 " pods (" + layout.source + "), which " +
+                 label_name(keys::replicated_job_replicas) + " = " + std::to_string(role.jobs) +
+                 " Jobs cannot share evenly; set annotation " + std::string(keys::replicas) +
+                 " to the role's pods in all"};
+  }
+  return true;
+}
+
+// trainenv.io/replicas over the owner's roles: each role it names has that many pods; a role the
+// owner lacks is added.
+result<bool> apply_replicas_annotation(const pod_view& pod, job_layout& layout) {
+  const auto* given = pod.annotation(keys::replicas);
+  if (given == nullptr) return true;
+  auto parsed = parse_replicas(*given);
+  if (!parsed) return std::move(parsed).take_error();
+  for (auto& [name, count] : *parsed) {
+    if (auto* r = layout.find(name)) {
+      if (count % r->jobs != 0) {
+        return error{"trainenv: annotation " + std::string(keys::replicas) + " gives role " +
+                     quote(name) + " " + std::to_string(count) + " pods, but " + layout.source +
+                     " runs it in " + std::to_string(r->jobs) + " Jobs; give a multiple of " +
+                     std::to_string(r->jobs)};
+      }
+      r->pods = count;
+    } else {
+      layout_role added;
+      added.name = std::move(name);
+      added.pods = count;
+      added.owner_order = layout.roles.size();
+      layout.roles.push_back(std::move(added));
+    }
+  }
+  return true;
+}
+
+// trainenv.io/num-nodes over the owner's layout: a job with one role of nodes (besides a
+// launcher run as one) runs that many; with several, the annotation names the number of nodes
+// alone (and the owner's disagreement is warned about).
+result<bool> apply_num_nodes(std::int64_t nodes, job_layout& layout) {
+  layout_role* only = nullptr;
+  for (const auto r : layout.nodes) {
+    if (layout.roles[r].name == launcher_role && layout.launcher_is_node) continue;
+    if (only != nullptr) return true;
+    only = &layout.roles[r];
+  }
+  if (only == nullptr) return true;
+  const auto pods = nodes - (layout.launcher_is_node ? 1 : 0);
+  if (pods < 1 || pods % only->jobs != 0) {
+    return error{"trainenv: annotation " + std::string(keys::num_nodes) + " is " +
+                 std::to_string(nodes) + ", but role " + quote(only->name) + " of " +
+                 layout.source + " runs in " + std::to_string(only->jobs) + " Jobs" +
+                 (layout.launcher_is_node ? " beside a launcher that is a node" : "") +
+                 "; give a number they can share evenly"};
+  }
+  only->pods = pods;
+  return true;
+}
+
+// The pod's place in its role: its completion index within its Job, plus the Jobs before its own
+// (JobSet's job-index label) times the pods of one Job.
+result<bool> resolve_index(const pod_view& pod, bool jobs_known, topology& t) {
+  auto index = read_index(pod);
+  if (!index) return std::move(index).take_error();
+  const auto& role = t.layout.roles[t.role_at];
+  const auto* job_text = pod.label(keys::job_index);
+  auto job = read_number(job_text, label_name(keys::job_index), 0, max_count);
+  if (!job) return std::move(job).take_error();
+  if (jobs_known && role.jobs > 1 && !*job) {
+    return error{"trainenv: role " + quote(role.name) + " of " + t.layout.source + " runs " +
+                 std::to_string(role.jobs) + " Jobs, and label " + std::string(keys::job_index) +
+                 " is missing; expected a whole number >= 0"};
+  }
+  t.job_index = job->value_or(0);
+  if (jobs_known && t.job_index > 0 && t.job_index >= role.jobs) {
+    return error{"trainenv: label " + std::string(keys::job_index) + " is " +
+                     std::to_string(t.job_index) + ", but role " + quote(role.name) + " runs " +
+                     std::to_string(role.jobs) + " Job(s) (" + t.layout.source + ")",
+                 contradicts_owner};
+  }
+  if (*index) t.index = t.job_index * role.pods_per_job() + **index;
+  if (!t.index && role.pods == 1) t.index = 0;
+  if (!t.index) {
+    t.index_unknown_reason =
+        "trainenv: cannot tell this pod's index in role " + quote(t.role) +
+        (role.pods > 1 ? " (" + std::to_string(role.pods) + " pods)" : std::string()) +
+        ": set annotation " + std::string(keys::completion_index) + " or label " +
+        std::string(keys::volcano_index);
+  }
+  return true;
+}
+
+// Which variables a pod whose owners were not read cannot trust from its annotations and labels
+// alone (docs/contract.md §2: an annotation fixes only what it names).
+std::uint32_t open_without_owner(const pod_view& pod, const policy& p, const topology& t) {
+  constexpr std::uint32_t roles_open =
+      variable_bit(variable::num_nodes) | variable_bit(variable::world_size) |
+      variable_bit(variable::rank) | variable_bit(variable::node_rank) |
+      variable_bit(variable::master_addr) | variable_bit(variable::host) |
+      variable_bit(variable::subdomain) | variable_bit(variable::slots) | replicas_bit;
+  const bool replicas_given = pod.annotation(keys::replicas) != nullptr;
+  const bool nodes_given = pod.annotation(keys::num_nodes) != nullptr;
+  const auto& own = t.layout.roles[t.role_at];
+  // Only the replicas annotation names every role; the number of nodes alone names the pod's
+  // own role, for a policy whose layout is that one role.
+  if (!replicas_given && !(nodes_given && own.node && p.default_replicas.empty()))
+    return roles_open;
+  std::uint32_t open = 0;
+  if (!t.layout.unnamed.empty()) {
+    open |= variable_bit(variable::master_addr) | variable_bit(variable::host) |
+            variable_bit(variable::subdomain);
+  }
+  if (!t.layout.host_groups()) open |= variable_bit(variable::host);
+  if (!own.node && !t.nproc_count) open |= variable_bit(variable::slots);  // the workers' GPUs
+  return open;
+}
+
+// The layout: the owner's when it was read (with trainenv.io/replicas over it), else what the
+// pod's annotations and labels say, named by the kind its labels name.
+result<bool> build_layout(const pod_view& pod, const policy& p, const topology_sources& src,
+                          const std::string& role, std::int64_t nodes, job_layout& layout) {
+  if (src.owners != nullptr) {
+    layout = layout_from_owner(*src.owners);
+    if (auto ok = apply_replicas_annotation(pod, layout); !ok) return ok;
+  } else {
+    if (auto ok = roles_from_pod(pod, p, role, nodes, src.has_owner, layout); !ok) return ok;
+    const std::string_view* job_name = nullptr;
+    if (const auto* kind =
+            src.kinds != nullptr ? kind_by_labels(pod, *src.kinds, &job_name) : nullptr) {
+      set_naming(layout, *kind, nullptr, *job_name, pod.subdomain(), src.has_owner);
+    } else {
+      layout.unnamed =
+          "trainenv: cannot name the job's pods: the pod has no owner and none of "
+          "the labels " +
+          std::string(keys::jobset_name) + ", " + std::string(keys::volcano_job) + " or " +
+          std::string(keys::job_name);
+    }
+  }
+  layout.launcher_is_node = src.trainer != nullptr ? src.trainer->run_launcher_as_node
+                                                   : launcher_runs_as_node(pod, role, layout);
+  return true;
+}
+
+// The pod's role in the layout: a role the owner lacks is a violation naming its roles; a
+// non-training role trainenv.io/replicas leaves out is added, counting no pods. Whether it was
+// listed.
+result<bool> find_own_role(const pod_view& pod, const policy& p, const topology_sources& src,
+                           const std::string& role, job_layout& layout) {
+  if (layout.index_of(role)) return true;
+  if (src.owners != nullptr) {
+    std::string roles;
+    for (const auto& r : layout.roles) roles += (roles.empty() ? "" : ", ") + r.name;
+    return error{"trainenv: " + src.owners->owner + " has no role " + quote(role) + " (it has " +
+                 (roles.empty() ? std::string("none") : roles) + "); set label " +
+                 std::string(keys::role) + " or annotation " + std::string(keys::replicas)};
+  }
+  if (p.is_training_role(role) && pod.annotation(keys::replicas) != nullptr) {
+    return error{"trainenv: annotation " + std::string(keys::replicas) +
+                 " does not list this pod's role " + quote(role) + "; add " + role + "=<count>"};
+  }
+  layout_role unlisted;
+  unlisted.name = role;
+  unlisted.listed = false;
+  unlisted.owner_order = layout.roles.size();
+  layout.roles.push_back(std::move(unlisted));
+  return false;
+}
+
+// Where the MPI SSH keys go: the runtime's sshAuthMountPath, else the pod's annotation (a
+// hand-written MPI job whose user is not root), else the policy's default.
+std::string ssh_mount_path(const pod_view& pod, const policy& p, const trainer_settings* trainer) {
+  if (trainer != nullptr && trainer->ssh_auth_mount_path) return *trainer->ssh_auth_mount_path;
+  if (const auto* given = non_empty(pod.annotation(keys::ssh_auth_mount_path)))
+    return std::string(trim(*given));
+  return p.default_ssh_auth_mount_path;
+}
+
+// The private key's mode (docs/contract.md §3, SSH keys): OpenSSH refuses a key its own user
+// owns when others can read it, so 0600 where root reads the root-owned file; 0640 only when a
+// non-root user reads it through the pod's fsGroup, away from root's home.
+std::int64_t ssh_key_mode(const pod_view& pod, const std::string& mount_path) {
+  const auto* spec = member(pod.json(), "spec");
+  const auto* security = spec != nullptr ? member(*spec, "securityContext") : nullptr;
+  const auto* fs_group = security != nullptr ? member(*security, "fsGroup") : nullptr;
+  const bool under_root = mount_path == "/root" || mount_path.rfind("/root/", 0) == 0;
+  return fs_group != nullptr && fs_group->is_number_integer() && !under_root ? 0640 : 0600;
+}
+
+}  // namespace
+
+result<topology> resolve_topology(const pod_view& pod, const policy& p, std::size_t target_index,
+                                  const topology_sources& src) {
+  topology t;
+  t.container = target_index;
+  const auto& target = (*pod.containers())[t.container];
+
+  auto job = resolve_job(pod);
+  if (!job) return std::move(job).take_error();
+  t.job = std::move(*job);
+  // A pod with no namespace (a file given to preview) is created in the default one.
+  const auto* ns = non_empty(pod.namespace_name());
+  t.namespace_name = ns != nullptr ? std::string(*ns) : std::string("default");
+  t.role = pod_role(pod);
+
+  auto port = read_int_annotation(pod, keys::master_port, 1, 65535);
+  if (!port) return std::move(port).take_error();
+  if (auto nproc = resolve_processes(pod, p, target, src.trainer, t); !nproc)
+    return std::move(nproc).take_error();
+  if (src.elastic != nullptr) {
+    t.elastic = src.elastic->elastic;
+    t.c10d = t.elastic || src.elastic->rendezvous_c10d;
+    t.notes = src.elastic->notes;
+  }
+  t.job_uid = src.job_uid;
+  t.ssh_auth_mount_path = ssh_mount_path(pod, p, src.trainer);
+  t.ssh_key_mode = ssh_key_mode(pod, t.ssh_auth_mount_path);
+  t.cluster_domain = src.cluster_domain;
+
+  auto nodes_annotation = read_int_annotation(pod, keys::num_nodes, 1, max_count);
+  if (!nodes_annotation) return std::move(nodes_annotation).take_error();
+
+  if (auto ok = build_layout(pod, p, src, t.role, nodes_annotation->value_or(p.default_num_nodes),
+                             t.layout);
+      !ok)
+    return std::move(ok).take_error();
+  auto& layout = t.layout;
+  t.master_port = port->value_or(layout.plugin_port.value_or(p.default_master_port));
+  auto role_listed = find_own_role(pod, p, src, t.role, layout);
+  if (!role_listed) return std::move(role_listed).take_error();
+  world_rules rules;
+  rules.read_from_owner = src.owners != nullptr;
+  rules.trainer_workers = src.trainer != nullptr;
+  settle_roles(layout, p, rules,
+               src.owners != nullptr ? src.owners->coordinator : std::optional<coordinator_pod>());
+  if (!layout.coordinator_note.empty()) t.notes.push_back(layout.coordinator_note);
+  if (t.elastic && (p.variables_used & variable_bit(variable::elastic)) == 0) {
+    t.notes.push_back("trainenv: policy " + quote(p.name) + " has no elastic mode: the job (" +
+                      t.elastic->source + ") is wired statically, for its size now");
+  }
+  t.role_at = *layout.index_of(t.role);
+  // The counts are the pod's to answer for when they come from its owner, its annotations, or
+  // (a bare pod) the policy's defaults; not the defaults of a pod whose owner was not read.
+  const bool counts_known = src.owners != nullptr || !src.has_owner ||
+                            pod.annotation(keys::replicas) != nullptr || *nodes_annotation;
+  if (src.owners == nullptr && counts_known) {
+    if (auto ok = own_jobs_from_labels(pod, t.role_at, layout); !ok)
+      return std::move(ok).take_error();
+  } else if (*nodes_annotation) {
+    if (auto ok = apply_num_nodes(**nodes_annotation, layout); !ok)
+      return std::move(ok).take_error();
+  }
+  const auto& own = layout.roles[t.role_at];
+  t.training_role = own.training;
+
+  if (auto ok = resolve_index(pod, counts_known, t); !ok) return std::move(ok).take_error();
+  // A policy that uses no count never learns the job's size (no owner is read for it), so an
+  // index past the pods its role is given says nothing about the pod.
+  // Nor does the default count of a pod whose owners, not read, know its real count.
+  if (t.index && *role_listed && counts_known && *t.index >= own.pods && uses_counts(p)) {
+    const bool by_owner = src.owners != nullptr;
+    return error{
+        "trainenv: index " + std::to_string(*t.index) + " of role " + quote(t.role) +
+            " is out of range: " + layout.source + " gives it " + std::to_string(own.pods) +
+            " pod(s); set " +
+            (by_owner || pod.annotation(keys::replicas) != nullptr ? std::string(keys::replicas)
+                                                                   : std::string(keys::num_nodes)) +
+            " to the real count",
+        by_owner ? contradicts_owner : 400};
+  }
+  // JobSet's label of the replicas the pod's replicatedJob had when its Job was made: the owner
+  // read must say the same (docs/contract.md §2.1).
+  if (src.owners != nullptr) {
+    auto labelled = read_number(pod.label(keys::replicated_job_replicas),
+                                label_name(keys::replicated_job_replicas), 1, max_count);
+    if (labelled && *labelled && **labelled != own.jobs) {
+      return error{"trainenv: " + label_name(keys::replicated_job_replicas) + " is " +
+                       std::to_string(**labelled) + ", but " + layout.source + " runs role " +
+                       quote(t.role) + " in " + std::to_string(own.jobs) + " Job(s)",
+                   contradicts_owner};
+    }
+  }
+
+  t.num_nodes = nodes_annotation->value_or(layout.node_count());
+  if (t.elastic && counts_known && layout.node_count() > t.elastic->max) {
+    t.notes.push_back("trainenv: the job runs " + std::to_string(layout.node_count()) +
+                      " nodes, more than its elastic maximum " + std::to_string(t.elastic->max) +
+                      " (" + t.elastic->source + "): torchrun admits at most that many");
+  }
+  t.counts_known = counts_known;
+  if (t.training_role) t.world_size = layout.training_pods();
+  if (t.index) t.node_rank = layout.node_rank(t.role_at, *t.index);
+  const auto* hostname = non_empty(pod.hostname());
+  const auto* subdomain = non_empty(pod.subdomain());
+  if (hostname != nullptr && subdomain != nullptr)
+    t.own_name = std::string(*hostname) + "." + std::string(*subdomain);
+  if (!own.node && src.owners != nullptr) {
+    if (const auto gpus = worker_template_gpus(layout, p)) {
+      t.worker_gpus = *gpus;
+      t.sources.push_back(
+          {"workerGpus", std::to_string(*gpus), src.owners->owner + " pod template"});
+    }
+  }
+  t.sources.push_back({"numNodes", std::to_string(t.num_nodes),
+                       *nodes_annotation ? annotation_name(keys::num_nodes) : layout.source});
+  t.sources.push_back({"replicas", replicas_text(layout), layout.source});
+  if (src.owners == nullptr && src.has_owner) t.owner_open = open_without_owner(pod, p, t);
+  return t;
+}
+
+result<std::string> topology::rendezvous_host() const {
+  // The endpoint pod: the coordinator, else index 0 of the first node role (the pod an Indexed
+  // Job keeps while it shrinks): node rank 0 either way. Only a job that stays one pod may
+  // rendezvous on localhost.
+  auto name = elastic && elastic->max > 1 ? layout.rank0_name() : layout.master();
+  if (!name) {
+    if (!elastic || elastic->max <= 1) return name;
+    return error{name.message() + " (the elastic job, " + elastic->source + ", may grow to " +
+                 std::to_string(elastic->max) + " pods, and rendezvous at its first pod's name)"};
+  }
+  if (*name == "localhost") return name;
+  // Its full name: torch's c10d hosts the store only on the agent whose own names match the
+  // endpoint, and the kubelet's /etc/hosts lists the full name, not hostname.subdomain.
+  return *name + "." + namespace_name + ".svc." + cluster_domain;
+}
+
+// An elastic job's bounds and restarts, and a c10d rendezvous's endpoint and id (docs/contract.md
+// §2.3), or why each is unavailable.
+void topology::set_rendezvous(variable_values& v) const {
+  const std::string not_elastic =
+      "trainenv: the job is not elastic (no annotation " + std::string(keys::elastic) + ")";
+  v.set(variable::elastic, std::int64_t{elastic ? 1 : 0});
+  v.set(variable::c10d, std::int64_t{c10d ? 1 : 0});
+  if (elastic) {
+    v.set(variable::min_nodes, elastic->min);
+    v.set(variable::max_nodes, elastic->max);
+  } else {
+    v.set_unavailable(variable::min_nodes, not_elastic);
+    v.set_unavailable(variable::max_nodes, not_elastic);
+  }
+  v.set(variable::max_restarts,
+        elastic && elastic->max_restarts ? *elastic->max_restarts : std::int64_t{-1});
+  v.set(variable::rdzv_id, job_uid);
+  auto host = c10d ? rendezvous_host()
+                   : result<std::string>(error{"trainenv: the job does not rendezvous with c10d "
+                                               "(no annotation " +
+                                               std::string(keys::elastic) + " or " +
+                                               std::string(keys::rendezvous) + ")"});
+  if (host) {
+    v.set(variable::rdzv_endpoint, std::move(*host));
+  } else {
+    v.set_unavailable(variable::rdzv_endpoint, host.message());
+  }
+}
+
+variable_values topology::variables() const {
+  variable_values v;
+  // A number when known, else the reason it is not, which a policy item needing it reports.
+  const auto set_number = [&v](variable var, std::optional<std::int64_t> value,
+                               const std::string& reason) {
+    if (value) {
+      v.set(var, *value);
+    } else {
+      v.set_unavailable(var, reason);
+    }
+  };
+  const auto set_text = [&v](variable var, const result<std::string>& text) {
+    if (text) {
+      v.set(var, *text);
+    } else {
+      v.set_unavailable(var, text.message());
+    }
+  };
+  v.set(variable::job, job);
+  v.set(variable::namespace_name, namespace_name);
+  v.set(variable::role, role);
+  set_number(variable::index, index, index_unknown_reason);
+  v.set(variable::job_index, job_index);
+  v.set(variable::num_nodes, num_nodes);
+  v.set(variable::nproc_per_node, nproc_per_node.text());
+  v.set(variable::master_port, master_port);
+  // Policies are validated so that only items scoped to training roles use these two.
+  const std::string not_training = "trainenv: role " + quote(role) + " is not a training role";
+  set_number(variable::world_size, world_size, not_training);
+  set_number(variable::rank, training_role ? node_rank : std::nullopt,
+             training_role ? index_unknown_reason : not_training);
+  set_number(variable::node_rank, node_rank,
+             layout.roles[role_at].node ? index_unknown_reason
+                                        : "trainenv: role " + quote(role) +
+                                              " is not a node of the job: it has no node rank");
+  set_text(variable::master_addr, layout.master());
+  v.set(variable::ssh_auth_mount_path, ssh_auth_mount_path);
+  v.set(variable::ssh_key_mode, ssh_key_mode);
+  v.set(variable::cluster_domain, cluster_domain);
+  set_text(variable::subdomain, layout.launcher_subdomain());
+  set_rendezvous(v);
+  set_number(variable::gpus_per_node, gpus_per_node, gpus_unknown_reason);
+  const auto gpus_or_one =
+      gpus_per_node ? std::optional(std::max<std::int64_t>(*gpus_per_node, 1)) : std::nullopt;
+  // MPI slots: the processes-per-node setting when a number (Trainer's 1 standing for the GPUs
+  // when a node has more), else the GPUs of a worker, else 1.
+  const auto worker = worker_gpus ? worker_gpus : gpus_per_node;
+  const auto worker_or_one =
+      worker ? std::optional(std::max<std::int64_t>(*worker, 1)) : std::nullopt;
+  auto slots = nproc_count ? nproc_count : worker_or_one;
+  if (nproc_one_means_gpus && worker && *worker > 1) slots = *worker;
+  set_number(variable::slots, slots, gpus_unknown_reason);
+  // Processes per node as a number: the resolved count, or for auto/gpu the GPUs (at least 1).
+  set_number(variable::processes_per_node,
+             nproc_per_node.count ? nproc_per_node.count : gpus_or_one, gpus_unknown_reason);
+  v.set_unavailable(variable::host, "trainenv: ${host} exists only inside a hostfile's line");
+  v.set_unavailable(variable::line, "trainenv: ${i} exists only inside an annotation's lines");
+  std::vector<std::pair<std::string, std::int64_t>> replicas;
+  replicas.reserve(layout.roles.size());
+  for (const auto& r : layout.roles)
+    replicas.emplace_back(std::string(layout.as_policy_role(r.name)), r.pods);
+  v.set_replicas(std::move(replicas));
+  return v;
+}
+
+}  // namespace trainenv::core

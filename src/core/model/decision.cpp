@@ -1,0 +1,32 @@
+#include "trainenv/core/model/decision.hpp"
+
+namespace trainenv::core {
+
+bool injection_summary::empty() const {
+  return env.empty() && ports.empty() && mounts.empty() && args.empty() && volumes.empty() &&
+         annotations.empty() && init_containers.empty();
+}
+
+std::string injection_summary::describe(std::size_t max_length) const {
+  std::string out;
+  const auto add = [&out](std::string_view prefix, std::string_view item) {
+    if (!out.empty()) out += ',';
+    out += prefix;
+    out += item;
+  };
+  for (const auto& name : env) add("", name);
+  for (const auto port : ports) add("port ", std::to_string(port));
+  for (const auto& path : mounts) add("mount ", path);
+  for (const auto& arg : args) add("arg ", arg);
+  for (const auto& name : volumes) add("volume ", name);
+  for (const auto& key : annotations) add("annotation ", key);
+  for (const auto& name : init_containers) add("initContainer ", name);
+  if (out.size() > max_length) out = out.substr(0, max_length - 3) + "...";
+  return out;
+}
+
+nlohmann::json decision::patch() const {
+  return patch_text.empty() ? nlohmann::json::array() : nlohmann::json::parse(patch_text);
+}
+
+}  // namespace trainenv::core

@@ -1,0 +1,719 @@
+#include "trainenv/core/preview/controllers.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "trainenv/core/job/resources.hpp"
+#include "trainenv/core/text/json_access.hpp"
+#include "trainenv/core/text/keys.hpp"
+
+namespace trainenv::core {
+namespace {
+
+using nlohmann::json;
+
+std::string text_at(const json& object, std::initializer_list<const char*> path,
+                    const std::string& fallback = {}) {
+  const json* at = &object;
+  for (const auto* key : path) {
+    at = member(*at, key);
+    if (at == nullptr) return fallback;
+  }
+  return at->is_string() ? at->get<std::string>() : fallback;
+}
+
+std::optional<std::int64_t> int_at(const json& object, std::initializer_list<const char*> path) {
+  const json* at = &object;
+  for (const auto* key : path) {
+    at = member(*at, key);
+    if (at == nullptr) return std::nullopt;
+  }
+  if (!at->is_number_integer()) return std::nullopt;
+  return at->get<std::int64_t>();
+}
+
+// A mutable member that is an object, made so when absent or not one.
+json& object_member(json& parent, const char* key) {
+  auto& m = parent[key];
+  if (!m.is_object()) m = json::object();
+  return m;
+}
+
+// What every created object shares: the controller reference to its owner.
+json controller_ref(const json& owner) {
+  return {{"apiVersion", text_at(owner, {"apiVersion"})},
+          {"kind", text_at(owner, {"kind"})},
+          {"name", text_at(owner, {"metadata", "name"})},
+          {"uid", text_at(owner, {"metadata", "uid"})},
+          {"controller", true},
+          {"blockOwnerDeletion", true}};
+}
+
+// Made-up uids, one per object, so that the engine's uid checks hold as they do in a cluster.
+class uid_source {
+ public:
+  std::string next(const std::string& kind, const std::string& name) {
+    return "preview-" + std::to_string(++count_) + "-" + kind + "-" + name;
+  }
+
+ private:
+  int count_ = 0;
+};
+
+// A headless Service whose name is the pods' subdomain: the one that gives them DNS names.
+json headless_service(const std::string& name,
+                      const std::pair<std::string_view, std::string>& selector, const json& owner,
+                      bool publish_not_ready) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", text_at(owner, {"metadata", "namespace"})},
+            {"ownerReferences", json::array({controller_ref(owner)})}}},
+          {"spec",
+           {{"clusterIP", "None"},
+            {"publishNotReadyAddresses", publish_not_ready},
+            {"selector", {{std::string(selector.first), selector.second}}}}}};
+}
+
+// Volcano's pytorch plugin (pkg/controllers/job/plugins/distributed-framework/pytorch): on every
+// pod of a job with a master task it appends MASTER_ADDR, MASTER_PORT and WORLD_SIZE, and RANK on
+// master (0) and worker (index + 1) pods, to every container, beside the port. Its --master,
+// --worker and --port name the roles and the port. WORLD_SIZE counts the master and worker tasks
+// since PR #4281 (v1.12); before, every task (`counts_every_task`).
+struct volcano_pytorch_plugin {
+  std::string master = "master";
+  std::string worker = "worker";
+  std::int64_t port = 23456;
+  std::string master_addr;
+  std::int64_t world = 0;
+
+  static std::optional<volcano_pytorch_plugin> of(const json& vj, const json& args,
+                                                  bool counts_every_task) {
+    volcano_pytorch_plugin p;
+    for (const auto& arg : args) {
+      if (!arg.is_string()) continue;
+      const auto& text = arg.get_ref<const std::string&>();
+      const auto eq = text.find('=');
+      if (eq == std::string::npos) continue;
+      const auto flag = text.substr(0, eq);
+      const auto value = text.substr(eq + 1);
+      if (flag == "--master") p.master = value;
+      if (flag == "--worker") p.worker = value;
+      if (flag == "--port") p.port = std::strtoll(value.c_str(), nullptr, 10);
+    }
+    const auto* tasks = find_path(vj, {"spec", "tasks"});
+    bool has_master = false;
+    const std::string job = text_at(vj, {"metadata", "name"});
+    p.master_addr = job + "-" + p.master + "-0." + job;
+    for (const auto& t : *tasks) {
+      const auto name = text_at(t, {"name"});
+      const auto replicas = int_at(t, {"replicas"}).value_or(0);
+      if (name == p.master) {
+        has_master = true;
+        const auto subdomain = text_at(t, {"template", "spec", "subdomain"});
+        if (!subdomain.empty()) p.master_addr = job + "-" + p.master + "-0." + subdomain;
+      }
+      if (counts_every_task || name == p.master || name == p.worker) p.world += replicas;
+    }
+    if (!has_master) return std::nullopt;  // the plugin leaves a job without a master alone
+    return p;
+  }
+
+  void write(json& spec, const std::string& task, std::int64_t index) const {
+    auto& containers = spec["containers"];
+    if (!containers.is_array()) return;
+    for (auto& c : containers) {
+      auto& env = c["env"];
+      if (!env.is_array()) env = json::array();
+      env.push_back({{"name", "MASTER_ADDR"}, {"value", master_addr}});
+      env.push_back({{"name", "MASTER_PORT"}, {"value", std::to_string(port)}});
+      env.push_back({{"name", "WORLD_SIZE"}, {"value", std::to_string(world)}});
+      if (task == master) env.push_back({{"name", "RANK"}, {"value", "0"}});
+      if (task == worker) env.push_back({{"name", "RANK"}, {"value", std::to_string(index + 1)}});
+      auto& ports = c["ports"];
+      if (!ports.is_array()) ports = json::array();
+      const bool has_port = std::any_of(ports.begin(), ports.end(), [](const json& port) {
+        return port.value("name", "") == "pytorchjob-port";
+      });
+      if (!has_port) ports.push_back({{"name", "pytorchjob-port"}, {"containerPort", port}});
+    }
+  }
+};
+
+struct builder {
+  created_job& out;
+  uid_source& uids;
+  std::string ns;
+  std::size_t max_pods;
+  controller_model model;
+
+  // Whether `more` pods fit the preview's bound: it lays out every pod, each decided.
+  result<bool> room_for(std::int64_t more) const {
+    if (more >= 0 && out.pods.size() + static_cast<std::size_t>(more) <= max_pods) return true;
+    return error{"trainenv: the job runs more than " + std::to_string(max_pods) +
+                 " pods; this preview lays out at most that many"};
+  }
+
+  // The Job controller (pkg/controller/job): min(parallelism, completions) pods run at once; an
+  // Indexed Job's pod carries its completion index (annotation and label) and the hostname
+  // <job>-<index>; every pod carries the Job's labels and a controller reference.
+  result<bool> job_pods(const json& job, const std::string& role, bool prerequisite = false) {
+    const auto* labels = find_path(job, {"metadata", "labels"});
+    const auto* step = labels != nullptr ? string_member(*labels, keys::ancestor_step) : nullptr;
+    // Read only through member(): a const json's operator[] on a missing key is undefined.
+    static const json none = json::object();
+    const auto* found_spec = member(job, "spec");
+    const auto& spec = found_spec != nullptr && found_spec->is_object() ? *found_spec : none;
+    const auto parallelism = int_at(spec, {"parallelism"}).value_or(1);
+    const auto completions = int_at(spec, {"completions"}).value_or(parallelism);
+    const auto pods = std::min(parallelism, completions);
+    if (auto ok = room_for(pods); !ok) return ok;
+    const bool indexed = text_at(spec, {"completionMode"}) == "Indexed";
+    const std::string name = text_at(job, {"metadata", "name"});
+    const std::string uid = text_at(job, {"metadata", "uid"});
+    for (std::int64_t i = 0; i < pods; ++i) {
+      json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}};
+      const json tmpl = spec.value("template", json::object());
+      json metadata = tmpl.value("metadata", json::object());
+      if (!metadata.is_object()) metadata = json::object();
+      auto& labels = object_member(metadata, "labels");
+      auto& annotations = object_member(metadata, "annotations");
+      labels[std::string(keys::job_name)] = name;
+      labels["job-name"] = name;
+      labels["batch.kubernetes.io/controller-uid"] = uid;
+      labels["controller-uid"] = uid;
+      std::string generate = name + "-";
+      json pod_spec = tmpl.value("spec", json::object());
+      if (indexed) {
+        annotations[std::string(keys::completion_index)] = std::to_string(i);
+        labels[std::string(keys::completion_index)] = std::to_string(i);
+        pod_spec["hostname"] = name + "-" + std::to_string(i);
+        generate = name + "-" + std::to_string(i) + "-";
+      }
+      metadata["generateName"] = generate;
+      metadata["namespace"] = ns;
+      metadata["ownerReferences"] = json::array({controller_ref(job)});
+      pod["metadata"] = std::move(metadata);
+      pod["spec"] = std::move(pod_spec);
+      out.pods.push_back({generate.substr(0, generate.size() - 1), role,
+                          step != nullptr ? *step : std::string(), prerequisite, std::move(pod)});
+    }
+    return true;
+  }
+
+  // The JobSet controller (jobset_controller.go constructJob): replicas Jobs per replicatedJob,
+  // named <jobset>-<replicatedJob>-<index>, Indexed unless the template says otherwise, with
+  // JobSet's labels on the Job and its pod template and, with DNS hostnames (the default), the
+  // subdomain (spec.network.subdomain, else the JobSet's name) on the pod template.
+  result<bool> jobset(const json& js) {
+    const std::string name = text_at(js, {"metadata", "name"});
+    const std::string uid = text_at(js, {"metadata", "uid"});
+    const auto* network = find_path(js, {"spec", "network"});
+    const bool dns = network == nullptr || !network->contains("enableDNSHostnames") ||
+                     (*network)["enableDNSHostnames"] != false;
+    const auto subdomain = text_at(js, {"spec", "network", "subdomain"}, name);
+    if (!dns)
+      out.notes.push_back("JobSet " + name +
+                          " sets enableDNSHostnames: false: its pods "
+                          "have no DNS names");
+    const auto* jobs = find_path(js, {"spec", "replicatedJobs"});
+    if (jobs == nullptr || !jobs->is_array())
+      return error{"trainenv: JobSet " + name + " has no spec.replicatedJobs"};
+    // createHeadlessSvcIfNecessary: with DNS hostnames, a headless Service named the subdomain.
+    // JobSet's webhook defaults publishNotReadyAddresses to true.
+    const auto* publish = find_path(js, {"spec", "network", "publishNotReadyAddresses"});
+    if (dns) {
+      out.objects.push_back(headless_service(subdomain, {keys::jobset_name, name}, js,
+                                             publish == nullptr || *publish != false));
+    }
+    std::int64_t global_replicas = 0;
+    for (const auto& rj : *jobs) global_replicas += int_at(rj, {"replicas"}).value_or(1);
+    // CoordinatorEndpoint: written on every Job and pod template when the JobSet names one.
+    std::string coordinator;
+    if (const auto* c = find_path(js, {"spec", "coordinator"}); c != nullptr && c->is_object()) {
+      coordinator = name + "-" + text_at(*c, {"replicatedJob"}) + "-" +
+                    std::to_string(int_at(*c, {"jobIndex"}).value_or(0)) + "-" +
+                    std::to_string(int_at(*c, {"podIndex"}).value_or(0)) + "." + subdomain;
+    }
+    // dependsOn: a replicatedJob another waits for until it is Complete runs first, to the end.
+    std::set<std::string> prerequisites;
+    for (const auto& rj : *jobs) {
+      const auto* depends_on = member(rj, "dependsOn");
+      if (depends_on == nullptr || !depends_on->is_array()) continue;
+      for (const auto& d : *depends_on) {
+        if (text_at(d, {"status"}) == "Complete") prerequisites.insert(text_at(d, {"name"}));
+      }
+    }
+    std::int64_t global_index = 0;
+    for (const auto& rj : *jobs) {
+      const auto rj_name = text_at(rj, {"name"});
+      if (rj_name == launcher_role &&
+          text_at(rj, {"template", "spec", "template", "metadata", "annotations",
+                       std::string(keys::run_launcher_as_node).c_str()}) == "true")
+        out.launcher_is_node = true;
+      if (rj_name.empty())
+        return error{"trainenv: JobSet " + name + " has a nameless replicatedJob"};
+      const auto replicas = int_at(rj, {"replicas"}).value_or(1);
+      if (replicas < 0 || replicas > 1024)
+        return error{"trainenv: replicatedJob " + rj_name + " has " + std::to_string(replicas) +
+                     " replicas; JobSet allows 0 to 1024"};
+      for (std::int64_t j = 0; j < replicas; ++j, ++global_index) {
+        const json tmpl = rj.value("template", json::object());
+        json job = {{"apiVersion", "batch/v1"}, {"kind", "Job"}};
+        json metadata = tmpl.value("metadata", json::object());
+        const std::vector<std::pair<std::string, std::string>> marks = {
+            {std::string(keys::jobset_name), name},
+            {std::string(keys::jobset_uid), uid},
+            {std::string(keys::replicated_job), rj_name},
+            {std::string(keys::replicated_job_replicas), std::to_string(replicas)},
+            {std::string(keys::job_index), std::to_string(j)},
+            {"jobset.sigs.k8s.io/global-replicas", std::to_string(global_replicas)},
+            {"jobset.sigs.k8s.io/job-global-index", std::to_string(global_index)},
+            {"jobset.sigs.k8s.io/restart-attempt", "0"}};
+        json spec = tmpl.value("spec", json::object());
+        if (!spec.contains("completionMode")) spec["completionMode"] = "Indexed";
+        auto& pod_template = object_member(spec, "template");
+        auto& pod_metadata = object_member(pod_template, "metadata");
+        for (auto* target : {&metadata, &pod_metadata}) {
+          for (const auto& [k, v] : marks) {
+            object_member(*target, "labels")[k] = v;
+            object_member(*target, "annotations")[k] = v;
+          }
+          if (!coordinator.empty()) {
+            object_member(*target, "labels")[std::string(keys::coordinator)] = coordinator;
+            object_member(*target, "annotations")[std::string(keys::coordinator)] = coordinator;
+          }
+        }
+        if (dns) object_member(pod_template, "spec")["subdomain"] = subdomain;
+        const std::string job_name = name + "-" + rj_name + "-" + std::to_string(j);
+        metadata["name"] = job_name;
+        metadata["namespace"] = ns;
+        metadata["uid"] = uids.next("job", job_name);
+        metadata["ownerReferences"] = json::array({controller_ref(js)});
+        job["metadata"] = std::move(metadata);
+        job["spec"] = std::move(spec);
+        out.objects.push_back(job);
+        if (auto ok = job_pods(job, rj_name, prerequisites.count(rj_name) != 0); !ok) return ok;
+      }
+    }
+    return true;
+  }
+
+  // Volcano's job controller (createJobPod) and svc plugin: replicas pods per task (absent: 0),
+  // named <job>-<task>-<index>, with its labels and annotations; with the svc plugin (which its
+  // webhook adds for pytorch, mpi, tensorflow and ray) hostname = the pod's name and subdomain =
+  // the job's, unless the task's template sets them.
+  result<bool> volcano(const json& vj) {
+    const std::string name = text_at(vj, {"metadata", "name"});
+    const auto* plugins = find_path(vj, {"spec", "plugins"});
+    bool svc = false;
+    if (plugins != nullptr && plugins->is_object()) {
+      for (const auto* p : {"svc", "pytorch", "mpi", "tensorflow", "ray"})
+        svc = svc || plugins->contains(p);
+    }
+    if (!svc)
+      out.notes.push_back("Volcano Job " + name +
+                          " has no svc plugin: its pods have no "
+                          "DNS names");
+    // The svc plugin's headless Service, named the job.
+    // The svc plugin's --publish-not-ready-addresses is off by default.
+    if (svc) out.objects.push_back(headless_service(name, {keys::volcano_job, name}, vj, false));
+    const auto* tasks = find_path(vj, {"spec", "tasks"});
+    if (tasks == nullptr || !tasks->is_array() || tasks->empty())
+      return error{"trainenv: Volcano Job " + name + " has no spec.tasks"};
+    std::optional<volcano_pytorch_plugin> pytorch;
+    if (const auto* args = plugins != nullptr ? member(*plugins, "pytorch") : nullptr)
+      pytorch = volcano_pytorch_plugin::of(vj, *args, model.volcano_counts_every_task);
+    for (std::size_t t = 0; t < tasks->size(); ++t) {
+      const auto& task = (*tasks)[t];
+      const auto task_name = text_at(task, {"name"}, "default" + std::to_string(t));
+      const auto replicas = int_at(task, {"replicas"}).value_or(0);
+      if (auto ok = room_for(replicas); !ok) return ok;
+      for (std::int64_t i = 0; i < replicas; ++i) {
+        const json tmpl = task.value("template", json::object());
+        json metadata = tmpl.value("metadata", json::object());
+        auto& labels = object_member(metadata, "labels");
+        auto& annotations = object_member(metadata, "annotations");
+        for (auto* target : {&labels, &annotations}) {
+          (*target)[std::string(keys::volcano_job)] = name;
+          (*target)[std::string(keys::volcano_task)] = task_name;
+          (*target)[std::string(keys::volcano_index)] = std::to_string(i);
+        }
+        labels["volcano.sh/job-namespace"] = ns;
+        const std::string pod_name = name + "-" + task_name + "-" + std::to_string(i);
+        metadata["name"] = pod_name;
+        metadata["namespace"] = ns;
+        metadata["ownerReferences"] = json::array({controller_ref(vj)});
+        json spec = tmpl.value("spec", json::object());
+        if (svc) {
+          if (text_at(spec, {"hostname"}).empty()) spec["hostname"] = pod_name;
+          if (text_at(spec, {"subdomain"}).empty()) spec["subdomain"] = name;
+        }
+        if (pytorch) pytorch->write(spec, task_name, i);
+        out.pods.push_back(
+            {pod_name,
+             task_name,
+             std::string(),
+             false,
+             {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", spec}}});
+      }
+    }
+    return true;
+  }
+};
+
+// --- Kubeflow Trainer ---------------------------------------------------------------------
+
+const std::string* step_of(const json& replicated_job) {
+  const auto* labels = find_path(replicated_job, {"template", "metadata", "labels"});
+  return labels != nullptr ? string_member(*labels, keys::ancestor_step) : nullptr;
+}
+
+// The container Trainer's plugins write into: the one named node in a replicatedJob's pods.
+json* node_container(json& replicated_job) {
+  json* at = &replicated_job;
+  for (const auto* key : {"template", "spec", "template", "spec", "containers"}) {
+    if (!at->is_object() || !at->contains(key)) return nullptr;
+    at = &(*at)[key];
+  }
+  if (!at->is_array()) return nullptr;
+  for (auto& c : *at) {
+    if (c.is_object() && c.value("name", "") == "node") return &c;
+  }
+  return nullptr;
+}
+
+void upsert_env(json& container, const std::string& name, json entry) {
+  auto& env = container["env"];
+  if (!env.is_array()) env = json::array();
+  entry["name"] = name;
+  for (auto& e : env) {
+    if (e.value("name", "") == name) {
+      e = std::move(entry);
+      return;
+    }
+  }
+  env.push_back(std::move(entry));
+}
+
+void upsert_named(json& list_holder, const char* key, const json& item, const char* by = "name") {
+  auto& list = list_holder[key];
+  if (!list.is_array()) list = json::array();
+  for (auto& existing : list) {
+    if (existing.value(by, json()) == item[by]) {
+      existing = item;
+      return;
+    }
+  }
+  list.push_back(item);
+}
+
+json value_env(const std::string& value) {
+  return {{"value", value}};
+}
+
+json index_env() {
+  return {
+      {"valueFrom",
+       {{"fieldRef",
+         {{"fieldPath", "metadata.annotations['" + std::string(keys::completion_index) + "']"}}}}}};
+}
+
+// The GPUs `resources` asks for (Trainer's GetNumGPUPerNode); 0 when none, or unreadable.
+std::int64_t gpus_of(const json& resources) {
+  const auto n = gpu_count(json{{"resources", resources}});
+  return n ? *n : 0;
+}
+
+// Kubeflow Trainer (pkg/runtime/framework/plugins: jobset, torch, jax, xgboost, mpi): the
+// runtime's JobSet template with the TrainJob's node count, image and resources, and what its
+// plugins write into the trainer's `node` container; the MPI hostfile as its ConfigMap.
+class trainer_plugins {
+ public:
+  trainer_plugins(const json& tj, const json& runtime)
+      : tj_(tj),
+        name_(text_at(tj, {"metadata", "name"})),
+        ml_policy_(object_at(runtime, {"spec", "mlPolicy"})),
+        trainer_(object_at(tj, {"spec", "trainer"})),
+        mpi_(ml_policy_.value("mpi", json())) {}
+
+  result<json> jobset(const json& runtime, uid_source& uids, created_job& out) {
+    const auto* tmpl = find_path(runtime, {"spec", "template"});
+    if (tmpl == nullptr || !tmpl->is_object())
+      return error{"trainenv: the runtime of TrainJob " + name_ + " has no spec.template"};
+    json js = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"}, {"kind", "JobSet"}};
+    json metadata = tmpl->value("metadata", json::object());
+    metadata["name"] = name_;
+    metadata["namespace"] = text_at(tj_, {"metadata", "namespace"});
+    metadata["uid"] = uids.next("jobset", name_);
+    metadata["ownerReferences"] = json::array({controller_ref(tj_)});
+    js["metadata"] = std::move(metadata);
+    js["spec"] = tmpl->value("spec", json::object());
+    auto& jobs = js["spec"]["replicatedJobs"];
+    if (!jobs.is_array()) return error{"trainenv: the runtime's template has no replicatedJobs"};
+    out.launcher_is_node = launcher_node();
+    for (auto& rj : jobs) size_and_fill(rj);
+    const auto gpus = trainer_gpus(jobs);
+    const auto subdomain = text_at(js, {"spec", "network", "subdomain"}, name_);
+    for (auto& rj : jobs) framework_env(rj, gpus);
+    if (mpi_.is_object()) out.objects.push_back(mpi(jobs, gpus, subdomain, uids));
+    return js;
+  }
+
+ private:
+  static json object_at(const json& object, std::initializer_list<const char*> path) {
+    const json* at = &object;
+    for (const auto* key : path) {
+      at = member(*at, key);
+      if (at == nullptr) return json::object();
+    }
+    return at->is_object() ? *at : json::object();
+  }
+  [[nodiscard]] bool launcher_node() const {
+    return mpi_.is_object() && mpi_.value("runLauncherAsNode", false);
+  }
+  static bool is_trainer(const json& rj) {
+    const auto* step = step_of(rj);
+    return step != nullptr && *step == "trainer";
+  }
+
+  // The jobset plugin's counts (the trainer's numNodes, labelled Jobs forced to one replica),
+  // the framework plugins' (torch/jax/xgboost: the trainer's; MPI: the node Job's, one less when
+  // the launcher is a node), and the TrainJob's image, command, env and resources.
+  void size_and_fill(json& rj) const {
+    const bool trainer = is_trainer(rj);
+    if (step_of(rj) != nullptr) rj["replicas"] = 1;
+    auto count = int_at(rj, {"template", "spec", "parallelism"}).value_or(1);
+    if (trainer) count = std::max<std::int64_t>(int_at(ml_policy_, {"numNodes"}).value_or(1), 1);
+    const auto tj_nodes = int_at(trainer_, {"numNodes"});
+    const bool mpi_node = mpi_.is_object() && rj.value("name", "") == "node";
+    if (!mpi_.is_object() && trainer && tj_nodes) count = *tj_nodes;
+    if (mpi_node && tj_nodes)
+      count = launcher_node() ? std::max<std::int64_t>(*tj_nodes - 1, 1) : *tj_nodes;
+    auto& spec = rj["template"]["spec"];
+    spec["parallelism"] = count;
+    spec["completions"] = count;
+    json* c = node_container(rj);
+    if (c == nullptr || !(trainer || (launcher_node() && mpi_node))) return;
+    // builder.go: the image, command and args go to the trainer's Job only; a node Job beside a
+    // launcher that is a node gets the env and resources, and keeps its own command (sshd).
+    for (const auto* key : {"image", "command", "args"})
+      if (trainer && trainer_.contains(key)) (*c)[key] = trainer_[key];
+    // MergeResourceRequirements (v2.3): the TrainJob's requests and limits over the runtime's.
+    if (const auto* resources = member(trainer_, "resourcesPerNode"); resources != nullptr) {
+      auto& merged = object_member(*c, "resources");
+      for (const auto* part : {"requests", "limits"}) {
+        const auto* given = member(*resources, part);
+        if (given == nullptr || !given->is_object()) continue;
+        auto& into = object_member(merged, part);
+        for (const auto& [k, v] : given->items()) into[k] = v;
+      }
+    }
+    for (const auto& e : trainer_.value("env", json::array()))
+      upsert_env(*c, e.value("name", ""), e);
+  }
+
+  // torch.go: the TrainJob's numProcPerNode, else "auto" on a node with GPUs, else its CPUs
+  // (max(1, ceil(cpu)), requests before limits) from the node's resources.
+  [[nodiscard]] std::string torch_nproc(const json& container) const {
+    if (const auto n = int_at(trainer_, {"numProcPerNode"})) return std::to_string(*n);
+    // Counted from the TrainJob's resourcesPerNode alone when it gives them (torch.go), not
+    // from the container's merged resources.
+    const auto* per_node = member(trainer_, "resourcesPerNode");
+    auto resolved = per_node != nullptr
+                        ? resolve_nproc(nproc_setting{}, json{{"resources", *per_node}})
+                        : resolve_nproc(nproc_setting{}, container);
+    return resolved ? resolved->text() : std::string("auto");
+  }
+
+  // The GPUs of one node, for the plugins' rules: the TrainJob's resourcesPerNode, else the
+  // trainer's (MPI: the node Job's) container.
+  std::int64_t trainer_gpus(json& jobs) const {
+    if (const auto* resources = member(trainer_, "resourcesPerNode")) return gpus_of(*resources);
+    for (auto& rj : jobs) {
+      const json* c = node_container(rj);
+      const bool counted = mpi_.is_object() ? rj.value("name", "") == "node" : is_trainer(rj);
+      if (c != nullptr && counted) return gpus_of(c->value("resources", json::object()));
+    }
+    return 0;
+  }
+
+  // The torch, jax and xgboost plugins' env in the trainer's container, with Trainer's master
+  // (<trainjob>-node-0-0.<trainjob>, whatever the layout) and port 29500.
+  void framework_env(json& rj, std::int64_t gpus) const {
+    json* c = node_container(rj);
+    if (c == nullptr || !is_trainer(rj)) return;
+    const auto count = rj["template"]["spec"]["parallelism"].get<std::int64_t>();
+    const std::string master = name_ + "-node-0-0." + name_;
+    if (ml_policy_.contains("torch")) {
+      upsert_env(*c, "PET_NNODES", value_env(std::to_string(count)));
+      upsert_env(*c, "PET_NPROC_PER_NODE", value_env(torch_nproc(*c)));
+      upsert_env(*c, "PET_NODE_RANK", index_env());
+      if (c->value("command", json()) != json::array({"tune", "run"})) {
+        upsert_env(*c, "PET_MASTER_ADDR", value_env(master));
+        upsert_env(*c, "PET_MASTER_PORT", value_env("29500"));
+      }
+    } else if (ml_policy_.contains("jax")) {
+      upsert_env(*c, "JAX_NUM_PROCESSES", value_env(std::to_string(count)));
+      upsert_env(*c, "JAX_PROCESS_ID", index_env());
+      upsert_env(*c, "JAX_COORDINATOR_ADDRESS", value_env(master + ":29500"));
+    } else if (ml_policy_.contains("xgboost")) {
+      upsert_env(*c, "DMLC_TRACKER_URI", value_env(master));
+      upsert_env(*c, "DMLC_TRACKER_PORT", value_env("29500"));
+      upsert_env(*c, "DMLC_TASK_ID", index_env());
+      upsert_env(*c, "DMLC_NUM_WORKER",
+                 value_env(std::to_string(count * std::max<std::int64_t>(gpus, 1))));
+    } else {
+      return;
+    }
+    upsert_named(*c, "ports", {{"containerPort", 29500}}, "containerPort");
+  }
+
+  // The MPI plugin: SSH keys on the node and launcher pods at sshAuthMountPath, the hostfile
+  // ConfigMap (its nodes' endpoints with the slots) mounted at /etc/mpi on the launcher with the
+  // OMPI_MCA_* env. Returns the ConfigMap.
+  json mpi(json& jobs, std::int64_t gpus, const std::string& subdomain, uid_source& uids) const {
+    std::int64_t slots = int_at(mpi_, {"numProcPerNode"}).value_or(1);
+    if (const auto n = int_at(trainer_, {"numProcPerNode"})) {
+      slots = *n;
+    } else if (slots == 1 && gpus > 1) {
+      slots = gpus;
+    }
+    std::string hostfile;
+    for (const auto& rj : jobs) {
+      const auto rj_name = rj.value("name", "");
+      if (rj_name != "node" && !(launcher_node() && rj_name == "launcher")) continue;
+      const auto replicas = int_at(rj, {"replicas"}).value_or(1);
+      const auto count = rj["template"]["spec"]["parallelism"].get<std::int64_t>();
+      for (std::int64_t r = 0; r < replicas; ++r) {
+        for (std::int64_t p = 0; p < count; ++p) {
+          hostfile += name_ + "-" + rj_name + "-" + std::to_string(r) + "-" + std::to_string(p) +
+                      "." + subdomain + " slots=" + std::to_string(slots) + "\n";
+        }
+      }
+    }
+    for (auto& rj : jobs) mpi_mounts(rj, slots);
+    return {{"apiVersion", "v1"},
+            {"kind", "ConfigMap"},
+            {"metadata",
+             {{"name", name_ + "-mpi-hostfile"},
+              {"namespace", text_at(tj_, {"metadata", "namespace"})},
+              {"uid", uids.next("configmap", name_)},
+              {"ownerReferences", json::array({controller_ref(tj_)})}}},
+            {"data", {{"hostfile", hostfile}}}};
+  }
+
+  void mpi_mounts(json& rj, std::int64_t slots) const {
+    const auto rj_name = rj.value("name", "");
+    if (rj_name != "node" && rj_name != "launcher") return;
+    auto& pod_spec = rj["template"]["spec"]["template"]["spec"];
+    upsert_named(pod_spec, "volumes",
+                 {{"name", "mpi-ssh-auth"},
+                  {"secret",
+                   {{"secretName", name_ + "-mpi-ssh-auth"},
+                    {"defaultMode", 0400},
+                    {"items",
+                     {{{"key", "ssh-privatekey"}, {"path", "id_rsa"}, {"mode", 0640}},
+                      {{"key", "ssh-publickey"}, {"path", "id_rsa.pub"}, {"mode", 0644}},
+                      {{"key", "ssh-publickey"}, {"path", "authorized_keys"}, {"mode", 0644}}}}}}});
+    json* c = node_container(rj);
+    if (c == nullptr) return;
+    upsert_named(*c, "volumeMounts",
+                 {{"name", "mpi-ssh-auth"},
+                  {"mountPath", text_at(mpi_, {"sshAuthMountPath"}, "/root/.ssh")}});
+    if (rj_name != "launcher") return;
+    upsert_named(pod_spec, "volumes",
+                 {{"name", "mpi-hostfile"},
+                  {"configMap",
+                   {{"name", name_ + "-mpi-hostfile"},
+                    {"items", {{{"key", "hostfile"}, {"path", "hostfile"}, {"mode", 0444}}}}}}});
+    upsert_named(*c, "volumeMounts", {{"name", "mpi-hostfile"}, {"mountPath", "/etc/mpi"}});
+    upsert_env(*c, "OMPI_MCA_orte_default_hostfile", value_env("/etc/mpi/hostfile"));
+    upsert_env(*c, "OMPI_MCA_orte_keep_fqdn_hostnames", value_env("true"));
+    upsert_env(*c, "OMPI_MCA_orte_set_default_slots", value_env(std::to_string(slots)));
+    upsert_env(*c, "OMPI_MCA_plm_rsh_args", value_env("-o ConnectionAttempts=10"));
+  }
+
+  const json& tj_;
+  std::string name_;
+  json ml_policy_;
+  json trainer_;
+  json mpi_;
+};
+
+// The runtime a TrainJob names (spec.runtimeRef; Trainer's defaults for group and kind).
+owner_ref runtime_of(const json& tj) {
+  const auto* ref = find_path(tj, {"spec", "runtimeRef"});
+  const json none = json::object();
+  const json& r = ref != nullptr ? *ref : none;
+  const auto group = text_at(r, {"apiGroup"}, "trainer.kubeflow.org");
+  const auto kind = text_at(r, {"kind"}, "ClusterTrainingRuntime");
+  return {group + "/v1alpha1",
+          kind,
+          kind == "ClusterTrainingRuntime" ? std::string() : text_at(tj, {"metadata", "namespace"}),
+          text_at(r, {"name"}),
+          {}};
+}
+
+}  // namespace
+
+std::vector<owner_ref> job_needs(const json& job) {
+  if (text_at(job, {"kind"}) == "TrainJob") return {runtime_of(job)};
+  return {};
+}
+
+result<created_job> create_job(const json& job_object, const std::vector<json>& given,
+                               std::size_t max_pods, const controller_model& model) {
+  if (!job_object.is_object()) return error{"trainenv: the job is not an object"};
+  const auto kind = text_at(job_object, {"kind"});
+  const auto api_version = text_at(job_object, {"apiVersion"});
+  const auto name = text_at(job_object, {"metadata", "name"});
+  if (name.empty()) {
+    return error{"trainenv: the " + (kind.empty() ? std::string("object") : kind) +
+                 " has no metadata.name (a generateName is named only when created)"};
+  }
+  created_job out;
+  out.name = name;
+  out.namespace_name = text_at(job_object, {"metadata", "namespace"}, "default");
+  uid_source uids;
+  json job = job_object;
+  job["metadata"]["namespace"] = out.namespace_name;
+  if (text_at(job, {"metadata", "uid"}).empty())
+    job["metadata"]["uid"] = uids.next("applied", name);
+  out.objects.push_back(job);
+  builder b{out, uids, out.namespace_name, max_pods, model};
+  const auto group = api_version.substr(0, api_version.find('/'));
+  if (kind == "JobSet" && group == "jobset.x-k8s.io") {
+    out.kind = "JobSet";
+    if (auto ok = b.jobset(job); !ok) return std::move(ok).take_error();
+  } else if (kind == "Job" && api_version == "batch/v1") {
+    out.kind = "Job";
+    if (auto ok = b.job_pods(job, "node"); !ok)  // a plain Job's pods play the default role
+      return std::move(ok).take_error();
+  } else if (kind == "Job" && group == "batch.volcano.sh") {
+    out.kind = "Volcano Job";
+    if (auto ok = b.volcano(job); !ok) return std::move(ok).take_error();
+  } else if (kind == "TrainJob" && group == "trainer.kubeflow.org") {
+    out.kind = "TrainJob";
+    const auto ref = runtime_of(job);
+    const auto* runtime = find_object(given, ref);
+    if (runtime == nullptr) {
+      return error{"trainenv: TrainJob " + name + " names " + ref.display() +
+                   ", which could not be read (preview --job: give it in --owners FILE, or "
+                   "--kubeconfig FILE)"};
+    }
+    auto js = trainer_plugins(job, *runtime).jobset(*runtime, uids, out);
+    if (!js) return std::move(js).take_error();
+    out.objects.push_back(*js);
+    if (auto ok = b.jobset(*js); !ok) return std::move(ok).take_error();
+  } else {
+    return error{
+        "trainenv: a job preview lays out a TrainJob, a JobSet, a batch/v1 Job or a "
+        "Volcano Job; this is " +
+        (kind.empty() ? std::string("no kind") : api_version + " " + kind)};
+  }
+  return out;
+}
+
+}  // namespace trainenv::core

@@ -1,0 +1,24 @@
+#include "trainenv/core/text/json_access.hpp"
+
+namespace trainenv::core {
+
+const nlohmann::json* member(const nlohmann::json& object, std::string_view key) {
+  if (!object.is_object()) return nullptr;
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const std::string* string_member(const nlohmann::json& object, std::string_view key) {
+  const auto* value = member(object, key);
+  if (value == nullptr || !value->is_string()) return nullptr;
+  return value->get_ptr<const std::string*>();
+}
+
+const std::string& string_or_empty(const nlohmann::json& object, std::string_view key) {
+  static const std::string empty;
+  const auto* value = string_member(object, key);
+  return value != nullptr ? *value : empty;
+}
+
+}  // namespace trainenv::core

@@ -1,0 +1,93 @@
+// Kubernetes' name and number rules (names.hpp), with nothing of the core above them.
+#include "trainenv/core/text/names.hpp"
+
+#include <algorithm>
+
+namespace trainenv::core {
+namespace {
+
+bool is_lower_or_digit(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+bool is_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+}  // namespace
+
+bool is_dns_label(std::string_view s) {
+  if (s.empty() || s.size() > 63) return false;
+  const auto ok = [](char c) { return is_lower_or_digit(c) || c == '-'; };
+  return std::all_of(s.begin(), s.end(), ok) && s.front() != '-' && s.back() != '-';
+}
+
+bool is_dns_subdomain(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = s.find('.', start);
+    if (!is_dns_label(s.substr(start, dot - start))) return false;
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
+}
+
+bool is_env_name(std::string_view s) {
+  if (s.empty()) return false;
+  const auto ok_first = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == '-' || c == '.';
+  };
+  if (!ok_first(s[0])) return false;
+  return std::all_of(s.begin() + 1, s.end(),
+                     [&](char c) { return ok_first(c) || (c >= '0' && c <= '9'); });
+}
+
+bool is_port_name(std::string_view s) {
+  if (s.empty() || s.size() > 15 || s.front() == '-' || s.back() == '-') return false;
+  if (s.find("--") != std::string_view::npos) return false;
+  bool has_letter = false;
+  for (char c : s) {
+    const bool letter = c >= 'a' && c <= 'z';
+    has_letter = has_letter || letter;
+    if (!is_lower_or_digit(c) && c != '-') return false;
+  }
+  return has_letter;
+}
+
+bool is_port_protocol(std::string_view s) {
+  return s == "TCP" || s == "UDP" || s == "SCTP";
+}
+
+bool is_annotation_key(std::string_view key) {
+  const auto slash = key.find('/');
+  const auto name = slash == std::string_view::npos ? key : key.substr(slash + 1);
+  if (slash != std::string_view::npos) {
+    auto prefix = key.substr(0, slash);
+    if (prefix.empty() || prefix.size() > 253) return false;
+    while (!prefix.empty()) {
+      const auto dot = prefix.find('.');
+      if (!is_dns_label(prefix.substr(0, dot))) return false;
+      if (dot == std::string_view::npos) break;
+      prefix.remove_prefix(dot + 1);
+      if (prefix.empty()) return false;
+    }
+  }
+  if (name.empty() || name.size() > 63 || !is_alnum(name.front()) || !is_alnum(name.back()))
+    return false;
+  return std::all_of(name.begin(), name.end(),
+                     [](char c) { return is_alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+std::optional<std::int64_t> parse_decimal(std::string_view s, std::int64_t max) {
+  if (s.empty() || s.size() > 18) return std::nullopt;
+  std::int64_t n = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + (c - '0');
+  }
+  if (n > max) return std::nullopt;
+  return n;
+}
+
+}  // namespace trainenv::core
