@@ -103,11 +103,12 @@ struct setup {
   int decide(const std::vector<json>& pods, int* denied = nullptr) {
     int patched = 0;
     std::deque<core::pod_view> views;    // each lives until its coroutine has run
+    std::deque<core::subject> subjects;  // likewise
     const core::mutate_options options;  // likewise: a coroutine argument is a reference
     for (const auto& pod : pods) {
-      const auto& view = views.emplace_back(pod);
+      const auto& what = subjects.emplace_back(core::subject{views.emplace_back(pod)});
       boost::asio::co_spawn(ioc,
-                            server::decide_with_owners(view, policies(), options, lookup, metrics),
+                            server::decide_with_owners(what, policies(), options, lookup, metrics),
                             [&](const std::exception_ptr& e, const core::decision& d) {
                               if (e) std::rethrow_exception(e);
                               if (d.allowed && d.mutated()) ++patched;

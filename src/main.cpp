@@ -299,24 +299,19 @@ int run_preview(const std::vector<std::string>& args) {
     return exit_usage;
   }
   if (config.job) return run_job_preview(config, *loaded.policies, text.str(), ioc, *lookup);
-  auto input = inputs::read_preview(text.str());
-  if (!input) {
-    std::cerr << "trainenv: " << input_name(config) << ": " << input.message() << "\n";
+  // The server's own preview over the pod's owners, on an io_context of the command's.
+  const core::mutate_options options{config.policy, config.cluster_domain};
+  const auto body = text.str();
+  auto answer = server::run_to_end(
+      ioc, server::preview_with_owners(body, *loaded.policies, options, *lookup, unused));
+  lookup->cache.reset();
+  if (!answer) {
+    std::cerr << "trainenv: " << input_name(config) << ": " << answer.message() << "\n";
     return exit_usage;
   }
-  // The server's own driver over the pod's owners; a review of anything but a pod CREATE is
-  // answered without any.
-  const core::mutate_options options{config.policy, config.cluster_domain};
-  const core::pod_view pod(input->pod);
-  auto d = input->decides_pod()
-               ? server::run_to_end(ioc, server::decide_with_owners(pod, *loaded.policies, options,
-                                                                    *lookup, unused))
-               : input->pass_through(*loaded.policies);
-  lookup->cache.reset();
-  const auto answer = inputs::answer_preview(std::move(*input), std::move(d));
-  std::cout << inputs::to_json(answer).dump(2) << "\n";
-  if (!answer.decision.allowed) {
-    std::cerr << answer.decision.message << "\n";
+  std::cout << inputs::to_json(*answer).dump(2) << "\n";
+  if (!answer->decision.allowed) {
+    std::cerr << answer->decision.message << "\n";
     return exit_violation;
   }
   return exit_ok;

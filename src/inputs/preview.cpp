@@ -10,11 +10,6 @@ namespace trainenv::inputs {
 
 using nlohmann::json;
 
-core::decision preview_input::pass_through(const core::policy_set& policies) const {
-  // core::mutate answers a review that is not a pod CREATE without reading any owner.
-  return core::mutate(*request, policies);
-}
-
 core::result<preview_input> read_preview(std::string_view text) {
   auto document = parse_document(text);
   if (!document) return std::move(document).take_error();
@@ -49,14 +44,6 @@ core::result<preview_answer> preview(std::string_view text, const core::policy_s
   return preview(text, policies, options, [](const core::owner_ref& ref, core::owner_values& o) {
     o.add_failure(ref, core::lookup_failure::no_access, "no API access (give --owners FILE)");
   });
-}
-
-core::result<preview_answer> preview(std::string_view text, const core::policy_set& policies,
-                                     const core::mutate_options& options,
-                                     const owner_file& owners) {
-  return preview(
-      text, policies, options,
-      [&owners](const core::owner_ref& ref, core::owner_values& o) { owners.answer(ref, o); });
 }
 
 json to_json(const preview_answer& answer) {

@@ -5,31 +5,44 @@
 
 namespace trainenv::server {
 
-boost::asio::awaitable<core::decision> decide_with_owners(const core::pod_view& pod,
+boost::asio::awaitable<core::decision> decide_with_owners(const core::subject& what,
                                                           const core::policy_set& policies,
                                                           const core::mutate_options& options,
                                                           const owner_lookup& lookup, metrics& m) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + lookup.budget;
   // Owners in the cache are handed to the walk as it asks, so a pod whose owners are all
-  // cached is decided in one pass; the loop below fetches the rest one at a time.
+  // cached is decided in one pass; the loop below fetches the rest one at a time. The hits are
+  // counted from what the walk took (owner_fetch::cached), once it has decided.
   core::owner_values::at_hand_function at_hand;
   if (lookup.cache && !lookup.file) {
     at_hand = [&](const core::owner_ref& ref) -> std::shared_ptr<const core::owner_object> {
       const auto* kind = policies.owner_kinds().find(ref.api_version, ref.kind);
       if (kind == nullptr) return nullptr;
       auto hit = lookup.cache->cached(ref.uid.empty() ? kind->api_path(ref) : ref.uid);
-      if (!hit) return nullptr;
-      m.on_owner_lookup(kind->name, hit->source, hit->failure, hit->latency);
-      return std::move(hit->object);
+      return hit ? std::move(hit->object) : nullptr;
     };
   }
   core::owner_values owners(std::move(at_hand));
+  const auto count_hits = [&] {
+    for (const auto& f : owners.all()) {
+      if (!f.cached) continue;
+      const auto* kind = policies.owner_kinds().find(f.ref.api_version, f.ref.kind);
+      m.on_owner_lookup(kind != nullptr ? kind->name : "unknown", lookup_source::cached,
+                        std::nullopt, {});
+    }
+  };
   for (int fetches = 0;; ++fetches) {
-    auto step = core::evaluate(pod, policies, owners, options);
-    if (auto* d = std::get_if<core::decision>(&step)) co_return std::move(*d);
+    auto step = core::evaluate(what, policies, owners, options);
+    if (auto* d = std::get_if<core::decision>(&step)) {
+      count_hits();
+      co_return std::move(*d);
+    }
     auto ref = std::get<core::owner_ref>(std::move(step));
-    if (fetches == core::max_owner_fetches) co_return core::owner_chain_too_long(ref);
+    if (fetches == core::max_owner_fetches) {
+      count_hits();
+      co_return core::owner_chain_too_long(ref);
+    }
 
     const auto* kind = policies.owner_kinds().find(ref.api_version, ref.kind);
     const std::string kind_label = kind != nullptr ? kind->name : "unknown";
@@ -70,6 +83,17 @@ boost::asio::awaitable<core::decision> decide_with_owners(const core::pod_view& 
       owners.add(std::move(ref), std::move(found.object));
     }
   }
+}
+
+boost::asio::awaitable<core::result<inputs::preview_answer>> preview_with_owners(
+    std::string_view text, const core::policy_set& policies, const core::mutate_options& options,
+    const owner_lookup& lookup, metrics& m) {
+  auto input = inputs::read_preview(text);
+  if (!input) co_return std::move(input).take_error();
+  const core::pod_view pod(input->pod);
+  const core::subject what{pod, input->review()};
+  auto d = co_await decide_with_owners(what, policies, options, lookup, m);
+  co_return inputs::answer_preview(std::move(*input), std::move(d));
 }
 
 boost::asio::awaitable<std::vector<nlohmann::json>> fetch_objects(std::vector<core::owner_ref> refs,

@@ -1,7 +1,7 @@
 #include "trainenv/server/router.hpp"
 
 // GCC 12 warns that asio's awaitable frame is freed by a mismatched operator delete at the end
-// of mutate() and preview() (the frame's own new and delete are a pair: a false positive).
+// of the handlers (the frame's own new and delete are a pair: a false positive).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
@@ -105,9 +105,39 @@ std::string sources_text(const core::decision& d) {
   return out;
 }
 
-const char* decision_name(const core::decision& d) {
-  if (!d.allowed) return "denied";
-  return d.mutated() ? "patched" : "allowed";
+// The one shape of a POST handler: `decide`, a coroutine (the decision may wait for owners),
+// then `answer`, a plain function building the response from what was decided. An exception
+// from either is a 500 whose log line names `where` (and `uid`, for an admission). Only the
+// decision is awaited: a co_return inside a try block trips GCC 12's -Wmismatched-new-delete on
+// the coroutine frame, so the answer is built in a plain function; that workaround lives here
+// alone. `decide` is the caller's named awaitable: GCC 12 destroys a temporary argument of a
+// co_await'd call twice.
+template <class T, class Answer>
+boost::asio::awaitable<http_response> decided_then_answered(boost::asio::awaitable<T>& decide,
+                                                            const Answer& answer,
+                                                            const http_request& request,
+                                                            std::string_view where,
+                                                            std::string_view uid) {
+  std::optional<T> decided;
+  std::string failure;
+  try {
+    decided = co_await std::move(decide);
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  co_return [&]() -> http_response {
+    try {
+      if (!decided) throw std::runtime_error(failure);
+      return answer(std::move(*decided));
+    } catch (const std::exception& e) {
+      spdlog::error("internal error on {}{}{}: {}", where, uid.empty() ? "" : " uid=", uid,
+                    e.what());
+      return error_response(http::status::internal_server_error,
+                            "internal error; see the webhook's log" +
+                                (uid.empty() ? std::string() : " for uid " + std::string(uid)),
+                            request.version(), request.keep_alive());
+    }
+  }();
 }
 
 }  // namespace
@@ -241,64 +271,42 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
                              request.keep_alive());
   }
   const auto policies = state_.policies.read();
-  // Only the decision is awaited: a co_return inside a try block trips GCC 12's
-  // -Wmismatched-new-delete on the coroutine frame, so the answer is built in plain functions.
-  // Named: GCC 12 destroys a temporary argument of a co_await'd call twice.
   core::mutate_options options;
   options.cluster_domain = state_.cluster_domain;
   const auto pod = review->pod();  // read once, for the decision and the log line
-  std::optional<core::decision> decided;
-  std::string failure;
-  try {
-    if (review->is_pod_create()) {
-      decided = co_await decide_with_owners(pod, *policies, options, state_.owners, state_.metrics);
-    } else {
-      decided = core::mutate(*review, *policies);
+  const core::subject what{pod, &*review};
+  auto decision = decide_with_owners(what, *policies, options, state_.owners, state_.metrics);
+  const auto answer = [&](const core::decision& d) {
+    count_passes(d);
+    result = {label_of(d.verdict()), d.policy, d.patch_ops};
+    auto res = text_response(http::status::ok, core::encode_response(*review, d), request);
+    if (info_enabled()) {
+      const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::steady_clock::now() - started)
+                              .count();
+      const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
+      log_field message{"message", {}};  // only on a denial or a pass with a warning
+      if (!d.allowed || d.passed == core::pass_reason::unrecognised ||
+          d.passed == core::pass_reason::unknown_framework)
+        message.value = std::string_view(d.message);
+      const auto sources = sources_text(d);
+      log_field sources_field{"sources", {}};  // only when counts were resolved
+      if (!sources.empty()) sources_field.value = std::string_view(sources);
+      log_event("admission", {{"uid", review->uid},
+                              {"namespace", review->namespace_name},
+                              {"pod", pod_name != nullptr ? std::string_view(*pod_name) : "-"},
+                              {"operation", review->operation},
+                              {"dryRun", review->dry_run},
+                              {"policy", d.policy.empty() ? "-" : std::string_view(d.policy)},
+                              {"decision", core::outcome_name(d.verdict())},
+                              {"ops", static_cast<std::int64_t>(d.patch_ops)},
+                              {"duration_us", static_cast<std::int64_t>(micros)},
+                              sources_field,
+                              message});
     }
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
-  co_return [&]() -> http_response {
-    try {
-      if (!decided) throw std::runtime_error(failure);
-      const auto& d = *decided;
-      if (d.unrecognised) state_.metrics.count(counter::pods_unrecognised);
-      if (d.unknown_framework) state_.metrics.count(counter::pods_unknown_framework);
-      result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
-                          : decision_label::denied,
-                d.policy, d.patch_ops};
-      auto res = text_response(http::status::ok, core::encode_response(*review, d), request);
-      if (info_enabled()) {
-        const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                                std::chrono::steady_clock::now() - started)
-                                .count();
-        const auto* pod_name = pod.name() != nullptr ? pod.name() : pod.generate_name();
-        log_field message{"message", {}};  // only on a denial or a pass with a warning
-        if (!d.allowed || d.unrecognised || d.unknown_framework)
-          message.value = std::string_view(d.message);
-        const auto sources = sources_text(d);
-        log_field sources_field{"sources", {}};  // only when counts were resolved
-        if (!sources.empty()) sources_field.value = std::string_view(sources);
-        log_event("admission", {{"uid", review->uid},
-                                {"namespace", review->namespace_name},
-                                {"pod", pod_name != nullptr ? std::string_view(*pod_name) : "-"},
-                                {"operation", review->operation},
-                                {"dryRun", review->dry_run},
-                                {"policy", d.policy.empty() ? "-" : std::string_view(d.policy)},
-                                {"decision", decision_name(d)},
-                                {"ops", static_cast<std::int64_t>(d.patch_ops)},
-                                {"duration_us", static_cast<std::int64_t>(micros)},
-                                sources_field,
-                                message});
-      }
-      return res;
-    } catch (const std::exception& e) {
-      spdlog::error("internal error on admission uid={}: {}", review->uid, e.what());
-      return error_response(http::status::internal_server_error,
-                            "internal error; see the webhook's log for uid " + review->uid,
-                            request.version(), request.keep_alive());
-    }
-  }();
+    return res;
+  };
+  co_return co_await decided_then_answered(decision, answer, request, "admission", review->uid);
 }
 
 boost::asio::awaitable<http_response> router::preview(const http_request& request,
@@ -313,39 +321,19 @@ boost::asio::awaitable<http_response> router::preview(const http_request& reques
     options.forced_policy = std::move(*policy);
   }
   const auto policies = state_.policies.read();
-  auto input = inputs::read_preview(request.body());
-  if (!input) {
-    co_return error_response(http::status::bad_request, input.message(), request.version(),
-                             request.keep_alive());
-  }
-  std::optional<core::decision> decided;
-  std::string failure;
-  try {
-    if (input->decides_pod()) {
-      const core::pod_view pod(input->pod);
-      decided = co_await decide_with_owners(pod, *policies, options, state_.owners, state_.metrics);
-    } else {
-      decided = input->pass_through(*policies);
-    }
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
-  co_return [&]() -> http_response {
-    try {
-      if (!decided) throw std::runtime_error(failure);
-      const auto answer = inputs::answer_preview(std::move(*input), std::move(*decided));
-      const auto& d = answer.decision;
-      result = {d.allowed ? (d.mutated() ? decision_label::patched : decision_label::allowed)
-                          : decision_label::denied,
-                d.policy, 0};
-      return json_response(http::status::ok, inputs::to_json(answer), request);
-    } catch (const std::exception& e) {
-      spdlog::error("internal error on /preview: {}", e.what());
-      return error_response(http::status::internal_server_error,
-                            "internal error; see the webhook's log", request.version(),
+  auto previewed =
+      preview_with_owners(request.body(), *policies, options, state_.owners, state_.metrics);
+  const auto answer = [&](const core::result<inputs::preview_answer>& a) {
+    if (!a) {
+      return error_response(http::status::bad_request, a.message(), request.version(),
                             request.keep_alive());
     }
-  }();
+    const auto& d = a->decision;
+    count_passes(d);
+    result = {label_of(d.verdict()), d.policy, 0};
+    return json_response(http::status::ok, inputs::to_json(*a), request);
+  };
+  co_return co_await decided_then_answered(previewed, answer, request, "/preview", {});
 }
 
 boost::asio::awaitable<http_response> router::preview_job(const http_request& request,
@@ -358,34 +346,27 @@ boost::asio::awaitable<http_response> router::preview_job(const http_request& re
   const auto policies = state_.policies.read();
   // A TrainJob's runtime, read as the webhook reads owners (the API through the cache, or the
   // --owners file); one that cannot be read is named by the layout's own error.
-  std::vector<json> given;
-  std::string failure;
-  try {
-    given = co_await fetch_objects(core::job_needs(*job), *policies, state_.owners);
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
-  co_return [&]() -> http_response {
-    try {
-      if (!failure.empty()) throw std::runtime_error(failure);
-      // On the webhook's own threads a preview is bounded harder than the CLI's: its pods
-      // are each decided (a 2,000-pod job takes ~0.1 s here); larger ones preview with the CLI.
-      core::mutate_options options;
-      options.cluster_domain = state_.cluster_domain;
-      auto preview = core::preview_job(*job, given, *policies, max_served_preview_pods, options);
-      if (!preview) {
-        return error_response(http::status::unprocessable_entity, preview.message(),
-                              request.version(), request.keep_alive());
-      }
-      result = {preview->ok() ? decision_label::allowed : decision_label::denied, {}, 0};
-      return json_response(http::status::ok, inputs::to_json(*preview), request);
-    } catch (const std::exception& e) {
-      spdlog::error("internal error on /preview/job: {}", e.what());
-      return error_response(http::status::internal_server_error,
-                            "internal error; see the webhook's log", request.version(),
-                            request.keep_alive());
+  auto given = fetch_objects(core::job_needs(*job), *policies, state_.owners);
+  const auto answer = [&](const std::vector<json>& objects) {
+    // On the webhook's own threads a preview is bounded harder than the CLI's: its pods are each
+    // decided (a 2,000-pod job takes ~0.1 s here); larger ones preview with the CLI.
+    core::mutate_options options;
+    options.cluster_domain = state_.cluster_domain;
+    auto preview = core::preview_job(*job, objects, *policies, max_served_preview_pods, options);
+    if (!preview) {
+      return error_response(http::status::unprocessable_entity, preview.message(),
+                            request.version(), request.keep_alive());
     }
-  }();
+    result = {preview->ok() ? decision_label::allowed : decision_label::denied, {}, 0};
+    return json_response(http::status::ok, inputs::to_json(*preview), request);
+  };
+  co_return co_await decided_then_answered(given, answer, request, "/preview/job", {});
+}
+
+void router::count_passes(const core::decision& d) const {
+  if (d.passed == core::pass_reason::unrecognised) state_.metrics.count(counter::pods_unrecognised);
+  if (d.passed == core::pass_reason::unknown_framework)
+    state_.metrics.count(counter::pods_unknown_framework);
 }
 
 http_response router::health(const http_request& request, bool readiness) const {

@@ -26,10 +26,10 @@ struct preview_input {  // NOLINT(bugprone-exception-escape)
   nlohmann::json pod;
   std::optional<core::admission_request> request;  // an AdmissionReview (request.object moved out)
 
-  // A review of anything but a pod CREATE is allowed unchanged, with no owner read.
-  [[nodiscard]] bool decides_pod() const { return !request || request->is_pod_create(); }
-  // That answer, for a review that is not a pod CREATE.
-  [[nodiscard]] core::decision pass_through(const core::policy_set& policies) const;
+  // The review it came in, for core::subject; none for a bare pod.
+  [[nodiscard]] const core::admission_request* review() const {
+    return request ? &*request : nullptr;
+  }
 };
 
 // clang-tidy 14 reads the implicit special members through nlohmann::json's members; none of
@@ -45,7 +45,8 @@ struct preview_answer {  // NOLINT(bugprone-exception-escape)
 // The answer for `input` given its decision.
 [[nodiscard]] preview_answer answer_preview(preview_input input, core::decision d);
 
-// read_preview, core::decide with `fetch` (core::decide's), answer_preview.
+// read_preview, core::decide with `fetch` (core::decide's), answer_preview: the synchronous
+// preview (the fuzzers, tests). The edges' is server::preview_with_owners, the same three steps.
 template <class Fetch>
 [[nodiscard]] core::result<preview_answer> preview(std::string_view text,
                                                    const core::policy_set& policies,
@@ -53,9 +54,8 @@ template <class Fetch>
                                                    Fetch fetch) {
   auto input = read_preview(text);
   if (!input) return std::move(input).take_error();
-  auto d = input->decides_pod()
-               ? core::decide(core::pod_view(input->pod), policies, options, std::move(fetch))
-               : input->pass_through(policies);
+  const core::pod_view pod(input->pod);
+  auto d = core::decide(core::subject{pod, input->review()}, policies, options, std::move(fetch));
   return answer_preview(std::move(*input), std::move(d));
 }
 
@@ -63,12 +63,6 @@ template <class Fetch>
 [[nodiscard]] core::result<preview_answer> preview(std::string_view text,
                                                    const core::policy_set& policies,
                                                    const core::mutate_options& options);
-
-// With the owners of a --owners file: one not in the file is not found.
-[[nodiscard]] core::result<preview_answer> preview(std::string_view text,
-                                                   const core::policy_set& policies,
-                                                   const core::mutate_options& options,
-                                                   const owner_file& owners);
 
 // The answer as the edges show it: {"allowed", "policy", "patch", "object", "warnings",
 // "message", "injected", "sources"}.

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "trainenv/core/model/decision.hpp"
 #include "trainenv/core/policy/owners.hpp"
 #include "trainenv/server/lookup_result.hpp"
 
@@ -27,7 +28,14 @@ enum class route_label : std::uint8_t {
   metrics,
   other
 };
+// A decision's outcome as counted, and `error` for a request answered 4xx or 5xx.
 enum class decision_label : std::uint8_t { allowed, patched, denied, error };
+[[nodiscard]] constexpr decision_label label_of(core::outcome o) {
+  static_assert(static_cast<int>(core::outcome::allowed) == 0 &&
+                static_cast<int>(core::outcome::patched) == 1 &&
+                static_cast<int>(core::outcome::denied) == 2);
+  return static_cast<decision_label>(o);
+}
 inline constexpr std::size_t route_count = 7;
 inline constexpr std::size_t decision_count = 4;
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
@@ -20,6 +21,7 @@
 #include "trainenv/core/model/decision.hpp"
 #include "trainenv/core/policy/owners.hpp"
 #include "trainenv/inputs/owner_file.hpp"
+#include "trainenv/inputs/preview.hpp"
 #include "trainenv/server/lookup_result.hpp"
 #include "trainenv/server/metrics.hpp"
 #include "trainenv/server/owner_cache.hpp"
@@ -39,8 +41,22 @@ struct owner_lookup {
 // taken by reference and must outlive the coroutine: named objects of the caller's, not
 // temporaries (a coroutine spawned to run later would read them after they are gone).
 [[nodiscard]] boost::asio::awaitable<core::decision> decide_with_owners(
-    const core::pod_view& pod, const core::policy_set& policies,
+    const core::subject& what, const core::policy_set& policies,
     const core::mutate_options& options, const owner_lookup& lookup, metrics& m);
+
+// The one preview of a pod for the edges (POST /preview, `trainenv preview`): read the Pod or
+// AdmissionReview in `text`, decide it with owners read through `lookup`, answer with the
+// patched pod. An error: the input itself is unusable (not JSON or YAML, not a Pod or a review).
+[[nodiscard]] boost::asio::awaitable<core::result<inputs::preview_answer>> preview_with_owners(
+    std::string_view text, const core::policy_set& policies, const core::mutate_options& options,
+    const owner_lookup& lookup, metrics& m);
+
+// `work`'s result, stored in `out` (co_spawn's completion needs a default-constructible value;
+// a result<T> has none).
+template <class T>
+boost::asio::awaitable<void> store_result(boost::asio::awaitable<T> work, std::optional<T>& out) {
+  out.emplace(co_await std::move(work));
+}
 
 // Runs `work` on `ioc` until it ends, and returns its result (or throws its exception): the CLI
 // uses the server's own driver this way, on an io_context of its own. `ioc` may have run before
@@ -49,13 +65,8 @@ template <class T>
 T run_to_end(boost::asio::io_context& ioc, boost::asio::awaitable<T> work) {
   std::optional<T> out;
   std::exception_ptr failure;
-  boost::asio::co_spawn(ioc, std::move(work), [&](const std::exception_ptr& e, T value) {
-    if (e) {
-      failure = e;
-    } else {
-      out = std::move(value);
-    }
-  });
+  boost::asio::co_spawn(ioc, store_result(std::move(work), out),
+                        [&](const std::exception_ptr& e) { failure = e; });
   ioc.restart();
   ioc.run();
   if (failure) std::rethrow_exception(failure);

@@ -58,6 +58,8 @@ class router {
                                                               outcome& result) const;
   [[nodiscard]] boost::asio::awaitable<http_response> preview_job(const http_request& request,
                                                                   outcome& result) const;
+  // The passes an operator watches (pods_unrecognised, pods_unknown_framework), from the decision.
+  void count_passes(const core::decision& d) const;
   [[nodiscard]] http_response metrics_page(const http_request& request) const;
   [[nodiscard]] http_response health(const http_request& request, bool readiness) const;
 

@@ -33,15 +33,16 @@ decision deny(const error& e, std::string policy = {}) {
   return deny(e.message, std::move(policy), e.code);
 }
 
-decision pass(std::string why) {
+decision pass(pass_reason reason, std::string why) {
   decision d;
+  d.passed = reason;
   d.message = std::move(why);
   return d;
 }
 
 // Allowed unchanged, and said so to the user: `why` is the warning too.
-decision pass_with_warning(const std::string& why) {
-  auto d = pass(why);
+decision pass_with_warning(pass_reason reason, const std::string& why) {
+  auto d = pass(reason, why);
   d.warnings.push_back(make_warning(why));
   return d;
 }
@@ -225,8 +226,13 @@ decision owner_chain_too_long(const owner_ref& last) {
               std::string(keys::num_nodes) + " and " + std::string(keys::policy));
 }
 
-owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
+owner_step<decision> evaluate(const subject& what, const policy_set& policies,
                               const owner_values& owners, const mutate_options& options) {
+  if (what.request != nullptr && !what.request->is_pod_create()) {
+    return pass(pass_reason::not_a_pod_create,
+                "not a pod CREATE: " + what.request->operation + " of " + what.request->resource);
+  }
+  const pod_view& view = what.pod;
   if (!view.json().is_object())
     return deny("trainenv: the object is not a Pod (expected a JSON object)");
   const auto& kinds = policies.owner_kinds();
@@ -236,23 +242,23 @@ owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
   const auto& verdict = std::get<recognition>(recognised);
   switch (verdict.kind) {
     case recognition::verdict::not_training:
-      return pass(verdict.reason);
+      return pass(pass_reason::not_training, verdict.reason);
     case recognition::verdict::unknown: {
       // Recognising fails open: a pod not known to be ours is not ours to block.
-      auto d = pass_with_warning(verdict.reason);
-      d.unrecognised = true;
-      return d;
+      return pass_with_warning(pass_reason::unrecognised, verdict.reason);
     }
     case recognition::verdict::training:
     case recognition::verdict::through_job:
       break;
   }
   if (const auto* inject = view.annotation(keys::inject); inject != nullptr && *inject == "false") {
-    return pass("opted out: annotation " + std::string(keys::inject) + " is \"false\"");
+    return pass(pass_reason::opted_out,
+                "opted out: annotation " + std::string(keys::inject) + " is \"false\"");
   }
   if (const auto* wired = wired_owner(view, kinds)) {
-    return pass_with_warning("trainenv: passed unchanged: the pod's " + wired->kind + " (" +
-                             wired->group + ") is wired by " + wired->wired_by);
+    return pass_with_warning(pass_reason::wired_elsewhere,
+                             "trainenv: passed unchanged: the pod's " + wired->kind + " (" +
+                                 wired->group + ") is wired by " + wired->wired_by);
   }
 
   // Trainer's layout: the runtime names the framework and the MPI settings.
@@ -267,9 +273,7 @@ owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
   const auto selected = select_policy(view, policies, options.forced_policy, trainer.get(),
                                       pod_owner_kind(view, kinds));
   if (!selected.pass.empty()) {
-    auto d = pass_with_warning(selected.pass);
-    d.unknown_framework = true;
-    return d;
+    return pass_with_warning(pass_reason::unknown_framework, selected.pass);
   }
   if (selected.chosen == nullptr) return deny(selected.violation);
   const policy& p = *selected.chosen;
@@ -288,8 +292,9 @@ owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
   const auto written = controller_written(view, kinds, trainer.get(), layout_owner, *topo);
   auto want = render(p, *topo, view, written ? &*written : nullptr);
   if (want && !want->applies) {
-    return pass("policy " + quote(p.name) + " does not apply: its condition " +
-                quote(p.when_source) + " is false");
+    return pass(pass_reason::not_applying, "policy " + quote(p.name) +
+                                               " does not apply: its condition " +
+                                               quote(p.when_source) + " is false");
   }
   // A layout with nothing to train on cannot be named (no master): said, never guessed, and said
   // before whatever a policy item could not render for want of a node.
@@ -318,23 +323,27 @@ owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
   return d;
 }
 
-decision mutate_pod(const pod_view& pod, const policy_set& policies,
+decision mutate_pod(const subject& what, const policy_set& policies,
                     const mutate_options& options) {
-  return decide(pod, policies, options, [](const owner_ref& ref, owner_values& owners) {
+  return decide(what, policies, options, [](const owner_ref& ref, owner_values& owners) {
     owners.add_failure(ref, lookup_failure::no_access, "no API access (this path reads no owners)");
   });
 }
 
+decision mutate_pod(const pod_view& pod, const policy_set& policies,
+                    const mutate_options& options) {
+  return mutate_pod(subject{pod}, policies, options);
+}
+
 decision mutate_pod(const json& pod, const policy_set& policies, const mutate_options& options) {
-  return mutate_pod(pod_view(pod), policies, options);
+  const pod_view view(pod);
+  return mutate_pod(subject{view}, policies, options);
 }
 
 decision mutate(const admission_request& request, const policy_set& policies,
                 const mutate_options& options) {
-  if (!request.is_pod_create()) {
-    return pass("not a pod CREATE: " + request.operation + " of " + request.resource);
-  }
-  return mutate_pod(request.pod(), policies, options);
+  const auto pod = request.pod();
+  return mutate_pod(subject{pod, &request}, policies, options);
 }
 
 }  // namespace trainenv::core

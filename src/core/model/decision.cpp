@@ -2,6 +2,18 @@
 
 namespace trainenv::core {
 
+std::string_view outcome_name(outcome o) {
+  switch (o) {
+    case outcome::allowed:
+      return "allowed";
+    case outcome::patched:
+      return "patched";
+    case outcome::denied:
+      break;
+  }
+  return "denied";
+}
+
 bool injection_summary::empty() const {
   return env.empty() && ports.empty() && mounts.empty() && args.empty() && volumes.empty() &&
          annotations.empty() && init_containers.empty();

@@ -1,8 +1,8 @@
 #include "trainenv/core/policy/owners.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
+#include <functional>
 
 #include "trainenv/core/model/pod_view.hpp"
 #include "trainenv/core/policy/policy_fields.hpp"
@@ -776,9 +776,10 @@ class owner_kind_parser {
 }  // namespace
 
 result<owner_kind> parse_owner_kind(const json& document, std::string_view source) {
-  static std::atomic<std::uint64_t> readings{0};
   auto kind = owner_kind_parser(source).parse(document);
-  if (kind) kind->id = ++readings;
+  // What the kind says, as a number: a kind read again unchanged derives the same values from an
+  // object, one with other fields never finds what another derived. No process-wide counter.
+  if (kind) kind->id = std::hash<std::string>{}(document.dump()) | 1U;
   return kind;
 }
 

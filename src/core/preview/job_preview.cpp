@@ -380,6 +380,11 @@ void check_rendezvous(const created_job& job, const std::vector<previewed_pod>& 
   for (const auto& p : pods) {
     if (!p.rendezvous) continue;
     const auto host = split_endpoint(*p.rendezvous).first;
+    // One pod with no DNS name rendezvous with itself, and can stay so only where it can never
+    // grow: bounds of at most one node.
+    if (host == "localhost" && p.bounds && p.bounds->substr(p.bounds->find(':') + 1) == "1") {
+      continue;
+    }
     const bool a_pod = std::any_of(pods.begin(), pods.end(), [&](const previewed_pod& q) {
       return !q.dns_name.empty() &&
              host.rfind(q.dns_name + "." + job.namespace_name + ".svc.", 0) == 0;
@@ -459,8 +464,9 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
       shared.push_back(std::make_shared<const owner_object>(object));
     for (auto& c : out.job.pods) {
       previewed_pod p;
+      const pod_view created(c.pod);
       p.d = decide(
-          pod_view(c.pod), policies, options, [&](const owner_ref& ref, owner_values& owners) {
+          subject{created}, policies, options, [&](const owner_ref& ref, owner_values& owners) {
             if (const auto* object = find_object(objects, ref)) {
               owners.add(ref, shared[static_cast<std::size_t>(object - objects.data())]);
             } else {
@@ -484,7 +490,8 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
     const auto count = [&](auto pred) {
       return std::count_if(out.pods.begin(), out.pods.end(), pred);
     };
-    if (count([](const previewed_pod& p) { return p.d.unknown_framework; }) > 0) {
+    if (count([](const previewed_pod& p) { return p.d.passed == pass_reason::unknown_framework; }) >
+        0) {
       out.job.notes.emplace_back(
           "its runtime names a framework no policy lists: its own plugins "
           "wire the pods, and trainenv lets them pass unchanged");

@@ -24,10 +24,20 @@ struct mutate_options {
   std::string cluster_domain = "cluster.local";
 };
 
-// One round of the decision, given the owner objects fetched so far (docs/contract.md §2.1): the
-// decision, or the next owner object it needs. The shell fetches that object (the API through
-// its cache, a --owners file, or nothing), adds it or its failure to `owners`, and asks again.
-[[nodiscard]] owner_step<decision> evaluate(const pod_view& view, const policy_set& policies,
+// What one evaluation decides: a pod, and the admission request it came in, if it came in one
+// (a bare pod, as `preview` reads one, is decided as a pod CREATE). Both must outlive it.
+struct subject {
+  const pod_view& pod;
+  const admission_request* request = nullptr;
+};
+
+// The front door: one round of the decision, given the owner objects fetched so far
+// (docs/contract.md §2.1): the decision, or the next owner object it needs. A request that is
+// not a pod CREATE is allowed unchanged here, its pod unread. The shell fetches the object it
+// names (the API through its cache, a --owners file, or nothing), adds it or its failure to
+// `owners`, and asks again. It calls nothing back and keeps nothing: the decision carries its
+// outcome and why it passed, and `owners` what was read and how, for the shell to count.
+[[nodiscard]] owner_step<decision> evaluate(const subject& what, const policy_set& policies,
                                             const owner_values& owners,
                                             const mutate_options& options = {});
 
@@ -37,13 +47,14 @@ inline constexpr int max_owner_fetches = 8;
 [[nodiscard]] decision owner_chain_too_long(const owner_ref& last);
 
 // evaluate until it decides, calling `fetch(ref, owners)` for each object it needs; `fetch`
-// adds the object or its failure to `owners`.
+// adds the object or its failure to `owners`. The synchronous driver (job previews, tests,
+// fuzzers); the server's is server::decide_with_owners.
 template <class Fetch>
-[[nodiscard]] decision decide(const pod_view& pod, const policy_set& policies,
+[[nodiscard]] decision decide(const subject& what, const policy_set& policies,
                               const mutate_options& options, Fetch fetch) {
   owner_values owners;
   for (int fetches = 0;; ++fetches) {
-    auto step = evaluate(pod, policies, owners, options);
+    auto step = evaluate(what, policies, owners, options);
     if (auto* d = std::get_if<decision>(&step)) return std::move(*d);
     const auto& ref = std::get<owner_ref>(step);
     if (fetches == max_owner_fetches) return owner_chain_too_long(ref);
@@ -51,21 +62,28 @@ template <class Fetch>
   }
 }
 
-// The same for a pod held whole as nlohmann values.
+// The same for a bare pod, as a view or held whole as nlohmann values (tests, job previews).
+template <class Fetch>
+[[nodiscard]] decision decide(const pod_view& pod, const policy_set& policies,
+                              const mutate_options& options, Fetch fetch) {
+  return decide(subject{pod}, policies, options, std::move(fetch));
+}
 template <class Fetch>
 [[nodiscard]] decision decide(const nlohmann::json& pod, const policy_set& policies,
                               const mutate_options& options, Fetch fetch) {
-  return decide(pod_view(pod), policies, options, std::move(fetch));
+  const pod_view view(pod);
+  return decide(subject{view}, policies, options, std::move(fetch));
 }
 
 // decide with no API access: a pod that needs an owner is treated as its lookup failing.
+[[nodiscard]] decision mutate_pod(const subject& what, const policy_set& policies,
+                                  const mutate_options& options = {});
 [[nodiscard]] decision mutate_pod(const pod_view& pod, const policy_set& policies,
                                   const mutate_options& options = {});
 // The same for a pod held whole as nlohmann values.
 [[nodiscard]] decision mutate_pod(const nlohmann::json& pod, const policy_set& policies,
                                   const mutate_options& options = {});
-
-// Pods on CREATE go to mutate_pod; every other request is allowed unchanged.
+// The same for an admission request: a pod CREATE is decided, anything else allowed unchanged.
 [[nodiscard]] decision mutate(const admission_request& request, const policy_set& policies,
                               const mutate_options& options = {});
 

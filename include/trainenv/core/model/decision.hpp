@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -38,6 +39,22 @@ struct value_source {
   std::string source;
 };
 
+// How a decision ends: what every edge counts and logs it as.
+enum class outcome : std::uint8_t { allowed, patched, denied };
+[[nodiscard]] std::string_view outcome_name(outcome o);  // "allowed", "patched", "denied"
+
+// Why a pod was allowed unchanged: none when a policy applied or it was denied.
+enum class pass_reason : std::uint8_t {
+  none,
+  not_a_pod_create,   // the request is not a pod CREATE: nothing read
+  not_training,       // not a training pod (no Trainer label, on it or its Job)
+  unrecognised,       // its Job could not be read to tell (recognising fails open): counted
+  opted_out,          // trainenv.io/inject: "false"
+  wired_elsewhere,    // its owner is wired by another controller (an MPIJob)
+  unknown_framework,  // its runtime names a framework no policy lists (Trainer wired it): counted
+  not_applying,       // the policy's condition is false
+};
+
 struct decision {
   bool allowed = true;
   std::string policy;  // the policy that applied, if any
@@ -48,12 +65,7 @@ struct decision {
   injection_summary injected;         // what the patch adds
   std::vector<value_source> sources;  // where the counts came from, when a policy applied
   std::vector<std::string> warnings;
-  // Allowed unchanged because the pod's Job could not be read to tell whether it is a training
-  // pod (recognising fails open): the server counts these.
-  bool unrecognised = false;
-  // Passed unchanged because the runtime of the pod's TrainJob names a framework no policy lists
-  // (Trainer's own plugins wired it): counted, like `unrecognised`.
-  bool unknown_framework = false;
+  pass_reason passed = pass_reason::none;  // allowed unchanged: why
   // Denied: the violation ("trainenv: ..."). Allowed: why nothing applied, if so.
   std::string message;
   // Denied: status.code (docs/contract.md §6): 400 a contract violation; 404, 500 or 503 an owner
@@ -67,6 +79,9 @@ struct decision {
   bool world_of_workers = false;
 
   [[nodiscard]] bool mutated() const { return patch_ops != 0; }
+  [[nodiscard]] outcome verdict() const {
+    return !allowed ? outcome::denied : mutated() ? outcome::patched : outcome::allowed;
+  }
   // The patch as a value ([] when none): for the preview and for tests, not the request path.
   [[nodiscard]] nlohmann::json patch() const;
 };

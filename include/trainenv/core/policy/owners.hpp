@@ -131,9 +131,9 @@ struct owner_kind {
   std::string wired_by;
   member_path runtime_ref;       // a TrainJob: where its runtimeRef sits
   bool gives_framework = false;  // a (Cluster)TrainingRuntime: its labels name the framework
-  // This reading of the kind, unique in the process (parse_owner_kind counts them): what is
-  // derived from an object by its kind is kept under it, so that kinds reloaded with other
-  // fields never find what an earlier set derived. 0 for a kind built by hand.
+  // What the kind's document says, hashed (parse_owner_kind): what is derived from an object by
+  // its kind is kept under it, so that a kind reloaded with other fields never finds what an
+  // earlier one derived. 0 for a kind built by hand.
   std::uint64_t id = 0;
 
   // "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets/bert" (core group: "/api/v1/...").
