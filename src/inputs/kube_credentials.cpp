@@ -1,4 +1,5 @@
-#include "trainenv/inputs/kube_credentials.hpp"
+#include "trainenv//inputs/kube_credentials.hpp"
+#include "trainenv/core/text/names.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -35,12 +36,6 @@ core::result<std::string> read_small_file(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-std::string_view trim(std::string_view s) {
-  const auto first = s.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
 }
 
 core::result<std::uint16_t> parse_port(std::string_view text) {
@@ -236,7 +231,7 @@ class kubeconfig_reader {
                     "certificate");
       }
     }
-    if (const auto* token = string_at(user, "token")) out.token = std::string(trim(*token));
+    if (const auto* token = string_at(user, "token")) out.token = std::string(core::trim(*token));
     if (const auto* file = string_at(user, "tokenFile"); file != nullptr && !file->empty()) {
       out.token_file = resolve(*file);
       auto token = read_token_file(out.token_file);
@@ -279,7 +274,7 @@ std::string kube_credentials::server_url() const {
 core::result<std::string> read_token_file(const std::string& path) {
   auto text = read_small_file(path);
   if (!text) return std::move(text).take_error();
-  const auto token = trim(*text);
+  const auto token = core::trim(*text);
   if (token.empty()) return core::error{path + " is empty"};
   return std::string(token);
 }

@@ -21,9 +21,10 @@ using simdjson::dom::element_type;
 // thread does not keep ~14 bytes of parser state per byte of the largest body it ever saw.
 constexpr std::size_t reused_capacity = std::size_t{64} * 1024;
 
-class builder {
+class tree_builder {
  public:
-  explicit builder(std::span<string_map> maps = {}) : maps_(maps), map_read_in_(maps.size(), 0) {}
+  explicit tree_builder(std::span<string_map> maps = {})
+      : maps_(maps), map_read_in_(maps.size(), 0) {}
 
   // The first problem met; building stops adding once set.
   std::string problem;
@@ -214,7 +215,7 @@ result<json> parse_with(std::string_view text, std::span<string_map> maps, Build
       code != simdjson::SUCCESS) {
     return describe_failure(text, code);
   }
-  builder b(maps);
+  tree_builder b(maps);
   json out = build(b, root);
   if (!b.problem.empty()) return error{"not valid JSON: " + b.problem};
   return out;
@@ -245,12 +246,13 @@ std::optional<std::size_t> nesting_exceeded_at(std::string_view text, int limit)
 }
 
 result<json> parse_json(std::string_view text) {
-  return parse_with(text, {}, [](builder& b, element root) { return b.whole(root); });
+  return parse_with(text, {}, [](tree_builder& b, element root) { return b.whole(root); });
 }
 
 result<json> parse_json(std::string_view text, std::span<const json_keep> only,
                         std::span<string_map> maps) {
-  return parse_with(text, maps, [only](builder& b, element root) { return b.only(root, only); });
+  return parse_with(text, maps,
+                    [only](tree_builder& b, element root) { return b.only(root, only); });
 }
 
 namespace {

@@ -2,6 +2,7 @@
 #include "trainenv/core/text/names.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 namespace trainenv::core {
 namespace {
@@ -88,6 +89,12 @@ std::optional<std::int64_t> parse_decimal(std::string_view s, std::int64_t max) 
   }
   if (n > max) return std::nullopt;
   return n;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
+  return s;
 }
 
 }  // namespace trainenv::core

@@ -38,4 +38,11 @@ inline constexpr std::int64_t max_port = 65535;
 // An unsigned decimal of at most 18 digits, no sign or space, up to `max`; nullopt otherwise.
 [[nodiscard]] std::optional<std::int64_t> parse_decimal(std::string_view s, std::int64_t max);
 
+// The largest count of pods, replicas or nodes believed; above it a value is refused as
+// implausible, which also keeps every product of counts below 2^63.
+inline constexpr std::int64_t max_count = 1'000'000;
+
+// `s` without the whitespace (space, tab, CR, LF, ...) it starts and ends with.
+[[nodiscard]] std::string_view trim(std::string_view s);
+
 }  // namespace trainenv::core
