@@ -86,6 +86,42 @@ core::result<server::owner_cache> make_owner_cache(boost::asio::io_context& ioc,
   return server::owner_cache(ioc.get_executor(), std::move(*client), options);
 }
 
+// Owners are read from the API when there is access (or from --owners FILE); without, a pod
+// whose counts only its owners give is denied (sizing fails closed), which the start-up line
+// says once. An error: serve cannot start.
+core::result<bool> wire_owner_lookups(const inputs::serve_config& config,
+                                      boost::asio::io_context& ioc, server::server_state& state) {
+  auto credentials = config.owners.empty()
+                         ? api_credentials(config.kubeconfig, true)
+                         : core::result<std::optional<inputs::kube_credentials>>(std::nullopt);
+  if (!credentials) return std::move(credentials).take_error();
+  state.owners.budget = config.lookup_timeout;
+  state.cluster_domain = config.cluster_domain;
+  if (!config.owners.empty()) {
+    auto owners = read_owners(config.owners);
+    if (!owners) return core::error{"--owners " + owners.message()};
+    spdlog::warn("owner lookups: from {} ({} objects), not from the API", config.owners,
+                 owners->size());
+    state.owners.file = std::make_shared<const inputs::owner_file>(std::move(*owners));
+  } else if (*credentials) {
+    const auto server_url = (*credentials)->server_url();
+    const auto source = (*credentials)->source;
+    auto cache = make_owner_cache(
+        ioc, std::move(**credentials),
+        {.ttl = config.owner_cache_ttl, .max_entries = config.owner_cache_entries}, state.metrics);
+    if (!cache) return std::move(cache).take_error();
+    state.owners.cache.emplace(std::move(*cache));
+    spdlog::info("owner lookups: {} ({}), budget {} ms per pod, cached {} ms, {} objects at most",
+                 server_url, source, config.lookup_timeout.count(), config.owner_cache_ttl.count(),
+                 config.owner_cache_entries);
+  } else {
+    spdlog::warn(
+        "owner lookups: no API access (no --kubeconfig, KUBERNETES_SERVICE_HOST unset): pods "
+        "whose counts only their owners give are denied");
+  }
+  return true;
+}
+
 int run_serve(const std::vector<std::string>& args) {
   const auto parsed = inputs::parse_serve(args);
   if (int code = 0; usage_failed(parsed, code)) return code;
@@ -119,45 +155,9 @@ int run_serve(const std::vector<std::string>& args) {
   // Run by this thread; server::session_threads adds one io_context per further thread.
   boost::asio::io_context ioc(1);
 
-  // Owners are read from the API when there is access (or from --owners FILE); without, a pod
-  // whose counts only its owners give is denied (sizing fails closed), which the start-up line
-  // says once.
-  auto credentials = config.owners.empty()
-                         ? api_credentials(config.kubeconfig, true)
-                         : core::result<std::optional<inputs::kube_credentials>>(std::nullopt);
-  if (!credentials) {
-    spdlog::critical("not starting: {}", credentials.message());
+  if (const auto wired = wire_owner_lookups(config, ioc, state); !wired) {
+    spdlog::critical("not starting: {}", wired.message());
     return exit_violation;
-  }
-  state.owners.budget = config.lookup_timeout;
-  state.cluster_domain = config.cluster_domain;
-  if (!config.owners.empty()) {
-    auto owners = read_owners(config.owners);
-    if (!owners) {
-      spdlog::critical("not starting: --owners {}", owners.message());
-      return exit_violation;
-    }
-    spdlog::warn("owner lookups: from {} ({} objects), not from the API", config.owners,
-                 owners->size());
-    state.owners.file = std::make_shared<const inputs::owner_file>(std::move(*owners));
-  } else if (*credentials) {
-    const auto server_url = (*credentials)->server_url();
-    const auto source = (*credentials)->source;
-    auto cache = make_owner_cache(
-        ioc, std::move(**credentials),
-        {.ttl = config.owner_cache_ttl, .max_entries = config.owner_cache_entries}, state.metrics);
-    if (!cache) {
-      spdlog::critical("not starting: {}", cache.message());
-      return exit_violation;
-    }
-    state.owners.cache.emplace(std::move(*cache));
-    spdlog::info("owner lookups: {} ({}), budget {} ms per pod, cached {} ms, {} objects at most",
-                 server_url, source, config.lookup_timeout.count(), config.owner_cache_ttl.count(),
-                 config.owner_cache_entries);
-  } else {
-    spdlog::warn(
-        "owner lookups: no API access (no --kubeconfig, KUBERNETES_SERVICE_HOST unset): pods "
-        "whose counts only their owners give are denied");
   }
   // Policies follow their directory (a ConfigMap mount swaps a ..data link): inotify, and a
   // poll every 2 s where inotify sees nothing.

@@ -234,7 +234,8 @@ value_kind switch_value(bool& target) {
           nullptr};
 }
 
-// serve's flags over `c`, in the order its help lists them.
+// serve's flags over `c`, in the order its help lists them: a table, one entry per flag, as long
+// as the flags are many.
 std::vector<flag> serve_flags(serve_config& c) {
   return {
       {{"--listen"},

@@ -226,6 +226,9 @@ decision owner_chain_too_long(const owner_ref& last) {
               std::string(keys::num_nodes) + " and " + std::string(keys::policy));
 }
 
+// The decision's steps in the order the contract gives them (docs/architecture.md, "Data flows
+// one way"), each a possible answer of its own: kept as one sequence, longer than 80 lines, so
+// that the order is read in one place; each step is a function of its own above.
 owner_step<decision> evaluate(const subject& what, const policy_set& policies,
                               const owner_values& owners, const mutate_options& options) {
   if (what.request != nullptr && !what.request->is_pod_create()) {

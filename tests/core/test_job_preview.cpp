@@ -1,0 +1,236 @@
+// A whole job before it is submitted (core/preview/job_preview.hpp): every pod its controllers
+// make, decided with the job's own objects as owners, then the whole-job checks (ranks, master,
+// world), with a policy and owner kinds built in the test.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "trainenv/core/preview/job_preview.hpp"
+
+namespace job_preview_tests {
+
+using namespace trainenv::core;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using nlohmann::json;
+
+owner_kind preview_kind(const std::string& name, const std::string& spec) {
+  auto k = parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",
+      "kind": "OwnerKind", "metadata": {"name": ")" +
+                                        name + R"("}, "spec": )" + spec + "}"),
+                            "owners.json");
+  if (!k) FAIL(k.message());
+  return std::move(k).value();
+}
+
+policy_set preview_policy_set() {
+  auto kinds = owner_kind_set::build({
+      preview_kind("job", R"({"apiGroup": "batch", "versions": ["v1"], "kind": "Job",
+          "resource": "jobs", "roles": {"own": {"jobSpec": "spec", "podTemplate": "spec.template"}},
+          "naming": {"hostname": "${job}-${index}", "podLabel": "batch.kubernetes.io/job-name"}})"),
+      preview_kind("jobset", R"({"apiGroup": "jobset.x-k8s.io", "versions": ["v1alpha2"],
+          "kind": "JobSet", "resource": "jobsets",
+          "roles": {"list": "spec.replicatedJobs", "name": "name", "replicas": "replicas",
+                    "replicasDefault": 1, "jobSpec": "template.spec",
+                    "podTemplate": "template.spec.template", "dependsOn": "dependsOn"},
+          "coordinator": {"at": "spec.coordinator", "role": "replicatedJob",
+                          "jobIndex": "jobIndex", "podIndex": "podIndex"},
+          "naming": {"hostname": "${job}-${role}-${jobIndex}-${index}",
+                     "subdomain": "spec.network.subdomain", "subdomainDefault": "${job}",
+                     "templateSubdomain": "overridden",
+                     "dnsHostnames": "spec.network.enableDNSHostnames",
+                     "podLabel": "jobset.sigs.k8s.io/jobset-name"}})"),
+  });
+  if (!kinds) FAIL(kinds.message());
+  auto p = parse_policy(json::parse(R"({
+    "apiVersion": "trainenv.io/v1alpha1", "kind": "TrainingPolicy",
+    "metadata": {"name": "preview-torch"},
+    "spec": {
+      "frameworks": ["torch"], "default": true, "container": "node",
+      "defaults": {"masterPort": 29500, "numNodes": 1},
+      "env": [
+        {"name": "NNODES", "value": "${numNodes}"},
+        {"name": "NODE_RANK", "value": "${nodeRank}", "roles": ["training"]},
+        {"name": "MASTER_ADDR", "value": "${masterAddr}"},
+        {"name": "MASTER_PORT", "value": "${masterPort}"},
+        {"name": "WORLD_SIZE", "value": "${worldSize}", "roles": ["training"]},
+        {"name": "RANK", "value": "${rank}", "roles": ["training"]}
+      ]
+    }})"),
+                        "preview-torch.json");
+  if (!p) FAIL(p.message());
+  std::vector<policy> policies;
+  policies.push_back(std::move(p).value());
+  auto set = policy_set::build(std::move(policies), std::move(kinds).value());
+  if (!set) FAIL(set.message());
+  return std::move(set).value();
+}
+
+const policy_set& preview_policies() {
+  static const policy_set set = preview_policy_set();
+  return set;
+}
+
+// A replicatedJob whose pods carry Trainer's trainer label (or `step`), `pods` to a Job.
+json trained_rj(const std::string& name, int replicas, int pods,
+                const std::string& step = "trainer") {
+  json out = {{"name", name}, {"replicas", replicas}};
+  auto& spec = out["template"]["spec"];
+  spec["parallelism"] = pods;
+  spec["completions"] = pods;
+  if (!step.empty())
+    spec["template"]["metadata"]["labels"]["trainer.kubeflow.org/trainjob-ancestor-step"] = step;
+  spec["template"]["spec"]["containers"] = json::array({{{"name", "node"}, {"image", "x"}}});
+  return out;
+}
+
+json preview_jobset(json replicated_jobs) {
+  return {{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+          {"kind", "JobSet"},
+          {"metadata", {{"name", "bert"}, {"namespace", "team-a"}}},
+          {"spec", {{"replicatedJobs", std::move(replicated_jobs)}}}};
+}
+
+std::string admitted_env(const previewed_pod& p, const std::string& name) {
+  for (const auto& e : p.admitted["spec"]["containers"][0].value("env", json::array())) {
+    if (e["name"] == name) return e.value("value", "<valueFrom>");
+  }
+  return "<absent>";
+}
+
+// Sets a pod's admitted env entry `name` to `value` (a pod told something else).
+void tell(previewed_pod& p, const std::string& name, const std::string& value) {
+  for (auto& e : p.admitted["spec"]["containers"][0]["env"]) {
+    if (e["name"] == name) e["value"] = value;
+  }
+}
+
+std::vector<std::string> messages(const std::vector<job_problem>& problems) {
+  std::vector<std::string> out;
+  for (const auto& p : problems) out.push_back(p.message);
+  return out;
+}
+
+TEST_CASE("job preview: every pod of a JobSet decided, agreeing on ranks and master",
+          "[job_preview]") {
+  const auto preview = preview_job(
+      preview_jobset(json::array(
+          {trained_rj("initializer", 1, 1, "dataset-initializer"), trained_rj("node", 2, 2)})),
+      {}, preview_policies());
+  REQUIRE(preview);
+  INFO("problems: " << json(messages(preview->problems)).dump());
+  CHECK(preview->ok());
+  CHECK(preview->job.kind == "JobSet");
+  CHECK(preview->job.pods.empty());  // moved into pods
+  REQUIRE(preview->pods.size() == 5);
+  // The initializer passes unchanged; the four nodes are one world.
+  const auto& init = preview->pods[0];
+  CHECK(init.created.role == "initializer");
+  CHECK(init.d.passed == pass_reason::not_training);
+  CHECK(init.admitted == init.created.pod);
+  std::vector<std::int64_t> ranks;
+  for (std::size_t i = 1; i < preview->pods.size(); ++i) {
+    const auto& p = preview->pods[i];
+    INFO(p.created.name);
+    CHECK(p.d.verdict() == outcome::patched);
+    CHECK(p.d.policy == "preview-torch");
+    CHECK(p.num_nodes == "4");
+    CHECK(p.world_size == "4");
+    CHECK(p.master == "bert-node-0-0.bert");
+    CHECK(p.master_port == "29500");
+    CHECK(p.dns_name == p.created.name + ".bert");
+    CHECK(p.d.layout_name == p.dns_name);
+    REQUIRE(p.node_rank);
+    CHECK(p.rank == p.node_rank);
+    CHECK(admitted_env(p, "NODE_RANK") == std::to_string(*p.node_rank));
+    ranks.push_back(*p.node_rank);
+  }
+  CHECK(ranks == std::vector<std::int64_t>{0, 1, 2, 3});
+  CHECK(preview->pods[3].created.name == "bert-node-1-0");
+  CHECK_FALSE(preview->elastic);
+  CHECK(preview->job.notes.empty());
+}
+
+TEST_CASE("job preview: the whole-job checks name pods that disagree", "[job_preview]") {
+  auto preview =
+      preview_job(preview_jobset(json::array({trained_rj("node", 1, 3)})), {}, preview_policies());
+  REQUIRE(preview);
+  REQUIRE(preview->ok());
+  REQUIRE(preview->pods.size() == 3);
+  CHECK(check_job(preview->job, preview->pods, preview_policies()).empty());
+
+  // Two pods told node rank 1, none 2.
+  tell(preview->pods[2], "NODE_RANK", "1");
+  auto problems = check_job(preview->job, preview->pods, preview_policies());
+  REQUIRE(problems.size() >= 2);
+  CHECK(problems[0].message == "pods share node rank 1");
+  CHECK(problems[0].pods == std::vector<std::string>{"bert-node-0-1", "bert-node-0-2"});
+  CHECK(problems[1].message == "node ranks of the 3 pods are not 0..2: missing 2");
+
+  // A pod told another master.
+  tell(preview->pods[2], "NODE_RANK", "2");
+  tell(preview->pods[1], "MASTER_ADDR", "elsewhere");
+  problems = check_job(preview->job, preview->pods, preview_policies());
+  const auto said = messages(problems);
+  REQUIRE_FALSE(said.empty());
+  CHECK(said[0] ==
+        "pods disagree on the master address: bert-node-0-0.bert (2 pods); elsewhere "
+        "(1 pod)");
+  CHECK(problems[0].pods ==
+        std::vector<std::string>{"bert-node-0-0", "bert-node-0-2", "bert-node-0-1"});
+}
+
+TEST_CASE("job preview: a denied pod is a problem of the job", "[job_preview]") {
+  auto rj = trained_rj("node", 1, 2);
+  rj["template"]["spec"]["template"]["metadata"]["annotations"]["trainenv.io/policy"] = "nope";
+  const auto preview = preview_job(preview_jobset(json::array({rj})), {}, preview_policies());
+  REQUIRE(preview);
+  CHECK_FALSE(preview->ok());
+  REQUIRE(preview->problems.size() == 2);
+  CHECK(preview->problems[0].message ==
+        "denied: trainenv: annotation trainenv.io/policy is \"nope\", which is not a loaded "
+        "policy; use one of: preview-torch");
+  CHECK(preview->problems[0].pods == std::vector<std::string>{"bert-node-0-0"});
+  // A denied pod is shown as it was created.
+  CHECK(preview->pods[1].admitted == preview->pods[1].created.pod);
+  CHECK_FALSE(preview->pods[1].node_rank);
+}
+
+TEST_CASE("job preview: a job with no training pod says so", "[job_preview]") {
+  const auto preview = preview_job(preview_jobset(json::array({trained_rj("web", 1, 2, "")})), {},
+                                   preview_policies());
+  REQUIRE(preview);
+  CHECK(preview->ok());
+  for (const auto& p : preview->pods) {
+    CHECK(p.d.passed == pass_reason::not_training);
+    CHECK(p.admitted == p.created.pod);
+  }
+  CHECK(preview->job.notes ==
+        std::vector<std::string>{"no pod of the job is a training pod: none carries label "
+                                 "trainer.kubeflow.org/trainjob-ancestor-step: trainer, itself or "
+                                 "on its Job"});
+}
+
+TEST_CASE("job preview: a job that cannot be laid out is an error", "[job_preview]") {
+  const auto not_job =
+      preview_job(json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}}}}, {},
+                  preview_policies());
+  REQUIRE_FALSE(not_job);
+  CHECK(not_job.message() ==
+        "trainenv: a job preview lays out a TrainJob, a JobSet, a batch/v1 Job or a Volcano Job; "
+        "this is v1 Pod");
+  // A replicatedJob's template that is a list, not an object.
+  auto rj = trained_rj("node", 1, 1);
+  rj["template"] = json::array();
+  const auto malformed = preview_job(preview_jobset(json::array({rj})), {}, preview_policies());
+  REQUIRE_FALSE(malformed);
+  CHECK_THAT(malformed.message(), StartsWith("trainenv: the job is malformed: "));
+  // Past the preview's bound.
+  const auto big = preview_job(preview_jobset(json::array({trained_rj("node", 2, 3)})), {},
+                               preview_policies(), 5);
+  REQUIRE_FALSE(big);
+  CHECK_THAT(big.message(), Contains("more than 5 pods"));
+}
+
+}  // namespace job_preview_tests
