@@ -97,9 +97,10 @@ variable_values topology::variables() const {
   // MPI slots: the processes-per-node setting when a number (Trainer's 1 standing for the GPUs
   // when a node has more), else the GPUs of a worker, else 1.
   const auto worker = worker_gpus ? worker_gpus : gpus_per_node;
-  const auto worker_or_one =
-      worker ? std::optional(std::max<std::int64_t>(*worker, 1)) : std::nullopt;
-  auto slots = nproc_count ? nproc_count : worker_or_one;
+  // Written as branches: GCC 12 at -O2 takes the optional-of-optional ternary for a read of an
+  // unset value (-Wmaybe-uninitialized) in some unity batches.
+  std::optional<std::int64_t> slots = nproc_count;
+  if (!slots && worker) slots = std::max<std::int64_t>(*worker, 1);
   if (nproc_one_means_gpus && worker && *worker > 1) slots = *worker;
   set_number(variable::slots, slots, gpus_unknown_reason);
   // Processes per node as a number: the resolved count, or for auto/gpu the GPUs (at least 1).
