@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "owner_kind_support.hpp"
 #include "trainenv/core/decide/engine.hpp"
 
 namespace engine_unit_tests {
@@ -18,12 +19,7 @@ using Catch::Matchers::StartsWith;
 using nlohmann::json;
 
 owner_kind parsed_kind(const std::string& name, const std::string& spec) {
-  auto k = parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",
-      "kind": "OwnerKind", "metadata": {"name": ")" +
-                                        name + R"("}, "spec": )" + spec + "}"),
-                            "owners.json");
-  if (!k) FAIL(k.message());
-  return std::move(k).value();
+  return trainenv::test::owner_kind_from_spec(name, spec);
 }
 
 // Kubernetes' Job and JobSet, as policies/owners.yaml describes them.

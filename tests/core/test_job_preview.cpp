@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "owner_kind_support.hpp"
 #include "trainenv/core/preview/job_preview.hpp"
 
 namespace job_preview_tests {
@@ -16,12 +17,7 @@ using Catch::Matchers::StartsWith;
 using nlohmann::json;
 
 owner_kind preview_kind(const std::string& name, const std::string& spec) {
-  auto k = parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",
-      "kind": "OwnerKind", "metadata": {"name": ")" +
-                                        name + R"("}, "spec": )" + spec + "}"),
-                            "owners.json");
-  if (!k) FAIL(k.message());
-  return std::move(k).value();
+  return trainenv::test::owner_kind_from_spec(name, spec);
 }
 
 policy_set preview_policy_set() {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "owner_kind_support.hpp"
 #include "trainenv/core/job/layout.hpp"
 
 namespace layout_tests {
@@ -15,12 +16,7 @@ using namespace trainenv::core;
 using nlohmann::json;
 
 owner_kind layout_kind(const std::string& name, const std::string& spec) {
-  auto k = parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",
-      "kind": "OwnerKind", "metadata": {"name": ")" +
-                                        name + R"("}, "spec": )" + spec + "}"),
-                            "owners.json");
-  if (!k) FAIL(k.message());
-  return std::move(k).value();
+  return trainenv::test::owner_kind_from_spec(name, spec);
 }
 
 const owner_kind& jobset_kind() {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "owner_kind_support.hpp"
 #include "trainenv/core/job/owner_walk.hpp"
 
 namespace owner_walk_unit_tests {
@@ -16,12 +17,7 @@ using Catch::Matchers::Contains;
 using nlohmann::json;
 
 owner_kind walk_kind(const std::string& name, const std::string& spec) {
-  auto k = parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",
-      "kind": "OwnerKind", "metadata": {"name": ")" +
-                                        name + R"("}, "spec": )" + spec + "}"),
-                            "owners.json");
-  if (!k) FAIL(k.message());
-  return std::move(k).value();
+  return trainenv::test::owner_kind_from_spec(name, spec);
 }
 
 // The kinds of policies/owners.yaml this walk meets.
