@@ -78,7 +78,7 @@ core::topology topology_of(const core::pod_view& pod) {
 
 void render(benchmark::State& state, const std::string& body) {
   const auto request = decoded(body);
-  const auto pod = request.pod();
+  const auto& pod = request.pod();
   for (auto _ : state) {
     auto want = core::render(torch(), topology_of(pod), pod);
     benchmark::DoNotOptimize(want);
@@ -87,7 +87,7 @@ void render(benchmark::State& state, const std::string& body) {
 
 void patch(benchmark::State& state, const std::string& body) {
   const auto request = decoded(body);
-  const auto pod = request.pod();
+  const auto& pod = request.pod();
   const auto want = core::render(torch(), topology_of(pod), pod).value();
   for (auto _ : state) {
     auto d = core::build_patch(pod, want, "torch");

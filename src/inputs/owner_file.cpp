@@ -3,6 +3,7 @@
 #include <string>
 
 #include "trainenv/core/model/pod_view.hpp"
+#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::inputs {

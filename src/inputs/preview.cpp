@@ -4,6 +4,7 @@
 #include <set>
 
 #include "trainenv/core/model/pod_view.hpp"
+#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
 namespace trainenv::inputs {
@@ -18,10 +19,17 @@ core::result<preview_input> read_preview(std::string_view text) {
   const auto* kind = core::string_member(*document, "kind");
   preview_input input;
   if (kind != nullptr && *kind == "AdmissionReview") {
-    auto request = core::decode_review_json(std::move(*document));
+    auto request = core::decode_review_json(*document);
     if (!request) return std::move(request).take_error();
-    input.pod = std::move(request->object);
-    request->object = nullptr;
+    input.view = std::move(request->object);
+    // The pod as shown, as the apiserver has it at admission: with the request's namespace when
+    // its metadata names none (the view reads it so too).
+    auto& object = (*document)["request"]["object"];
+    if (auto metadata = object.is_object() ? object.find("metadata") : object.end();
+        metadata != object.end() && metadata->is_object() && !metadata->contains("namespace") &&
+        !request->namespace_name.empty())
+      (*metadata)["namespace"] = request->namespace_name;
+    input.pod = std::move(object);
     input.request = std::move(*request);
     return input;
   }
@@ -30,6 +38,7 @@ core::result<preview_input> read_preview(std::string_view text) {
                        "\""};
   }
   input.pod = std::move(*document);
+  input.view = core::pod_view(input.pod);
   return input;
 }
 

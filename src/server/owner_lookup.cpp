@@ -90,8 +90,7 @@ boost::asio::awaitable<core::result<inputs::preview_answer>> preview_with_owners
     const owner_lookup& lookup, metrics& m) {
   auto input = inputs::read_preview(text);
   if (!input) co_return std::move(input).take_error();
-  const core::pod_view pod(input->pod);
-  const core::subject what{pod, input->review()};
+  const core::subject what{input->view, input->review()};
   auto d = co_await decide_with_owners(what, policies, options, lookup, m);
   co_return inputs::answer_preview(std::move(*input), std::move(d));
 }

@@ -273,7 +273,7 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
   const auto policies = state_.policies.read();
   core::mutate_options options;
   options.cluster_domain = state_.cluster_domain;
-  const auto pod = review->pod();  // read once, for the decision and the log line
+  const auto& pod = review->pod();  // for the decision and the log line
   const core::subject what{pod, &*review};
   auto decision = decide_with_owners(what, *policies, options, state_.owners, state_.metrics);
   const auto answer = [&](const core::decision& d) {

@@ -162,8 +162,8 @@ TEST_CASE("engine: a request that is not a pod CREATE passes unread", "[engine_u
   request.version = "v1";
   request.resource = "pods";
   request.operation = "UPDATE";
-  request.object = json::array({"not", "a", "pod"});  // never read
-  const auto view = request.pod();
+  request.object = pod_view(json::array({"not", "a", "pod"}));  // never read
+  const auto& view = request.pod();
   const owner_values none;
   const auto step = evaluate(subject{view, &request}, policies(), none);
   const auto* d = std::get_if<decision>(&step);
@@ -202,8 +202,7 @@ TEST_CASE("engine: a pod CREATE request is decided as its pod", "[engine_unit]")
   request.version = "v1";
   request.resource = "pods";
   request.operation = "CREATE";
-  request.object = bare_pod(1);
-  request.object_maps = pod_maps::of(request.object);
+  request.object = pod_view(bare_pod(1));
   const auto d = mutate(request, policies());
   CHECK(d.policy == "unit-torch");
   CHECK(d.verdict() == outcome::patched);

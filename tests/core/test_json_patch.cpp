@@ -7,6 +7,7 @@
 
 #include "trainenv/core/model/decision.hpp"
 #include "trainenv/core/model/pod_view.hpp"
+#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/json_patch.hpp"
 
 using nlohmann::json;
@@ -39,8 +40,13 @@ json pod_with_env() {
 
 // Whether the pod has annotations to add to, as the diff asks it: null reads as none.
 bool has_annotations(const json& pod) {
-  return trainenv::core::pod_maps::of(pod).annotations().kind() ==
+  return trainenv::core::pod_view(pod).annotations().kind() ==
          trainenv::core::string_map::shape::object;
+}
+
+// Whether `parent` has the list `key` to append to, as the diff reads it: null reads as none.
+bool has(const json& parent, std::string_view key) {
+  return trainenv::core::member(parent, key) != nullptr;
 }
 
 json apply_patch(const json& document, const json& patch) {
@@ -82,7 +88,7 @@ TEST_CASE("append creates a missing array as one whole value", "[json_patch]") {
   const json pod = pod_without_env();
   const json& container = pod["spec"]["containers"][0];
   patch_builder b;
-  b.append(container, "/spec/containers/0", "env",
+  b.append(has(container, "env"), "/spec/containers/0", "env",
            pointers({json{{"name", "A"}, {"value", "1"}}, json{{"name", "B"}, {"value", "2"}}}));
   REQUIRE(b.size() == 1);
   const json patch = json::parse(b.take());
@@ -99,7 +105,7 @@ TEST_CASE("append creates a null array as one whole value", "[json_patch]") {
   json pod = pod_without_env();
   pod["spec"]["containers"][0]["env"] = nullptr;
   patch_builder b;
-  b.append(pod["spec"]["containers"][0], "/spec/containers/0", "env",
+  b.append(has(pod["spec"]["containers"][0], "env"), "/spec/containers/0", "env",
            pointers({json{{"name", "A"}, {"value", "1"}}}));
   const json patch = json::parse(b.take());
   REQUIRE(patch.size() == 1);
@@ -112,7 +118,7 @@ TEST_CASE("append creates a null array as one whole value", "[json_patch]") {
 TEST_CASE("append adds each item with dash when the array exists", "[json_patch]") {
   const json pod = pod_with_env();
   patch_builder b;
-  b.append(pod["spec"]["containers"][0], "/spec/containers/0", "env",
+  b.append(has(pod["spec"]["containers"][0], "env"), "/spec/containers/0", "env",
            pointers({json{{"name", "A"}, {"value", "1"}}, json{{"name", "B"}, {"value", "2"}}}));
   REQUIRE(b.size() == 2);
   const json patch = json::parse(b.take());
@@ -131,7 +137,7 @@ TEST_CASE("append to an existing empty array appends each item", "[json_patch]")
   json pod = pod_without_env();
   pod["spec"]["containers"][0]["ports"] = json::array();
   patch_builder b;
-  b.append(pod["spec"]["containers"][0], "/spec/containers/0", "ports",
+  b.append(has(pod["spec"]["containers"][0], "ports"), "/spec/containers/0", "ports",
            pointers({json{{"containerPort", 29500}}}));
   const json patch = json::parse(b.take());
   REQUIRE(patch.size() == 1);
@@ -145,7 +151,7 @@ TEST_CASE("append to an existing empty array appends each item", "[json_patch]")
 TEST_CASE("append with no items adds no operation", "[json_patch]") {
   const json pod = pod_without_env();
   patch_builder b;
-  b.append(pod["spec"]["containers"][0], "/spec/containers/0", "env", pointers({}));
+  b.append(has(pod["spec"]["containers"][0], "env"), "/spec/containers/0", "env", pointers({}));
   CHECK(b.empty());
   CHECK(b.take().empty());
 }
@@ -153,7 +159,7 @@ TEST_CASE("append with no items adds no operation", "[json_patch]") {
 TEST_CASE("append escapes the key in the path", "[json_patch]") {
   const json doc = {{"parent", json::object()}};
   patch_builder b;
-  b.append(doc["parent"], "/parent", "a/b~c", pointers({json(1)}));
+  b.append(has(doc["parent"], "a/b~c"), "/parent", "a/b~c", pointers({json(1)}));
   const json patch = json::parse(b.take());
   REQUIRE(patch.size() == 1);
   CHECK(patch[0]["path"] == "/parent/a~1b~0c");
@@ -229,7 +235,7 @@ TEST_CASE("add builds one add operation with the given path and value", "[json_p
 TEST_CASE("operations are kept in the order they were built", "[json_patch]") {
   const json pod = pod_without_env();
   patch_builder b;
-  b.append(pod["spec"]["containers"][0], "/spec/containers/0", "env",
+  b.append(has(pod["spec"]["containers"][0], "env"), "/spec/containers/0", "env",
            pointers({json{{"name", "A"}}}));
   b.add("/spec/containers/0/env/-", json{{"name", "B"}});
   b.add_members("/metadata/annotations", has_annotations(pod), json{{"k", "v"}});

@@ -13,6 +13,7 @@
 
 #include "../test_support.hpp"
 #include "trainenv/core/text/json_access.hpp"
+#include "trainenv/core/text/json_ref.hpp"
 #include "trainenv/core/text/json_text.hpp"
 
 using Catch::Matchers::Contains;
@@ -94,66 +95,56 @@ TEST_CASE("parse_json reads bodies above the reused parser's size the same way",
   CHECK((*small)["after"] == "big");
 }
 
-TEST_CASE("parse_json with a keep list builds only the members asked for", "[json_text]") {
-  static constexpr json_keep meta[] = {{"labels"}};
-  static constexpr json_keep keep[] = {{"metadata", meta}, {"kind"}};
-  const auto r = parse_json(
-      R"({"kind": "Pod", "status": {"x": 1}, "metadata": {"labels": {"a": "b"},
-          "managedFields": [{"big": true}]}})",
-      keep);
-  REQUIRE(r.ok());
-  CHECK(*r == json{{"kind", "Pod"}, {"metadata", {{"labels", {{"a", "b"}}}}}});
+TEST_CASE("parse_read_only reads in place what parse_json builds", "[json_text][json_ref]") {
+  const auto text = R"({"kind": "Pod", "n": -3, "u": 18446744073709551615, "d": 2.5,
+      "b": [true, false, null], "o": {"z": {}, "a": []}, "s": "\u00e9\n"})";
+  const auto tree = parse_json(text);
+  const auto doc = parse_read_only(text);
+  REQUIRE(tree.ok());
+  REQUIRE(doc.ok());
+  const auto root = doc->root();
+  CHECK(to_json(root) == *tree);
+  CHECK(same_value(root, *tree));
+  CHECK_FALSE(same_value(member(root, "o"), (*tree)["b"]));
+  // As nlohmann compares numbers: by value across their types.
+  CHECK(same_value(member(root, "n"), json(-3.0)));
+  CHECK(same_value(member(root, "d"), json(2.5)));
+  CHECK_FALSE(same_value(member(root, "d"), json(2)));
+  // Absent and null members read as none; find sees a null that is there.
+  CHECK(member(root, "absent") == nullptr);
+  CHECK(root.find("b")[2].is_null());
+  CHECK(root.find("b")[3] == nullptr);
+  CHECK(string_member(root, "kind") == "Pod");
+  CHECK_FALSE(string_member(root, "n"));
+  CHECK(string_or_empty(root, "n").empty());
+  CHECK(root.find("o").size() == 2);
+  CHECK(root.find("kind").size() == 0);
+  std::string written;
+  append_json(written, root);
+  CHECK(written == tree->dump());
 }
 
-TEST_CASE("parse_json with a keep list keeps a value that is not an object whole", "[json_text]") {
-  static constexpr json_keep meta[] = {{"labels"}};
-  static constexpr json_keep keep[] = {{"metadata", meta}};
-  // The reader must see the wrong shape to refuse it, so it is not dropped or reshaped.
-  for (const char* shape : {R"("text")", "[1, 2]", "null", "7"}) {
-    const auto r = parse_json(std::string(R"({"metadata": )") + shape + "}", keep);
-    REQUIRE(r.ok());
-    CHECK((*r)["metadata"] == json::parse(shape));
+TEST_CASE("parse_read_only refuses what parse_json refuses, with its message", "[json_text]") {
+  for (const std::string text :
+       {R"({"kind": "Pod", "status": {"x": 01}})", "{\"kind\": \"Pod\", \"status\": \"\xff\"}",
+        R"({"kind": "Pod", "kind": "Node"})", R"({"a": {"b": 1, "b": 2}, "a": 3})",
+        R"([{"x": 1}, {"y": [{"z": 1, "z": 1}]}])", "", "[1,]"}) {
+    INFO(text);
+    const auto tree = parse_json(text);
+    const auto doc = parse_read_only(text);
+    REQUIRE_FALSE(tree.ok());
+    REQUIRE_FALSE(doc.ok());
+    CHECK(doc.message() == tree.message());
   }
-  const auto root = parse_json("[1]", keep);
-  REQUIRE(root.ok());
-  CHECK(*root == json::array({1}));
-}
-
-TEST_CASE("parse_json with a keep list keeps those members of each object in an array",
-          "[json_text]") {
-  static constexpr json_keep item[] = {{"name"}, {"env"}};
-  static constexpr json_keep keep[] = {{"containers", item, -1, true}};
-  const auto r = parse_json(
-      R"({"containers": [{"name": "a", "image": "x", "env": [{"name": "E", "image": 1}]},
-                         "text", [{"image": "y"}], null, {"probe": {"x": 1}}]})",
-      keep);
-  REQUIRE(r.ok());
-  // Objects lose the members not listed (those inside a kept member stay); other items, nested
-  // arrays included, are kept whole.
-  CHECK(*r == json::parse(R"({"containers": [{"name": "a", "env": [{"name": "E", "image": 1}]},
-                                             "text", [{"image": "y"}], null, {}]})"));
-  // A duplicate among the listed members is still refused; among the others it is not looked at.
-  CHECK_FALSE(parse_json(R"({"containers": [{"name": "a", "name": "b"}]})", keep).ok());
-  CHECK(parse_json(R"({"containers": [{"image": "a", "image": "b"}]})", keep).ok());
-}
-
-TEST_CASE("parse_json keeps a list whole where the keep list expects an object", "[json_text]") {
-  // Without `each`, a list is not looked into: its items' labels never reach a map slot.
-  static constexpr json_keep meta[] = {{"name"}, {"labels", {}, 0}};
-  static constexpr json_keep keep[] = {{"metadata", meta}};
-  std::array<string_map, 1> maps;
-  const auto text = R"({"metadata": [{"name": "a", "labels": {"k": "v"}, "other": 1}]})";
-  const auto r = parse_json(text, keep, maps);
-  REQUIRE(r.ok());
-  CHECK((*r)["metadata"] == json::parse(text)["metadata"]);
-  CHECK(maps[0].kind() == string_map::shape::absent);
-}
-
-TEST_CASE("parse_json with a keep list still validates what it does not build", "[json_text]") {
-  static constexpr json_keep keep[] = {{"kind"}};
-  CHECK_FALSE(parse_json(R"({"kind": "Pod", "status": {"x": 01}})", keep).ok());
-  CHECK_FALSE(parse_json("{\"kind\": \"Pod\", \"status\": \"\xff\"}", keep).ok());
-  CHECK_FALSE(parse_json(R"({"kind": "Pod", "kind": "Node"})", keep).ok());
+  // An object too large to search pairwise: the first problem in the text's order still wins.
+  std::string big = "{";
+  for (int i = 0; i < 200; ++i) big += "\"k" + std::to_string(i) + "\": " + std::to_string(i) + ",";
+  big += R"("inner": {"q": 1, "q": 2}, "k7": 0})";
+  const auto tree = parse_json(big);
+  const auto doc = parse_read_only(big);
+  REQUIRE_FALSE(doc.ok());
+  CHECK(doc.message() == tree.message());
+  CHECK_THAT(doc.message(), Contains("\"q\""));
 }
 
 namespace {
@@ -286,50 +277,49 @@ std::string generated_metadata(std::mt19937& rng) {
 
 }  // namespace
 
-TEST_CASE("parse_json reads a map slot as the tree holds the value, with the same problems",
-          "[json_text][string_map]") {
-  // The same text read twice: labels into the tree, and into a string_map. Both must accept and
-  // refuse the same texts with the same message (the first problem in the text's order), and the
-  // map must hold what the tree holds.
-  static constexpr json_keep meta_tree[] = {{"name"}, {"labels"}, {"annotations"}};
-  static constexpr json_keep keep_tree[] = {{"metadata", meta_tree}};
-  static constexpr json_keep meta_map[] = {{"name"}, {"labels", {}, 0}, {"annotations", {}, 1}};
-  static constexpr json_keep keep_map[] = {{"metadata", meta_map}};
+TEST_CASE(
+    "parse_read_only refuses what parse_json refuses, and a map read from it holds what "
+    "the tree holds",
+    "[json_text][string_map]") {
+  // Generated metadata, now and then with a key twice: both parsers must accept and refuse the
+  // same texts with the same message (the first problem in the text's order), and the labels
+  // and annotations read flat must hold the tree's strings.
   std::mt19937 rng(4242);
   int refused = 0;
   for (int round = 0; round < 3000; ++round) {
-    // Now and then a second metadata object: its maps are read too, and the repeat is refused.
     std::string text = R"({"metadata":)" + generated_metadata(rng);
     if (round % 40 == 0) text += R"(,"metadata":)" + generated_metadata(rng);
     text += "}";
     INFO(text);
-    std::array<string_map, 2> maps;
-    const auto tree = parse_json(text, keep_tree);
-    const auto flat = parse_json(text, keep_map, maps);
-    REQUIRE(tree.ok() == flat.ok());
+    const auto tree = parse_json(text);
+    const auto doc = parse_read_only(text);
+    REQUIRE(tree.ok() == doc.ok());
     if (!tree.ok()) {
       ++refused;
-      CHECK(flat.message() == tree.message());
+      CHECK(doc.message() == tree.message());
       continue;
     }
-    json expected = *tree;
-    for (std::size_t slot = 0; slot < maps.size(); ++slot) {
-      const char* key = slot == 0 ? "labels" : "annotations";
+    CHECK(to_json(doc->root()) == *tree);
+    for (const char* key : {"labels", "annotations"}) {
       INFO(key);
-      const auto* values = member(expected["metadata"], key);
-      const auto map = string_map::of(values);
-      CHECK(maps[slot].kind() == map.kind());
-      CHECK(trainenv::test::as_json(maps[slot]) == trainenv::test::as_json(map));
-      if (values != nullptr && values->is_object()) {
-        for (const auto& [name, value] : values->items()) {
-          const auto* found = maps[slot].find(name);
-          CHECK((found != nullptr) == value.is_string());
-          if (found != nullptr) CHECK(*found == value.get_ref<const std::string&>());
-        }
+      const auto map = read_string_map(member(member(doc->root(), "metadata"), key));
+      const auto* values = member((*tree)["metadata"], key);
+      if (values == nullptr) {
+        CHECK(map.kind() == string_map::shape::absent);
+        continue;
       }
-      expected["metadata"].erase(key);
+      if (!values->is_object()) {
+        CHECK(map.kind() == string_map::shape::not_object);
+        continue;
+      }
+      CHECK(map.kind() == string_map::shape::object);
+      CHECK(map.entries().size() == values->size());
+      for (const auto& [name, value] : values->items()) {
+        const auto* found = map.find(name);
+        CHECK((found != nullptr) == value.is_string());
+        if (found != nullptr) CHECK(*found == value.get_ref<const std::string&>());
+      }
     }
-    CHECK(*flat == expected);
   }
   // Both kinds of text came up often enough to mean something.
   CHECK(refused > 300);
@@ -337,8 +327,10 @@ TEST_CASE("parse_json reads a map slot as the tree holds the value, with the sam
 }
 
 TEST_CASE("a copied string_map holds its own bytes", "[string_map]") {
-  const json labels = {{"app.kubernetes.io/name", "trainer-of-a-long-name"}, {"n", 3}, {"e", ""}};
-  std::optional<string_map> original = string_map::of(&labels);
+  const auto labels =
+      parse_read_only(R"({"app.kubernetes.io/name": "trainer-of-a-long-name", "n": 3, "e": ""})");
+  REQUIRE(labels.ok());
+  std::optional<string_map> original = read_string_map(labels->root());
   const string_map copy = *original;
   string_map assigned;
   assigned = copy;
@@ -359,9 +351,9 @@ TEST_CASE("a copied string_map holds its own bytes", "[string_map]") {
   const string_map after = moved;  // NOLINT(bugprone-use-after-move): what this checks
   CHECK(after.entries().empty());
   CHECK(after.kind() == string_map::shape::absent);
-  const json text = "labels";
-  CHECK(string_map::of(&text).kind() == string_map::shape::not_object);
-  const json null;
-  CHECK(string_map::of(&null).kind() == string_map::shape::absent);
-  CHECK(string_map::of(nullptr).kind() == string_map::shape::absent);
+  const auto other = parse_read_only(R"(["labels", null])");
+  REQUIRE(other.ok());
+  CHECK(read_string_map(other->root()[0]).kind() == string_map::shape::not_object);
+  CHECK(read_string_map(other->root()[1]).kind() == string_map::shape::absent);
+  CHECK(read_string_map(json_ref()).kind() == string_map::shape::absent);
 }

@@ -4,7 +4,9 @@
 #include "trainenv/core/decide/render.hpp"
 
 using nlohmann::json;
+using trainenv::core::args_site;
 using trainenv::core::args_site_after;
+using trainenv::core::parse_read_only;
 
 namespace {
 
@@ -14,6 +16,13 @@ json container(json command, json args = nullptr) {
   json c = {{"name", "node"}, {"command", std::move(command)}};
   if (!args.is_null()) c["args"] = std::move(args);
   return c;
+}
+
+// The site after tune_run in `c`, read as a pod's container is: in place, from its text.
+std::optional<args_site> site_after(const json& c) {
+  const auto doc = parse_read_only(c.dump());
+  REQUIRE(doc.ok());
+  return args_site_after(doc->root(), tune_run);
 }
 
 }  // namespace
@@ -45,7 +54,7 @@ TEST_CASE("the site follows the prefix into command or args", "[render][args]") 
   };
   for (const auto& r : rows) {
     INFO(r.shape);
-    const auto site = args_site_after(r.container, tune_run);
+    const auto site = site_after(r.container);
     REQUIRE(site);
     CHECK(site->list == r.list);
     CHECK(site->at == r.at);
@@ -55,11 +64,11 @@ TEST_CASE("the site follows the prefix into command or args", "[render][args]") 
 }
 
 TEST_CASE("no site when the line does not start with the prefix", "[render][args]") {
-  CHECK_FALSE(args_site_after(container({"torchrun", "train.py"}), tune_run));
-  CHECK_FALSE(args_site_after(container({"tune"}), tune_run));
-  CHECK_FALSE(args_site_after(container({"run", "tune"}), tune_run));
-  CHECK_FALSE(args_site_after(container(json::array(), {"tune", 1}), tune_run));
-  CHECK_FALSE(args_site_after(json{{"name", "node"}}, tune_run));
+  CHECK_FALSE(site_after(container({"torchrun", "train.py"})));
+  CHECK_FALSE(site_after(container({"tune"})));
+  CHECK_FALSE(site_after(container({"run", "tune"})));
+  CHECK_FALSE(site_after(container(json::array(), {"tune", 1})));
+  CHECK_FALSE(site_after(json{{"name", "node"}}));
 }
 
 TEST_CASE("an env entry is written as its json object would be dumped", "[render]") {
@@ -79,8 +88,13 @@ TEST_CASE("an env entry is written as its json object would be dumped", "[render
       for (const auto* e : {&literal, &from}) {
         std::string out = "[";
         e->append_json(out);
-        CHECK(out == "[" + e->to_json().dump());
-        CHECK(e->to_json().contains(e->value_from ? "valueFrom" : "value"));
+        json expected = {{"name", e->name}};
+        if (e->value_from) {
+          expected["valueFrom"] = *e->value_from;
+        } else {
+          expected["value"] = e->value;
+        }
+        CHECK(out == "[" + expected.dump());
       }
     }
   }

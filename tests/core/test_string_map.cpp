@@ -1,5 +1,5 @@
 // string_map (core/text/string_map.hpp): an object of strings held flat, entries in key order;
-// of a key added twice the first value, and where the first repetition was met.
+// of a key added twice the first value.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -9,11 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "trainenv/core/text/json_ref.hpp"
 #include "trainenv/core/text/string_map.hpp"
 
 namespace string_map_tests {
 
 using nlohmann::json;
+using trainenv::core::read_string_map;
 using trainenv::core::string_map;
 
 // A member to add: a string value, or (nullopt) a value that is not a string.
@@ -22,9 +24,8 @@ struct member_text {
   std::optional<std::string> value;
 };
 
-// The map written member by member, as decode_review writes one; `first_repeat` receives what
-// finish() says.
-string_map written(const std::vector<member_text>& members, std::size_t& first_repeat) {
+// The map written member by member, as read_string_map writes one.
+string_map written(const std::vector<member_text>& members) {
   std::size_t bytes = 0;
   for (const auto& m : members) bytes += m.key.size() + (m.value ? m.value->size() : 0);
   string_map::writer w(members.size(), bytes);
@@ -36,7 +37,7 @@ string_map written(const std::vector<member_text>& members, std::size_t& first_r
       w.add(m.key, nullptr);
     }
   }
-  return std::move(w).finish(first_repeat);
+  return std::move(w).finish();
 }
 
 std::vector<std::string> keys_of(const string_map& map) {
@@ -51,19 +52,16 @@ std::string found(const string_map& map, std::string_view key) {
 }
 
 TEST_CASE("string_map: entries come out in key order whatever the order added", "[string_map]") {
-  std::size_t first_repeat = 99;
   const auto map = written({{"zeta", "26"},
                             {"alpha", "1"},
                             {"Zulu", "upper"},
                             {"a.b/c", "dotted"},
                             {"alpha2", "x"},
-                            {"\xc3\xa9t\xc3\xa9", "bytes"}},
-                           first_repeat);
+                            {"\xc3\xa9t\xc3\xa9", "bytes"}});
   CHECK(map.kind() == string_map::shape::object);
   // Byte order: upper case before lower, a prefix before what extends it, UTF-8 after ASCII.
   CHECK(keys_of(map) ==
         std::vector<std::string>{"Zulu", "a.b/c", "alpha", "alpha2", "zeta", "\xc3\xa9t\xc3\xa9"});
-  CHECK(first_repeat == 6);  // no key twice: the number of members
   CHECK(found(map, "zeta") == "26");
   CHECK(found(map, "alpha") == "1");
   CHECK(found(map, "alpha2") == "x");
@@ -73,9 +71,8 @@ TEST_CASE("string_map: entries come out in key order whatever the order added", 
 
 TEST_CASE("string_map: lookups of absent keys, prefixes and values that are not strings",
           "[string_map]") {
-  std::size_t first_repeat = 0;
-  const auto map = written(
-      {{"app", "web"}, {"count", std::nullopt}, {"empty", ""}, {"", "blank key"}}, first_repeat);
+  const auto map =
+      written({{"app", "web"}, {"count", std::nullopt}, {"empty", ""}, {"", "blank key"}});
   CHECK(map.find("missing") == nullptr);
   CHECK(map.find("ap") == nullptr);    // a prefix of a key
   CHECK(map.find("apps") == nullptr);  // a key plus more
@@ -100,65 +97,61 @@ TEST_CASE("string_map: lookups of absent keys, prefixes and values that are not 
 
 TEST_CASE("string_map: of a key added twice the first value is kept, and the repeat is told",
           "[string_map]") {
-  std::size_t first_repeat = 0;
-  const auto map = written({{"b", "first"}, {"a", "1"}, {"b", "second"}}, first_repeat);
+  const auto map = written({{"b", "first"}, {"a", "1"}, {"b", "second"}});
   CHECK(keys_of(map) == std::vector<std::string>{"a", "b"});
   CHECK(found(map, "b") == "first");
-  CHECK(first_repeat == 2);
 
   // Two keys repeated: the earlier repetition, in the order added, is the one reported.
-  const auto two =
-      written({{"x", "0"}, {"y", "1"}, {"z", "2"}, {"y", "3"}, {"x", "4"}}, first_repeat);
-  CHECK(first_repeat == 3);
+  const auto two = written({{"x", "0"}, {"y", "1"}, {"z", "2"}, {"y", "3"}, {"x", "4"}});
   CHECK(keys_of(two) == std::vector<std::string>{"x", "y", "z"});
   CHECK(found(two, "x") == "0");
   CHECK(found(two, "y") == "1");
 
   // A repeat right after, in order (nothing to sort but the repeat itself).
-  const auto adjacent = written({{"a", "1"}, {"a", "2"}, {"b", "3"}}, first_repeat);
-  CHECK(first_repeat == 1);
+  const auto adjacent = written({{"a", "1"}, {"a", "2"}, {"b", "3"}});
   CHECK(found(adjacent, "a") == "1");
   CHECK(adjacent.entries().size() == 2);
 
   // Three times: the first value, the second addition reported.
-  const auto three = written({{"k", "v0"}, {"j", "-"}, {"k", "v1"}, {"k", "v2"}}, first_repeat);
-  CHECK(first_repeat == 2);
+  const auto three = written({{"k", "v0"}, {"j", "-"}, {"k", "v1"}, {"k", "v2"}});
   CHECK(found(three, "k") == "v0");
 
   // The first value is kept even when it is not a string: the key then finds nothing.
-  const auto shadowed = written({{"k", std::nullopt}, {"k", "text"}}, first_repeat);
-  CHECK(first_repeat == 1);
+  const auto shadowed = written({{"k", std::nullopt}, {"k", "text"}});
   CHECK(shadowed.find("k") == nullptr);
 }
 
-TEST_CASE("string_map::of reads a JSON object, and tells null, absent and other values apart",
+TEST_CASE("read_string_map reads a JSON object, and tells null, absent and other values apart",
           "[string_map]") {
-  const json labels = {{"team", "ml"}, {"tier", 3}, {"app", "trainer"}, {"none", nullptr}};
-  const auto map = string_map::of(&labels);
+  const auto doc = trainenv::core::parse_read_only(
+      R"({"labels": {"team": "ml", "tier": 3, "app": "trainer", "none": null},
+          "others": [["a"], "text", 1, true, null], "empty": {}})");
+  REQUIRE(doc.ok());
+  const auto root = doc->root();
+  const auto map = read_string_map(root.find("labels"));
   CHECK(map.kind() == string_map::shape::object);
   CHECK(keys_of(map) == std::vector<std::string>{"app", "none", "team", "tier"});
   CHECK(found(map, "team") == "ml");
   CHECK(map.find("tier") == nullptr);
   CHECK(map.find("none") == nullptr);
 
-  CHECK(string_map::of(nullptr).kind() == string_map::shape::absent);
-  const json null_value;
-  CHECK(string_map::of(&null_value).kind() == string_map::shape::absent);
-  for (const json& other : {json::array({"a"}), json("text"), json(1), json(true)}) {
-    const auto m = string_map::of(&other);
-    CHECK(m.kind() == string_map::shape::not_object);
+  CHECK(read_string_map(root.find("absent")).kind() == string_map::shape::absent);
+  std::size_t i = 0;
+  for (const auto other : root.find("others")) {
+    INFO(i++);
+    const auto m = read_string_map(other);
+    CHECK(m.kind() ==
+          (other.is_null() ? string_map::shape::absent : string_map::shape::not_object));
     CHECK(m.entries().empty());
   }
-  const json empty = json::object();
-  const auto e = string_map::of(&empty);
+  const auto e = read_string_map(root.find("empty"));
   CHECK(e.kind() == string_map::shape::object);
   CHECK(e.entries().empty());
 }
 
 TEST_CASE("string_map: a copy owns its bytes and outlives the original", "[string_map]") {
-  std::size_t first_repeat = 0;
   auto original = std::make_unique<string_map>(
-      written({{"k2", "second value"}, {"k1", "first value"}, {"n", std::nullopt}}, first_repeat));
+      written({{"k2", "second value"}, {"k1", "first value"}, {"n", std::nullopt}}));
   const string_map copy(*original);
   string_map assigned;
   assigned = *original;
@@ -187,8 +180,7 @@ TEST_CASE("string_map: a copy owns its bytes and outlives the original", "[strin
 }
 
 TEST_CASE("string_map: a moved-from map is empty and absent, and safe to copy", "[string_map]") {
-  std::size_t first_repeat = 0;
-  string_map source = written({{"a", "1"}, {"b", "2"}}, first_repeat);
+  string_map source = written({{"a", "1"}, {"b", "2"}});
   string_map moved(std::move(source));
   CHECK(found(moved, "b") == "2");
   // NOLINTBEGIN(bugprone-use-after-move): what a moved-from map is, is the point.
@@ -199,7 +191,7 @@ TEST_CASE("string_map: a moved-from map is empty and absent, and safe to copy", 
   CHECK(copy_of_empty.entries().empty());
   CHECK(copy_of_empty.kind() == string_map::shape::absent);
 
-  string_map target = written({{"old", "x"}}, first_repeat);
+  string_map target = written({{"old", "x"}});
   target = std::move(moved);
   CHECK(keys_of(target) == std::vector<std::string>{"a", "b"});
   CHECK(target.find("old") == nullptr);

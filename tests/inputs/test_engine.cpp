@@ -277,18 +277,22 @@ TEST_CASE("annotation trainenv.io/inject=false opts out", "[engine][pass]") {
 }
 
 TEST_CASE("only CREATE of pods is mutated", "[engine][pass]") {
-  auto request = core::decode_review(
-      test::read_file(std::string(TRAINENV_FIXTURES_DIR) + "/review-torch-jobset-node3.json"));
-  REQUIRE(request.ok());
-  CHECK(core::mutate(*request, test::shipped_policies()).mutated());
-  auto update = *request;
+  const auto text =
+      test::read_file(std::string(TRAINENV_FIXTURES_DIR) + "/review-torch-jobset-node3.json");
+  const auto decoded = [&] {
+    auto request = core::decode_review(text);
+    REQUIRE(request.ok());
+    return std::move(*request);
+  };
+  CHECK(core::mutate(decoded(), test::shipped_policies()).mutated());
+  auto update = decoded();
   update.operation = "UPDATE";
   CHECK_FALSE(core::mutate(update, test::shipped_policies()).mutated());
-  auto other = *request;
+  auto other = decoded();
   other.resource = "deployments";
   other.group = "apps";
   CHECK_FALSE(core::mutate(other, test::shipped_policies()).mutated());
-  auto sub = *request;
+  auto sub = decoded();
   sub.sub_resource = "ephemeralcontainers";
   CHECK_FALSE(core::mutate(sub, test::shipped_policies()).mutated());
 }
@@ -391,8 +395,8 @@ core::admission_request decoded_create(const json& pod) {
 
 }  // namespace
 
-// decode_review builds only the parts of the pod the engine reads (pod_fields_read); if a
-// reader of another field were added without listing it, this would catch the difference.
+// A pod read from a review's text (in the review's document, its namespace the request's) and the
+// same pod held as values get the same decision.
 TEST_CASE("a review decoded from text gets the same decision as its whole pod",
           "[engine][decode]") {
   std::vector<std::pair<std::string, json>> pods;

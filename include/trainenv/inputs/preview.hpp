@@ -22,8 +22,9 @@ namespace trainenv::inputs {
 // A Pod, or the Pod of an AdmissionReview with its request.
 // clang-tidy 14 reads the implicit special members through nlohmann::json's members; none of
 // them throws in practice.
-struct preview_input {  // NOLINT(bugprone-exception-escape)
-  nlohmann::json pod;
+struct preview_input {                             // NOLINT(bugprone-exception-escape)
+  nlohmann::json pod;                              // as shown, patched
+  core::pod_view view;                             // as the engine reads it
   std::optional<core::admission_request> request;  // an AdmissionReview (request.object moved out)
 
   // The review it came in, for core::subject; none for a bare pod.
@@ -54,8 +55,8 @@ template <class Fetch>
                                                    Fetch fetch) {
   auto input = read_preview(text);
   if (!input) return std::move(input).take_error();
-  const core::pod_view pod(input->pod);
-  auto d = core::decide(core::subject{pod, input->review()}, policies, options, std::move(fetch));
+  auto d = core::decide(core::subject{input->view, input->review()}, policies, options,
+                        std::move(fetch));
   return answer_preview(std::move(*input), std::move(d));
 }
 

@@ -7,6 +7,7 @@
 
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/json_patch.hpp"
+#include "trainenv/core/text/json_ref.hpp"
 #include "trainenv/core/text/json_text.hpp"
 
 namespace trainenv::core {
@@ -21,25 +22,42 @@ void note_once(std::vector<std::string>& names, std::string name) {
   if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(std::move(name));
 }
 
+// The member `key` (null included), for contains over the pod's JSON and over a copy of it.
+const json* find_member(const json& object, const std::string& key) {
+  const auto it = object.find(key);
+  return it != object.end() ? &*it : nullptr;
+}
+json_ref find_member(const json_ref& object, const std::string& key) {
+  return object.find(key);
+}
+bool equal(const json& value, const json& wanted) {
+  return value == wanted;
+}
+bool equal(const json_ref& value, const json& wanted) {
+  return same_value(value, wanted);
+}
+
 // True when every member `wanted` sets is present in `existing` with the same value: the
 // apiserver's defaulting may add members (fieldRef.apiVersion, protocol) on reinvocation.
-bool contains(const json& existing, const json& wanted) {
+template <class Existing>
+bool contains(const Existing& existing, const json& wanted) {
   if (wanted.is_object()) {
     if (!existing.is_object()) return false;
     const auto items = wanted.items();
     return std::all_of(items.begin(), items.end(), [&](const auto& item) {
-      const auto it = existing.find(item.key());
-      return it != existing.end() && contains(*it, item.value());
+      const auto found = find_member(existing, item.key());
+      return found && contains(*found, item.value());
     });
   }
   if (wanted.is_array()) {
     if (!existing.is_array() || existing.size() != wanted.size()) return false;
-    for (std::size_t i = 0; i < wanted.size(); ++i) {
-      if (!contains(existing[i], wanted[i])) return false;
+    std::size_t i = 0;
+    for (const auto& item : existing) {
+      if (!contains(item, wanted[i++])) return false;
     }
     return true;
   }
-  return existing == wanted;
+  return equal(existing, wanted);
 }
 
 // A rendered entry's name (env, mount, volume): every one has one.
@@ -47,30 +65,29 @@ const std::string& name_of(const json& entry) {
   return string_or_empty(entry, "name");
 }
 
-std::string describe_env(const json& env) {
-  if (const auto* value = string_member(env, "value")) return "=" + value->substr(0, 40);
+std::string describe_env(const json_ref& env) {
+  if (const auto value = string_member(env, "value"))
+    return "=" + std::string(value->substr(0, 40));
   return " (valueFrom)";
 }
 
-const json* find_by(const json& list, std::string_view key, const std::string& value) {
-  for (const auto& item : list) {
-    if (const auto* v = string_member(item, key); v != nullptr && *v == value) return &item;
+json_ref find_by(const json_ref& list, std::string_view key, std::string_view value) {
+  for (const auto item : list) {
+    if (const auto v = string_member(item, key); v && *v == value) return item;
   }
-  return nullptr;
+  return {};
 }
 
-const json* find_port(const json& list, const json& wanted) {
+json_ref find_port(const json_ref& list, const json& wanted) {
   const auto* wanted_name = string_member(wanted, "name");
-  for (const auto& item : list) {
-    const auto* protocol = string_member(item, "protocol");
-    const bool same_port =
-        item.value("containerPort", json()) == wanted["containerPort"] &&
-        (protocol == nullptr ? std::string("TCP") : *protocol) == wanted["protocol"];
-    const auto* name = string_member(item, "name");
-    if (same_port || (wanted_name != nullptr && name != nullptr && *name == *wanted_name))
-      return &item;
+  for (const auto item : list) {
+    const auto protocol = string_member(item, "protocol");
+    const bool same_port = same_value(item.find("containerPort"), wanted["containerPort"]) &&
+                           wanted["protocol"] == std::string(protocol.value_or("TCP"));
+    const auto name = string_member(item, "name");
+    if (same_port || (wanted_name != nullptr && name && *name == *wanted_name)) return item;
   }
-  return nullptr;
+  return {};
 }
 
 // Adds the members of `defaults` that `value` lacks; nested objects only where `value` has them.
@@ -89,11 +106,11 @@ void fill_defaults(json& value, const json& defaults) {
 // Whether `existing` says what `wanted` says once the members the apiserver fills in when
 // absent (`defaults`: a port's protocol, a fieldRef's apiVersion) are filled in: a pod that says
 // the same thing in fewer words agrees, and so does one the apiserver already defaulted.
-bool agrees(const json& existing, const json& wanted, const json* defaults = nullptr) {
+bool agrees(const json_ref& existing, const json& wanted, const json* defaults = nullptr) {
   // Filling in members never undoes agreement: only a disagreeing entry is copied and filled.
   if (contains(existing, wanted)) return true;
   if (defaults == nullptr) return false;
-  json defaulted = existing;
+  json defaulted = to_json(existing);
   fill_defaults(defaulted, *defaults);
   return contains(defaulted, wanted);
 }
@@ -106,20 +123,20 @@ void write_item(std::string& out, const json& item) {
 // already has is kept, with the warning `disagreement(existing, wanted)` gives (none when they
 // agree). `record` notes each added entry in the decision's summary.
 template <class Item, class Find, class Disagreement, class Record>
-void merge_list(const json& parent, const std::string& path, std::string_view key,
+void merge_list(const json_ref& parent, const std::string& path, std::string_view key,
                 const std::vector<Item>& wanted, Find find, Disagreement disagreement,
                 Record record, patch_builder& patch, std::vector<std::string>& warnings) {
   std::vector<const Item*> added;
-  const auto* existing_list = member(parent, key);
+  const auto existing_list = member(parent, key);
   for (const auto& item : wanted) {
-    if (const auto* existing = existing_list != nullptr ? find(*existing_list, item) : nullptr) {
-      if (auto warning = disagreement(*existing, item)) warnings.push_back(make_warning(*warning));
+    if (const auto existing = existing_list ? find(existing_list, item) : json_ref()) {
+      if (auto warning = disagreement(existing, item)) warnings.push_back(make_warning(*warning));
       continue;
     }
     record(item);
     added.push_back(&item);
   }
-  patch.append(parent, path, key, added,
+  patch.append(existing_list != nullptr, path, key, added,
                [](std::string& out, const Item& item) { write_item(out, item); });
 }
 
@@ -131,13 +148,13 @@ std::string arg_key(std::string_view arg) {
   return key;
 }
 
-void merge_args(const json& container, const std::string& path, const container_wants& want,
+void merge_args(const json_ref& container, const std::string& path, const container_wants& want,
                 const std::string& where, patch_builder& patch, decision& d) {
   // The flags already given: the launcher's own (between the prefix and the program) at a site;
   // every arg without one.
   const auto line = command_line(container);
-  const auto* args = member(container, "args");
-  std::size_t begin = line.size() - (args != nullptr && args->is_array() ? args->size() : 0);
+  const auto args = member(container, "args");
+  std::size_t begin = line.size() - (args.is_array() ? args.size() : 0);
   std::size_t end = line.size();
   if (want.args_at) {
     begin = want.args_at->flags_begin;
@@ -159,12 +176,11 @@ void merge_args(const json& container, const std::string& path, const container_
     }
   }
   if (added.empty()) return;
-  const auto* list = want.args_at ? member(container, want.args_at->list) : nullptr;
-  if (list == nullptr) {
+  if (!want.args_at || !member(container, want.args_at->list)) {
     std::vector<const json*> items;
     items.reserve(added.size());
     for (const auto& arg : added) items.push_back(&arg);
-    patch.append(container, path, "args", items);
+    patch.append(member(container, "args") != nullptr, path, "args", items);
     return;
   }
   // Inserted in order right after the command prefix, ahead of the launcher's own flags.
@@ -177,16 +193,21 @@ void merge_args(const json& container, const std::string& path, const container_
 // volume anywhere: Kubeflow Trainer mounts its hostfile ConfigMap at /etc/mpi and the SSH keys
 // at the runtime's sshAuthMountPath (/home/mpiuser/.ssh), and a second mount of the same volume
 // would only shadow or duplicate them. Only another volume at the wanted path is worth a warning.
-const json* find_mount(const json& list, const json& wanted) {
-  if (const auto* at_path = find_by(list, "mountPath", string_or_empty(wanted, "mountPath")))
+json_ref find_mount(const json_ref& list, const json& wanted) {
+  if (const auto at_path = find_by(list, "mountPath", string_or_empty(wanted, "mountPath")))
     return at_path;
   return find_by(list, "name", name_of(wanted));
 }
 
 // Whether an env entry the pod has says what `w` says.
-bool env_agrees(const pod_view& pod, const json& e, const env_want& w) {
-  static const json env_defaults = {{"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}}}}}};
-  if (agrees(e, w.to_json(), &env_defaults)) return true;
+bool env_agrees(const pod_view& pod, const json_ref& e, const env_want& w) {
+  // What the pod's entry must say: w's name, and its value or valueFrom (the apiserver fills in a
+  // fieldRef's apiVersion).
+  static const json field_ref_defaults = {{"fieldRef", {{"apiVersion", "v1"}}}};
+  if (string_member(e, "name") == w.name &&
+      (w.value_from ? agrees(e.find("valueFrom"), *w.value_from, &field_ref_defaults)
+                    : string_member(e, "value") == w.value))
+    return true;
   // Kubeflow Trainer writes PET_NODE_RANK as a fieldRef to the completion index: the same number
   // as trainenv's literal node rank in its layout.
   const auto resolved = field_ref_value(pod, e);
@@ -205,34 +226,36 @@ const written_entry* written_at(const container_wants& want, std::size_t index) 
 // policy wants none of that name for this pod or it duplicates the template's (docs/contract.md
 // §4). Replacements by index first, removals from the last index down, then the appends, so
 // that every index an operation names is the one read.
-void merge_env(const pod_view& pod, const json& container, const std::string& path,
+void merge_env(const pod_view& pod, const json_ref& container, const std::string& path,
                const container_wants& want, const wants& all, const std::string& where,
                patch_builder& patch, decision& d) {
-  const auto* list = member(container, "env");
+  const auto list = member(container, "env");
   const auto by = [&]() { return " (" + all.writer->writer + "'s; " + all.decided_by + ")"; };
   std::vector<const env_want*> added;
   std::vector<std::size_t> removed;
   for (const auto& w : want.env) {
-    const json* user = nullptr;
+    json_ref user;
     std::optional<std::size_t> controllers;
-    for (std::size_t i = 0; list != nullptr && i < list->size(); ++i) {
-      if (string_or_empty((*list)[i], "name") != w.name) continue;
-      const auto* written = written_at(want, i);
+    std::size_t i = 0;
+    for (const auto entry : list) {
+      const auto at = i++;
+      if (string_or_empty(entry, "name") != w.name) continue;
+      const auto* written = written_at(want, at);
       if (written == nullptr) {
-        user = user != nullptr ? user : &(*list)[i];
+        user = user ? user : entry;
       } else if (!written->duplicate && !controllers) {
-        controllers = i;
+        controllers = at;
       }
     }
-    if (user != nullptr) {
-      if (!env_agrees(pod, *user, w)) {
+    if (user) {
+      if (!env_agrees(pod, user, w)) {
         d.warnings.push_back(
-            make_warning("trainenv: kept user-set " + w.name + describe_env(*user) + where));
+            make_warning("trainenv: kept user-set " + w.name + describe_env(user) + where));
       }
       continue;
     }
     if (controllers) {
-      const auto& e = (*list)[*controllers];
+      const auto e = list[*controllers];
       if (env_agrees(pod, e, w)) continue;
       std::string text;
       w.append_json(text);
@@ -256,43 +279,43 @@ void merge_env(const pod_view& pod, const json& container, const std::string& pa
     removed.push_back(e.index);
     d.injected.removed_env.push_back(e.name);
     d.warnings.push_back(make_warning(
-        "trainenv: removed " + e.name + describe_env((*list)[e.index]) + " (" + all.writer->writer +
+        "trainenv: removed " + e.name + describe_env(list[e.index]) + " (" + all.writer->writer +
         "'s)" + where + ": " + (e.duplicate ? "the template sets it" : all.removed_because)));
   }
   std::sort(removed.rbegin(), removed.rend());
   for (const auto i : removed) patch.remove(path + "/env/" + std::to_string(i));
-  patch.append(container, path, "env", added,
+  patch.append(list != nullptr, path, "env", added,
                [](std::string& out, const env_want& item) { item.append_json(out); });
 }
 
-void diff_container(const pod_view& pod, const json& container, const container_wants& want,
+void diff_container(const pod_view& pod, const json_ref& container, const container_wants& want,
                     const wants& all, patch_builder& patch, decision& d,
                     std::set<std::string>& mounted_volumes) {
   auto& warnings = d.warnings;
   const std::string path = "/spec/" + want.list + "/" + std::to_string(want.index);
-  const auto* name = string_member(container, "name");
+  const auto name = string_member(container, "name");
   const std::string where =
-      " in container " + quote(name != nullptr ? *name : std::to_string(want.index));
+      " in container " + quote(name ? std::string(*name) : std::to_string(want.index));
   using warning = std::optional<std::string>;
 
   merge_env(pod, container, path, want, all, where, patch, d);
   merge_list(
       container, path, "ports", want.ports, find_port,
-      [&](const json& e, const json& w) -> warning {
+      [&](const json_ref& e, const json& w) -> warning {
         static const json port_defaults = {{"protocol", "TCP"}};
         if (agrees(e, w, &port_defaults)) return {};
-        return "trainenv: kept user-set port " + e.value("containerPort", json()).dump() +
+        return "trainenv: kept user-set port " + to_json(e.find("containerPort")).dump() +
                " (wanted " + w["containerPort"].dump() + ")" + where;
       },
       [&](const json& w) { d.injected.ports.push_back(w["containerPort"].get<std::int64_t>()); },
       patch, warnings);
   merge_list(
       container, path, "volumeMounts", want.mounts, find_mount,
-      [&](const json& e, const json& w) -> warning {
-        const auto* volume = string_member(e, "name");
-        if (volume != nullptr && *volume == w["name"]) return {};
+      [&](const json_ref& e, const json& w) -> warning {
+        const auto volume = string_member(e, "name");
+        if (volume && *volume == name_of(w)) return {};
         return "trainenv: kept user-set mount " + string_or_empty(w, "mountPath") + " of volume " +
-               (volume != nullptr ? *volume : std::string("?")) + where;
+               (volume ? std::string(*volume) : std::string("?")) + where;
       },
       [&](const json& w) {
         note_once(d.injected.mounts, string_or_empty(w, "mountPath"));
@@ -303,16 +326,12 @@ void diff_container(const pod_view& pod, const json& container, const container_
 }
 
 // The names of the volumes the pod's containers and init containers mount.
-std::set<std::string> mounted_volumes(const json& spec) {
-  std::set<std::string> names;
+std::set<std::string, std::less<>> mounted_volumes(const json_ref& spec) {
+  std::set<std::string, std::less<>> names;
   for (const auto* list_name : {"containers", "initContainers"}) {
-    const auto* list = member(spec, list_name);
-    if (list == nullptr || !list->is_array()) continue;
-    for (const auto& c : *list) {
-      const auto* mounts = member(c, "volumeMounts");
-      if (mounts == nullptr || !mounts->is_array()) continue;
-      for (const auto& m : *mounts) {
-        if (const auto* name = string_member(m, "name")) names.insert(*name);
+    for (const auto c : member(spec, list_name)) {
+      for (const auto m : member(c, "volumeMounts")) {
+        if (const auto name = string_member(m, "name")) names.emplace(*name);
       }
     }
   }
@@ -338,15 +357,15 @@ void diff_annotations(const pod_view& pod, const json& wanted, patch_builder& pa
 
 // The search domains the pod lacks, added to what it lists (docs/contract.md §3, Hydra): the whole
 // dnsConfig when it has none, its searches when it has no list, else each one appended.
-void diff_dns_searches(const json& spec, const std::vector<std::string>& wanted,
+void diff_dns_searches(const json_ref& spec, const std::vector<std::string>& wanted,
                        patch_builder& patch, decision& d) {
-  const auto* dns = member(spec, "dnsConfig");
-  const auto* existing = dns != nullptr ? member(*dns, "searches") : nullptr;
+  const auto dns = member(spec, "dnsConfig");
+  const auto existing = member(dns, "searches");
   std::vector<json> added;
   for (const auto& domain : wanted) {
-    const bool listed =
-        existing != nullptr && existing->is_array() &&
-        std::any_of(existing->begin(), existing->end(), [&](const json& s) { return s == domain; });
+    const bool listed = std::any_of(existing.begin(), existing.end(), [&](const json_ref& s) {
+      return s.is_string() && s.string() == domain;
+    });
     const bool repeated =
         std::any_of(added.begin(), added.end(), [&](const json& s) { return s == domain; });
     if (listed || repeated) continue;
@@ -354,14 +373,14 @@ void diff_dns_searches(const json& spec, const std::vector<std::string>& wanted,
     d.injected.dns_searches.push_back(domain);
   }
   if (added.empty()) return;
-  if (dns == nullptr || dns->is_null()) {
+  if (!dns) {
     patch.add("/spec/dnsConfig", json{{"searches", added}});
     return;
   }
   std::vector<const json*> items;
   items.reserve(added.size());
   for (const auto& s : added) items.push_back(&s);
-  patch.append(*dns, "/spec/dnsConfig", "searches", items);
+  patch.append(existing != nullptr, "/spec/dnsConfig", "searches", items);
 }
 
 }  // namespace
@@ -382,15 +401,15 @@ decision build_patch(const pod_view& pod, const wants& want, const std::string& 
   // The volumes a mount added by this patch needs: a volume of the pod's own by that name is
   // then worth a warning when it differs, because the mount relies on it.
   std::set<std::string> mounted_by_patch;
-  const auto& spec = *member(pod.json(), "spec");
+  const auto& spec = pod.spec();
   for (const auto& c : want.containers)
-    diff_container(pod, (*member(spec, c.list))[c.index], c, want, patch, d, mounted_by_patch);
+    diff_container(pod, member(spec, c.list)[c.index], c, want, patch, d, mounted_by_patch);
   // An init container of trainenv's own (the hostfile's expander) is added whole, unless the
   // pod has one of that name; the volumes it mounts are then the patch's too.
   merge_list(
       spec, "/spec", "initContainers", want.init_containers,
-      [](const json& list, const json& w) { return find_by(list, "name", name_of(w)); },
-      [](const json&, const json&) -> std::optional<std::string> { return {}; },
+      [](const json_ref& list, const json& w) { return find_by(list, "name", name_of(w)); },
+      [](const json_ref&, const json&) -> std::optional<std::string> { return {}; },
       [&](const json& w) {
         d.injected.init_containers.push_back(name_of(w));
         for (const auto& m : w["volumeMounts"]) mounted_by_patch.insert(name_of(m));
@@ -405,8 +424,8 @@ decision build_patch(const pod_view& pod, const wants& want, const std::string& 
   }
   merge_list(
       spec, "/spec", "volumes", volumes,
-      [](const json& list, const json& w) { return find_by(list, "name", name_of(w)); },
-      [&](const json& e, const json& w) -> std::optional<std::string> {
+      [](const json_ref& list, const json& w) { return find_by(list, "name", name_of(w)); },
+      [&](const json_ref& e, const json& w) -> std::optional<std::string> {
         const auto& name = name_of(w);
         if (mounted_by_patch.count(name) == 0 || agrees(e, w)) return {};
         return "trainenv: kept user-set volume " + name;

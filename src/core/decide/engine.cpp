@@ -345,8 +345,7 @@ decision mutate_pod(const json& pod, const policy_set& policies, const mutate_op
 
 decision mutate(const admission_request& request, const policy_set& policies,
                 const mutate_options& options) {
-  const auto pod = request.pod();
-  return mutate_pod(subject{pod, &request}, policies, options);
+  return mutate_pod(subject{request.pod(), &request}, policies, options);
 }
 
 }  // namespace trainenv::core

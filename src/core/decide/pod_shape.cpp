@@ -12,19 +12,19 @@ namespace {
 using nlohmann::json;
 
 // A list the pod already has must be a list of objects for the patch to apply cleanly.
-const char* check_object_list(const json& container, std::string_view key, bool needs_name) {
-  const auto* list = member(container, key);
-  if (list == nullptr) return nullptr;
-  if (!list->is_array()) return "must be a list";
-  for (const auto& item : *list) {
+const char* check_object_list(const json_ref& container, std::string_view key, bool needs_name) {
+  const auto list = member(container, key);
+  if (!list) return nullptr;
+  if (!list.is_array()) return "must be a list";
+  for (const auto item : list) {
     if (!item.is_object()) return "must be a list of objects";
-    if (needs_name && string_member(item, "name") == nullptr) return "has an entry without a name";
+    if (needs_name && !string_member(item, "name")) return "has an entry without a name";
   }
   return nullptr;
 }
 
 // A container trainenv injects into: env, ports and mounts are merged, args may be inserted.
-std::string check_container(const json& container, std::string_view list, std::size_t index) {
+std::string check_container(const json_ref& container, std::string_view list, std::size_t index) {
   const std::string where =
       "trainenv: spec." + std::string(list) + "[" + std::to_string(index) + "]";
   if (!container.is_object()) return where + " must be an object";
@@ -34,9 +34,9 @@ std::string check_container(const json& container, std::string_view list, std::s
   if (const char* why = check_object_list(container, "volumeMounts", false))
     return where + ".volumeMounts " + why;
   for (const char* key : {"command", "args"}) {
-    if (const auto* strings = member(container, key)) {
-      if (!strings->is_array() || !std::all_of(strings->begin(), strings->end(),
-                                               [](const json& a) { return a.is_string(); })) {
+    if (const auto strings = member(container, key)) {
+      if (!strings.is_array() || !std::all_of(strings.begin(), strings.end(),
+                                              [](const json_ref& a) { return a.is_string(); })) {
         return where + "." + key + " must be a list of strings";
       }
     }
@@ -44,21 +44,22 @@ std::string check_container(const json& container, std::string_view list, std::s
   return {};
 }
 
-const std::string* container_name(const json& container) {
+std::optional<std::string_view> container_name(const json_ref& container) {
   return string_member(container, "name");
 }
 
-std::optional<std::size_t> named(const json& containers, std::string_view name) {
-  for (std::size_t i = 0; i < containers.size(); ++i) {
-    const auto* n = container_name(containers[i]);
-    if (n != nullptr && *n == name) return i;
+std::optional<std::size_t> named(const json_ref& containers, std::string_view name) {
+  std::size_t i = 0;
+  for (const auto c : containers) {
+    if (container_name(c) == name) return i;
+    ++i;
   }
   return std::nullopt;
 }
 
-bool is_sidecar(const json& container, const std::vector<std::string>& sidecars) {
-  const auto* n = container_name(container);
-  return n != nullptr && std::find(sidecars.begin(), sidecars.end(), *n) != sidecars.end();
+bool is_sidecar(const json_ref& container, const std::vector<std::string>& sidecars) {
+  const auto n = container_name(container);
+  return n && std::find(sidecars.begin(), sidecars.end(), *n) != sidecars.end();
 }
 
 // The container holding the most of the policy's variables, on a pod trainenv already mutated:
@@ -68,37 +69,38 @@ bool is_sidecar(const json& container, const std::vector<std::string>& sidecars)
 std::optional<std::size_t> holding_injected(const pod_view& pod, const policy& p,
                                             const std::vector<std::string>& sidecars) {
   if (pod.annotation(keys::injected) == nullptr || p.env.empty()) return std::nullopt;
-  const auto& containers = *pod.containers();
   std::optional<std::size_t> best;
   std::size_t most = 0;
   bool best_is_sidecar = false;
-  for (std::size_t i = 0; i < containers.size(); ++i) {
-    const auto* env = member(containers[i], "env");
-    if (env == nullptr || !env->is_array()) continue;
+  std::size_t i = 0;
+  for (const auto c : pod.containers()) {
+    const auto at = i++;
+    const auto env = member(c, "env");
+    if (!env.is_array()) continue;
     std::size_t held = 0;
-    for (const auto& e : *env) {
-      const auto* name = string_member(e, "name");
-      if (name == nullptr) continue;
+    for (const auto e : env) {
+      const auto name = string_member(e, "name");
+      if (!name) continue;
       held += static_cast<std::size_t>(std::count_if(
           p.env.begin(), p.env.end(), [&](const env_item& item) { return item.name == *name; }));
     }
-    const bool sidecar = is_sidecar(containers[i], sidecars);
+    const bool sidecar = is_sidecar(c, sidecars);
     bool better = held > most;
     if (best && sidecar != best_is_sidecar) better = !sidecar && held > 0;
     if (better) {
       most = held;
-      best = i;
+      best = at;
       best_is_sidecar = sidecar;
     }
   }
   return best;
 }
 
-std::string names_of(const json& containers) {
+std::string names_of(const json_ref& containers) {
   std::string out;
-  for (const auto& c : containers) {
-    const auto* n = container_name(c);
-    out += (out.empty() ? "" : ", ") + (n != nullptr ? *n : std::string("?"));
+  for (const auto c : containers) {
+    if (!out.empty()) out += ", ";
+    out += container_name(c).value_or("?");
   }
   return out;
 }
@@ -108,13 +110,12 @@ std::string names_of(const json& containers) {
 container_choice choose_container(const pod_view& pod, const policy& p,
                                   const std::vector<std::string>& sidecars) {
   container_choice out;
-  const auto* list = pod.containers();
-  if (list == nullptr || list->empty()) {
+  const auto& containers = pod.containers();
+  if (containers.empty()) {
     out.violation =
         "trainenv: spec.containers is empty or missing; the pod has no container to inject into";
     return out;
   }
-  const auto& containers = *list;
   if (const auto* wanted = pod.annotation(keys::container)) {
     out.index = named(containers, *wanted);
     if (!out.index) {
@@ -131,11 +132,13 @@ container_choice choose_container(const pod_view& pod, const policy& p,
     out.warning = "trainenv: ignored annotation " + std::string(keys::default_container) + "=" +
                   std::string(*preferred) + ": no container has that name";
   }
-  for (std::size_t i = 0; i < containers.size(); ++i) {
-    if (!is_sidecar(containers[i], sidecars)) {
+  std::size_t i = 0;
+  for (const auto c : containers) {
+    if (!is_sidecar(c, sidecars)) {
       out.index = i;
       return out;
     }
+    ++i;
   }
   out.index = 0;
   return out;
@@ -145,23 +148,21 @@ namespace {
 
 // The containers the policy writes into: the target (every one with allContainers) and the
 // extra containers it names.
-std::string check_written_containers(const json& spec, const pod_view& pod, const policy& p,
+std::string check_written_containers(const json_ref& spec, const pod_view& pod, const policy& p,
                                      std::size_t target) {
-  const auto& containers = *pod.containers();
-  for (std::size_t i = 0; i < containers.size(); ++i) {
-    if (i != target && !p.all_containers) continue;
-    if (auto problem = check_container(containers[i], "containers", i); !problem.empty())
-      return problem;
+  std::size_t i = 0;
+  for (const auto c : pod.containers()) {
+    const auto at = i++;
+    if (at != target && !p.all_containers) continue;
+    if (auto problem = check_container(c, "containers", at); !problem.empty()) return problem;
   }
   for (const auto& extra : p.extra_containers) {
     const std::string_view list_name = extra.init ? "initContainers" : "containers";
-    const auto* list = member(spec, list_name);
-    if (list == nullptr || !list->is_array()) continue;
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      const auto* name = string_member((*list)[i], "name");
-      if (name == nullptr || *name != extra.name) continue;
-      if (auto problem = check_container((*list)[i], list_name, i); !problem.empty())
-        return problem;
+    std::size_t j = 0;
+    for (const auto c : member(spec, list_name)) {
+      const auto at = j++;
+      if (string_member(c, "name") != extra.name) continue;
+      if (auto problem = check_container(c, list_name, at); !problem.empty()) return problem;
     }
   }
   return {};
@@ -169,7 +170,7 @@ std::string check_written_containers(const json& spec, const pod_view& pod, cons
 
 // What the policy adds beside the containers: volumes, a hostfile's init container, search
 // domains appended to the pod's dnsConfig.
-std::string check_pod_lists(const json& spec, const policy& p) {
+std::string check_pod_lists(const json_ref& spec, const policy& p) {
   if (!p.volumes.empty() || p.hostfile) {
     if (const char* why = check_object_list(spec, "volumes", true))
       return std::string("trainenv: spec.volumes ") + why;
@@ -178,13 +179,13 @@ std::string check_pod_lists(const json& spec, const policy& p) {
     if (const char* why = check_object_list(spec, "initContainers", true))
       return std::string("trainenv: spec.initContainers ") + why;
   }
-  const auto* dns = p.dns_searches.empty() ? nullptr : member(spec, "dnsConfig");
-  if (dns == nullptr || dns->is_null()) return {};
-  if (!dns->is_object()) return "trainenv: spec.dnsConfig must be an object";
-  const auto* searches = member(*dns, "searches");
-  if (searches != nullptr && !searches->is_null() &&
-      (!searches->is_array() || !std::all_of(searches->begin(), searches->end(),
-                                             [](const json& s) { return s.is_string(); })))
+  const auto dns = p.dns_searches.empty() ? json_ref() : member(spec, "dnsConfig");
+  if (!dns) return {};
+  if (!dns.is_object()) return "trainenv: spec.dnsConfig must be an object";
+  const auto searches = member(dns, "searches");
+  if (searches &&
+      (!searches.is_array() || !std::all_of(searches.begin(), searches.end(),
+                                            [](const json_ref& s) { return s.is_string(); })))
     return "trainenv: spec.dnsConfig.searches must be a list of strings";
   return {};
 }
@@ -194,23 +195,22 @@ std::string check_pod_lists(const json& spec, const policy& p) {
 std::string check_pod_shape(const pod_view& pod, const policy& p,
                             const std::vector<std::string>& sidecars, std::size_t& target,
                             std::string& warning) {
-  const auto& object = pod.json();
-  const auto* metadata = member(object, "metadata");
-  if (metadata == nullptr || !metadata->is_object()) return "trainenv: metadata must be an object";
+  const auto metadata = member(pod.json(), "metadata");
+  if (!metadata.is_object()) return "trainenv: metadata must be an object";
   if (pod.annotations().kind() == string_map::shape::not_object)
     return "trainenv: metadata.annotations must be an object of strings";
   // Every container is an object before any is read for its name.
-  if (const auto* list = pod.containers()) {
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      if (!(*list)[i].is_object())
-        return "trainenv: spec.containers[" + std::to_string(i) + "] must be an object";
-    }
+  std::size_t i = 0;
+  for (const auto c : pod.containers()) {
+    if (!c.is_object())
+      return "trainenv: spec.containers[" + std::to_string(i) + "] must be an object";
+    ++i;
   }
   auto choice = choose_container(pod, p, sidecars);
   if (!choice.index) return choice.violation;
   target = *choice.index;
   warning = std::move(choice.warning);
-  const auto& spec = object["spec"];  // an object: choose_container found a list in it
+  const auto& spec = pod.spec();  // an object: choose_container found a list in it
   if (auto problem = check_written_containers(spec, pod, p, target); !problem.empty())
     return problem;
   return check_pod_lists(spec, p);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/json_text.hpp"
 #include "trainenv/core/text/keys.hpp"
 
@@ -41,21 +42,12 @@ const std::string& name_or(const json& entry) {
   return string_or_empty(entry, "name");
 }
 
-const json* string_array(const json& container, std::string_view key) {
-  const auto* list = member(container, key);
-  return list != nullptr && list->is_array() ? list : nullptr;
-}
-
 }  // namespace
 
-std::vector<std::string_view> command_line(const json& container) {
+std::vector<std::string_view> command_line(const json_ref& container) {
   std::vector<std::string_view> line;
   for (const auto* key : {"command", "args"}) {
-    const auto* list = string_array(container, key);
-    if (list == nullptr) continue;
-    for (const auto& token : *list)
-      line.emplace_back(token.is_string() ? token.get_ref<const std::string&>()
-                                          : std::string_view());
+    for (const auto token : member(container, key)) line.emplace_back(token.string());
   }
   return line;
 }
@@ -77,13 +69,13 @@ bool is_flag(std::string_view token) {
 
 }  // namespace
 
-std::optional<args_site> args_site_after(const json& container,
+std::optional<args_site> args_site_after(const json_ref& container,
                                          const std::vector<std::string>& prefix) {
   const auto line = command_line(container);
   if (line.size() < prefix.size() || !std::equal(prefix.begin(), prefix.end(), line.begin()))
     return std::nullopt;
-  const auto* command = string_array(container, "command");
-  const std::size_t command_size = command != nullptr ? command->size() : 0;
+  const auto command = member(container, "command");
+  const std::size_t command_size = command.is_array() ? command.size() : 0;
   args_site site;
   site.flags_begin = prefix.size();
   std::size_t i = site.flags_begin;
@@ -176,7 +168,7 @@ result<bool> render_json_items(const std::vector<Item>& items, Field field, cons
 }
 
 result<bool> render_args(const policy& p, const topology& t, const variable_values& values,
-                         const json& container, container_wants& target,
+                         const json_ref& container, container_wants& target,
                          std::vector<std::string>& warnings) {
   auto ok = each_applying(p.args, t, values, [&](const arg_item& item) -> result<bool> {
     auto arg = item.value.render(values);
@@ -201,7 +193,7 @@ result<bool> render_args(const policy& p, const topology& t, const variable_valu
 void add_extra_containers(const policy& p, const topology& t, const pod_view& pod,
                           const container_wants& target, std::vector<container_wants>& out) {
   if (p.all_containers) {
-    for (std::size_t i = 0; i < pod.containers()->size(); ++i) {
+    for (std::size_t i = 0; i < pod.containers().size(); ++i) {
       if (i == t.container) continue;
       container_wants more;
       more.index = i;
@@ -211,14 +203,14 @@ void add_extra_containers(const policy& p, const topology& t, const pod_view& po
     }
   }
   for (const auto& extra : p.extra_containers) {
-    const auto* list = member(pod.json()["spec"], extra.init ? "initContainers" : "containers");
-    if (list == nullptr || !list->is_array()) continue;
-    for (std::size_t i = 0; i < list->size(); ++i) {
-      const auto* name = string_member((*list)[i], "name");
-      if (name == nullptr || *name != extra.name || (!extra.init && i == t.container)) continue;
+    std::size_t i = 0;
+    for (const auto c : member(pod.spec(), extra.init ? "initContainers" : "containers")) {
+      const auto at = i++;
+      const auto name = string_member(c, "name");
+      if (!name || *name != extra.name || (!extra.init && at == t.container)) continue;
       container_wants more;
       more.list = extra.init ? "initContainers" : "containers";
-      more.index = i;
+      more.index = at;
       more.env = target.env;
       more.mounts = target.mounts;
       out.push_back(std::move(more));
@@ -277,21 +269,19 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
   const auto slash = h.path.rfind('/');
   const std::string dir = h.path.substr(0, slash);
   const std::string file = h.path.substr(slash + 1);
-  const auto& container = (*pod.containers())[t.container];
-  if (const auto* mounts = member(container, "volumeMounts")) {
-    for (const auto& m : *mounts) {
-      const auto& at = string_or_empty(m, "mountPath");
-      const auto trimmed = at.size() > 1 && at.back() == '/' ? at.substr(0, at.size() - 1) : at;
-      if (trimmed != dir && trimmed != h.path) continue;
-      // Trainer's ConfigMap (or ours, on reinvocation) is the hostfile; another volume there is
-      // the user's to answer for, and said so.
-      if (name_or(m) != hostfile_volume) {
-        out.warnings.push_back("trainenv: kept user-set mount " + at + " of volume " +
-                               quote(name_or(m)) + " in container " +
-                               quote(string_or_empty(container, "name")) + "; no hostfile added");
-      }
-      return true;
+  const auto container = pod.containers()[t.container];
+  for (const auto m : member(container, "volumeMounts")) {
+    const auto at = string_or_empty(m, "mountPath");
+    const auto trimmed = at.size() > 1 && at.back() == '/' ? at.substr(0, at.size() - 1) : at;
+    if (trimmed != dir && trimmed != h.path) continue;
+    // Trainer's ConfigMap (or ours, on reinvocation) is the hostfile; another volume there is
+    // the user's to answer for, and said so.
+    if (string_or_empty(m, "name") != hostfile_volume) {
+      out.warnings.push_back("trainenv: kept user-set mount " + std::string(at) + " of volume " +
+                             quote(string_or_empty(m, "name")) + " in container " +
+                             quote(string_or_empty(container, "name")) + "; no hostfile added");
     }
+    return true;
   }
   auto groups = t.layout.host_groups();
   if (!groups) return std::move(groups).take_error();
@@ -346,8 +336,8 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
                    " (as Kubeflow Trainer's " + t.job +
                    "-mpi-hostfile), and trainenv leaves it alone"};
     }
-    const auto* image = string_member(container, "image");
-    if (image == nullptr || image->empty()) {
+    const auto image = string_member(container, "image");
+    if (!image || image->empty()) {
       return error{"trainenv: the hostfile of " + std::to_string(t.num_nodes) +
                    " nodes is expanded by an init container in the target container's image, " +
                    "and that container names no image"};
@@ -368,8 +358,8 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
                     {"readOnly", true}},
                    {{"name", hostfile_volume}, {"mountPath", dir}}}}};
     // As the launcher runs: a restricted namespace admits the init container on the same terms.
-    if (const auto* security = member(container, "securityContext"))
-      init["securityContext"] = *security;
+    if (const auto security = member(container, "securityContext"))
+      init["securityContext"] = to_json(security);
     out.init_containers.push_back(std::move(init));
   }
   if (others + key.size() + text.size() > annotations_limit) {
@@ -409,16 +399,6 @@ mv "$out.tmp" "$out"
 )";
 }
 
-json env_want::to_json() const {
-  json out = {{"name", name}};
-  if (value_from) {
-    out["valueFrom"] = *value_from;
-  } else {
-    out["value"] = value;
-  }
-  return out;
-}
-
 void env_want::append_json(std::string& out) const {
   // Members in key order, as a json object writes them: name, then value or valueFrom.
   out += R"({"name":)";
@@ -450,7 +430,7 @@ result<wants> render(const policy& p, const topology& t, const pod_view& pod,
   for (auto step :
        {render_env(p, t, values, target), render_ports(p, t, values, target),
         render_json_items(p.volume_mounts, &mount_item::mount, t, values, target.mounts),
-        render_args(p, t, values, (*pod.containers())[t.container], target, out.warnings)}) {
+        render_args(p, t, values, pod.containers()[t.container], target, out.warnings)}) {
     if (!step) return std::move(step).take_error();
   }
   for (const auto& mount : target.mounts) {

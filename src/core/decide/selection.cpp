@@ -29,7 +29,7 @@ selection with_replacement(const pod_view& pod, const policy_set& policies, cons
   for (const auto* replacement : policies.replacements_of(chosen->name)) {
     const auto target = choose_container(pod, *replacement, policies.sidecars()).index;
     if (target &&
-        args_site_after((*pod.containers())[*target], replacement->replaces->command_prefix)) {
+        args_site_after(pod.containers()[*target], replacement->replaces->command_prefix)) {
       return {replacement, {}, {}};
     }
   }

@@ -14,7 +14,7 @@ bool holds(const std::vector<std::string>& names, const std::string& name) {
 }
 
 // The env names a template's container of this name sets.
-std::vector<std::string> template_env(const json* role_template, const std::string& container) {
+std::vector<std::string> template_env(const json* role_template, std::string_view container) {
   std::vector<std::string> names;
   const auto* spec = role_template != nullptr ? member(*role_template, "spec") : nullptr;
   const auto* containers = spec != nullptr ? member(*spec, "containers") : nullptr;
@@ -44,21 +44,23 @@ written_env find_written_env(const pod_view& pod, const controller_writes& write
   out.writes = &writes;
   if (!writes.when.empty() && (owner == nullptr || find_path(*owner, writes.when) == nullptr))
     return out;
-  const auto* containers = pod.containers();
-  if (containers == nullptr) return out;
-  out.by_container.resize(containers->size());
-  for (std::size_t c = 0; c < containers->size(); ++c) {
-    const auto& container = (*containers)[c];
-    const auto& container_name = string_or_empty(container, "name");
+  const auto& containers = pod.containers();
+  out.by_container.resize(containers.size());
+  std::size_t c = 0;
+  for (const auto container : containers) {
+    const auto at_container = c++;
+    const auto container_name = string_or_empty(container, "name");
     if (!writes.container.empty() && container_name != writes.container) continue;
-    const auto* env = member(container, "env");
-    if (env == nullptr || !env->is_array()) continue;
+    const auto env = member(container, "env");
+    if (!env.is_array()) continue;
     auto users = template_env(role_template, container_name);
     users.insert(users.end(), user_env.begin(), user_env.end());
     for (const auto& name : writes.env) {
       std::vector<std::size_t> at;
-      for (std::size_t i = 0; i < env->size(); ++i) {
-        if (string_or_empty((*env)[i], "name") == name) at.push_back(i);
+      std::size_t i = 0;
+      for (const auto entry : env) {
+        if (string_or_empty(entry, "name") == name) at.push_back(i);
+        ++i;
       }
       if (at.empty()) continue;
       // The user's own entry comes first (the controller appends); every entry after it, or
@@ -66,7 +68,7 @@ written_env find_written_env(const pod_view& pod, const controller_writes& write
       const bool users_first = holds(users, name);
       if (users_first && (!writes.appends || at.size() == 1)) continue;
       for (std::size_t k = users_first ? 1 : 0; k < at.size(); ++k) {
-        out.by_container[c].push_back({at[k], name, users_first || k > 0});
+        out.by_container[at_container].push_back({at[k], name, users_first || k > 0});
       }
     }
   }

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 
+#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
 
 namespace trainenv::core {

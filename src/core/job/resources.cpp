@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "trainenv/core/text/json_access.hpp"
+#include "trainenv/core/text/json_ref.hpp"
 #include "trainenv/core/text/quantity.hpp"
 
 namespace trainenv::core {
@@ -11,78 +12,111 @@ namespace {
 
 using nlohmann::json;
 
+// The two JSON models a container comes in (a pod's, read in place; a pod template's in an
+// owner, as nlohmann values), read alike below.
+bool is_number(const json* value) {
+  return value->is_number();
+}
+bool is_number(const json_ref& value) {
+  return value.is_number();
+}
+// A quantity as written: a string's text, a number's JSON.
+std::string quantity_text(const json* value) {
+  return value->is_string() ? value->get<std::string>() : value->dump();
+}
+std::string quantity_text(const json_ref& value) {
+  return value.is_string() ? std::string(value.string()) : to_json(value).dump();
+}
+template <class Visit>
+void for_each_member(const json& object, Visit visit) {
+  if (!object.is_object()) return;
+  for (const auto& [name, value] : object.items()) visit(std::string_view(name), &value);
+}
+template <class Visit>
+void for_each_member(const json_ref& object, Visit visit) {
+  for (const auto [name, value] : object.members()) visit(name, value);
+}
+
 // resources.requests first, then resources.limits (Kubeflow Trainer's order).
-const json* container_resource(const json& container, std::string_view name, std::string& where) {
-  const auto* resources = member(container, "resources");
-  if (resources == nullptr) return nullptr;
+template <class Json>
+auto container_resource(const Json& container, std::string_view name, std::string& where) {
+  const auto resources = member(container, "resources");
   for (std::string_view section : {"requests", "limits"}) {
-    const auto* list = member(*resources, section);
-    const auto* value = list != nullptr ? member(*list, name) : nullptr;
-    if (value != nullptr) {
+    const auto list = resources ? member(*resources, section) : decltype(resources){};
+    const auto value = list ? member(*list, name) : decltype(resources){};
+    if (value) {
       where = "resources." + std::string(section) + "." + std::string(name);
       return value;
     }
   }
-  return nullptr;
+  return decltype(resources){};
 }
 
 // Calls `visit(section, name, value)` for each resource of the container whose name contains
 // "gpu" (case-insensitive), requests before limits, until it returns false.
-template <class Visit>
-void for_each_gpu_resource(const json& container, Visit visit) {
-  const auto* resources = member(container, "resources");
-  if (resources == nullptr) return;
+template <class Json, class Visit>
+void for_each_gpu_resource(const Json& container, Visit visit) {
+  const auto resources = member(container, "resources");
+  if (!resources) return;
   for (std::string_view section : {"requests", "limits"}) {
-    const auto* list = member(*resources, section);
-    if (list == nullptr || !list->is_object()) continue;
-    for (const auto& [name, value] : list->items()) {
-      std::string lower = name;
+    const auto list = member(*resources, section);
+    if (!list) continue;
+    bool more = true;
+    for_each_member(*list, [&](std::string_view name, const auto& value) {
+      if (!more) return;
+      std::string lower(name);
       std::transform(lower.begin(), lower.end(), lower.begin(),
                      [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (lower.find("gpu") != std::string::npos && !visit(section, name, value)) return;
-    }
+      if (lower.find("gpu") != std::string::npos) more = visit(section, name, value);
+    });
+    if (!more) return;
   }
 }
 
-bool asks_for_gpu(const json& container) {
+template <class Json>
+bool asks_for_gpu(const Json& container) {
   bool found = false;
-  for_each_gpu_resource(container, [&](std::string_view, const std::string&, const json&) {
+  for_each_gpu_resource(container, [&](std::string_view, std::string_view, const auto&) {
     found = true;
     return false;
   });
   return found;
 }
 
-result<std::int64_t> cpu_count(const json& container) {
+template <class Json>
+std::string container_name(const Json& container) {
+  const auto name = string_member(container, "name");
+  return name ? std::string(*name) : std::string();
+}
+
+template <class Json>
+result<std::int64_t> cpu_count(const Json& container) {
   std::string where;
-  const auto* cpu = container_resource(container, "cpu", where);
-  if (cpu == nullptr) return std::int64_t{1};
+  const auto cpu = container_resource(container, "cpu", where);
+  if (!cpu) return std::int64_t{1};
   // Kubernetes serialises quantities as strings but accepts JSON numbers too.
-  const std::string text = cpu->is_string() ? cpu->get<std::string>() : cpu->dump();
-  const auto q = cpu->is_string() || cpu->is_number() ? parse_quantity(text) : std::nullopt;
+  const std::string text = quantity_text(cpu);
+  const auto q = cpu->is_string() || is_number(cpu) ? parse_quantity(text) : std::nullopt;
   const auto ceiling = q ? q->ceil() : std::nullopt;
   if (!ceiling) {
-    const auto* name = string_member(container, "name");
-    return error{"trainenv: " + where + " of container " + quote(name ? *name : "") + " is " +
-                 quote(text) + "; expected a Kubernetes quantity such as 4, 2.5 or 2500m"};
+    return error{"trainenv: " + where + " of container " + quote(container_name(container)) +
+                 " is " + quote(text) + "; expected a Kubernetes quantity such as 4, 2.5 or 2500m"};
   }
   return std::max<std::int64_t>(1, *ceiling);
 }
 
-}  // namespace
-
-result<std::int64_t> gpu_count(const json& container) {
+template <class Json>
+result<std::int64_t> gpu_count_of(const Json& container) {
   std::optional<error> bad;
   std::int64_t count = 0;
   for_each_gpu_resource(
-      container, [&](std::string_view section, const std::string& name, const json& value) {
-        const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-        const auto q = value.is_string() || value.is_number() ? parse_quantity(text) : std::nullopt;
+      container, [&](std::string_view section, std::string_view name, const auto& value) {
+        const std::string text = quantity_text(value);
+        const auto q = value->is_string() || is_number(value) ? parse_quantity(text) : std::nullopt;
         const auto n = q ? q->ceil() : std::nullopt;
         if (!n) {
-          const auto* cname = string_member(container, "name");
-          bad = error{"trainenv: resources." + std::string(section) + "." + name +
-                      " of container " + quote(cname ? *cname : "") + " is " + quote(text) +
+          bad = error{"trainenv: resources." + std::string(section) + "." + std::string(name) +
+                      " of container " + quote(container_name(container)) + " is " + quote(text) +
                       "; expected a whole number of GPUs"};
           return false;
         }
@@ -93,11 +127,8 @@ result<std::int64_t> gpu_count(const json& container) {
   return std::max<std::int64_t>(count, 0);
 }
 
-std::string resolved_nproc::text() const {
-  return count ? std::to_string(*count) : std::string(symbolic);
-}
-
-result<resolved_nproc> resolve_nproc(const nproc_setting& setting, const json& container) {
+template <class Json>
+result<resolved_nproc> resolve_nproc_of(const nproc_setting& setting, const Json& container) {
   using mode = nproc_setting::mode;
   switch (setting.kind) {
     case mode::count:
@@ -114,6 +145,28 @@ result<resolved_nproc> resolve_nproc(const nproc_setting& setting, const json& c
     }
   }
   return resolved_nproc{std::nullopt, "auto"};
+}
+
+}  // namespace
+
+result<std::int64_t> gpu_count(const json& container) {
+  return gpu_count_of(container);
+}
+
+result<std::int64_t> gpu_count(const json_ref& container) {
+  return gpu_count_of(container);
+}
+
+std::string resolved_nproc::text() const {
+  return count ? std::to_string(*count) : std::string(symbolic);
+}
+
+result<resolved_nproc> resolve_nproc(const nproc_setting& setting, const json& container) {
+  return resolve_nproc_of(setting, container);
+}
+
+result<resolved_nproc> resolve_nproc(const nproc_setting& setting, const json_ref& container) {
+  return resolve_nproc_of(setting, container);
 }
 
 }  // namespace trainenv::core

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
 #include "trainenv/core/text/quantity.hpp"
 
@@ -163,7 +164,7 @@ namespace {
 // Processes per node, the processes-per-node count and the GPUs: the annotation, else what the
 // TrainJob or its runtime sets (so that Trainer's own PET_NPROC_PER_NODE agrees), else the
 // policy's default, resolved against the target container's resources.
-result<bool> resolve_processes(const pod_view& pod, const policy& p, const json& target,
+result<bool> resolve_processes(const pod_view& pod, const policy& p, const json_ref& target,
                                const trainer_settings* trainer, topology& t) {
   nproc_setting nproc = p.default_nproc;
   std::optional<std::string_view> text;
@@ -519,11 +520,9 @@ std::string ssh_mount_path(const pod_view& pod, const policy& p, const trainer_s
 // owns when others can read it, so 0600 where root reads the root-owned file; 0640 only when a
 // non-root user reads it through the pod's fsGroup, away from root's home.
 std::int64_t ssh_key_mode(const pod_view& pod, const std::string& mount_path) {
-  const auto* spec = member(pod.json(), "spec");
-  const auto* security = spec != nullptr ? member(*spec, "securityContext") : nullptr;
-  const auto* fs_group = security != nullptr ? member(*security, "fsGroup") : nullptr;
+  const auto fs_group = member(member(pod.spec(), "securityContext"), "fsGroup");
   const bool under_root = mount_path == "/root" || mount_path.rfind("/root/", 0) == 0;
-  return fs_group != nullptr && fs_group->is_number_integer() && !under_root ? 0640 : 0600;
+  return fs_group.is_integer() && !under_root ? 0640 : 0600;
 }
 
 }  // namespace
@@ -532,7 +531,7 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
                                   const topology_sources& src) {
   topology t;
   t.container = target_index;
-  const auto& target = (*pod.containers())[t.container];
+  const auto target = pod.containers()[t.container];
 
   auto job = resolve_job(pod);
   if (!job) return std::move(job).take_error();

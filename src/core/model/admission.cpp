@@ -24,13 +24,6 @@ constexpr auto base64_pairs = [] {
   return table;
 }();
 
-// What decode_review_json reads of a review, and of its object what the engine reads.
-constexpr json_keep request_fields_read[] = {
-    {"uid"},       {"resource"}, {"subResource"}, {"operation"},
-    {"namespace"}, {"name"},     {"dryRun"},      {"object", pod_fields_read}};
-constexpr json_keep review_fields_read[] = {
-    {"apiVersion"}, {"kind"}, {"request", request_fields_read}};
-
 }  // namespace
 
 bool admission_request::is_pod_create() const {
@@ -38,11 +31,10 @@ bool admission_request::is_pod_create() const {
          operation == "CREATE";
 }
 
-namespace {
-
-// `maps`: the object's labels and annotations when they were read from the text apart from
-// the tree; nullopt when the tree holds them.
-result<admission_request> decode_document(json document, std::optional<pod_maps> maps) {
+result<admission_request> decode_review(std::string_view body) {
+  auto parsed = parse_read_only(body);
+  if (!parsed) return std::move(parsed).take_error();
+  const auto document = parsed->root();
   if (!document.is_object()) return error{"body is not an AdmissionReview: expected a JSON object"};
   admission_request out;
   out.api_version = string_or_empty(document, "apiVersion");
@@ -53,48 +45,28 @@ result<admission_request> decode_document(json document, std::optional<pod_maps>
     return error{"unsupported AdmissionReview apiVersion \"" + out.api_version.substr(0, 64) +
                  "\": expected admission.k8s.io/v1 or admission.k8s.io/v1beta1"};
   }
-  auto* request = document.contains("request") ? &document["request"] : nullptr;
-  if (request == nullptr || !request->is_object()) {
-    return error{"AdmissionReview has no request object"};
-  }
-  out.uid = string_or_empty(*request, "uid");
+  const auto request = document.find("request");
+  if (!request.is_object()) return error{"AdmissionReview has no request object"};
+  out.uid = string_or_empty(request, "uid");
   if (out.uid.empty()) return error{"AdmissionReview request.uid is missing"};
-  if (const auto* resource = member(*request, "resource")) {
-    out.group = string_or_empty(*resource, "group");
-    out.version = string_or_empty(*resource, "version");
-    out.resource = string_or_empty(*resource, "resource");
+  if (const auto resource = member(request, "resource")) {
+    out.group = string_or_empty(resource, "group");
+    out.version = string_or_empty(resource, "version");
+    out.resource = string_or_empty(resource, "resource");
   }
-  out.sub_resource = string_or_empty(*request, "subResource");
-  out.operation = string_or_empty(*request, "operation");
-  out.namespace_name = string_or_empty(*request, "namespace");
-  out.name = string_or_empty(*request, "name");
-  if (const auto* dry_run = member(*request, "dryRun");
-      dry_run != nullptr && dry_run->is_boolean()) {
-    out.dry_run = dry_run->get<bool>();
-  }
-  if (auto it = request->find("object"); it != request->end()) out.object = std::move(*it);
-  // The apiserver fills the object's namespace from the request before admission; a review
-  // written by hand may not. The owners of a pod are looked up in its namespace.
-  if (out.object.is_object() && !out.namespace_name.empty()) {
-    if (auto metadata = out.object.find("metadata");
-        metadata != out.object.end() && metadata->is_object() && !metadata->contains("namespace"))
-      (*metadata)["namespace"] = out.namespace_name;
-  }
-  out.object_maps = maps ? std::move(*maps) : pod_maps::of(out.object);
+  out.sub_resource = string_or_empty(request, "subResource");
+  out.operation = string_or_empty(request, "operation");
+  out.namespace_name = string_or_empty(request, "namespace");
+  out.name = string_or_empty(request, "name");
+  if (const auto dry_run = member(request, "dryRun"); dry_run.is_boolean())
+    out.dry_run = dry_run.is_true();
+  const auto object = request.find("object");
+  out.object = pod_view(std::move(*parsed), object, out.namespace_name);
   return out;
 }
 
-}  // namespace
-
-result<admission_request> decode_review(std::string_view body) {
-  pod_maps maps;
-  auto document = parse_json(body, review_fields_read, maps.maps);
-  if (!document) return std::move(document).take_error();
-  return decode_document(std::move(*document), std::move(maps));
-}
-
-result<admission_request> decode_review_json(json document) {
-  return decode_document(std::move(document), std::nullopt);
+result<admission_request> decode_review_json(const json& document) {
+  return decode_review(document.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 std::string encode_response(const admission_request& request, const decision& d) {

@@ -1,6 +1,7 @@
 #include "trainenv/core/model/owner_ref.hpp"
 
 #include "trainenv/core/text/json_access.hpp"
+#include "trainenv/core/text/json_ref.hpp"
 
 namespace trainenv::core {
 
@@ -16,22 +17,43 @@ std::string owner_ref::display() const {
   return kind + " " + (namespace_name.empty() ? name : namespace_name + "/" + name);
 }
 
-std::optional<owner_ref> controller_of(const json& object, std::string_view namespace_name) {
-  const auto* metadata = member(object, "metadata");
-  const auto* refs = metadata != nullptr ? member(*metadata, "ownerReferences") : nullptr;
-  if (refs == nullptr || !refs->is_array()) return std::nullopt;
+namespace {
+
+bool is_true(const json* value) {
+  return value != nullptr && value->is_boolean() && value->get<bool>();
+}
+
+bool is_true(const json_ref& value) {
+  return value.is_true();
+}
+
+// Over a pod (json_ref) or an owner object fetched from the API (nlohmann values) alike.
+template <class Json>
+std::optional<owner_ref> controller_in(const Json& object, std::string_view namespace_name) {
+  const auto metadata = member(object, "metadata");
+  const auto refs = metadata ? member(*metadata, "ownerReferences") : decltype(metadata){};
+  if (!refs || !refs->is_array()) return std::nullopt;
   for (const auto& ref : *refs) {
-    const auto* controller = member(ref, "controller");
-    if (controller == nullptr || !controller->is_boolean() || !controller->get<bool>()) continue;
-    const auto* api_version = string_member(ref, "apiVersion");
-    const auto* kind = string_member(ref, "kind");
-    const auto* name = string_member(ref, "name");
-    const auto* uid = string_member(ref, "uid");
-    if (api_version == nullptr || kind == nullptr || name == nullptr || uid == nullptr)
-      return std::nullopt;
-    return owner_ref{*api_version, *kind, std::string(namespace_name), *name, *uid};
+    if (!is_true(member(ref, "controller"))) continue;
+    const auto api_version = string_member(ref, "apiVersion");
+    const auto kind = string_member(ref, "kind");
+    const auto name = string_member(ref, "name");
+    const auto uid = string_member(ref, "uid");
+    if (!api_version || !kind || !name || !uid) return std::nullopt;
+    return owner_ref{std::string(*api_version), std::string(*kind), std::string(namespace_name),
+                     std::string(*name), std::string(*uid)};
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<owner_ref> controller_of(const json& object, std::string_view namespace_name) {
+  return controller_in(object, namespace_name);
+}
+
+std::optional<owner_ref> controller_of(const json_ref& object, std::string_view namespace_name) {
+  return controller_in(object, namespace_name);
 }
 
 }  // namespace trainenv::core

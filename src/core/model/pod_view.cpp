@@ -1,71 +1,56 @@
 #include "trainenv/core/model/pod_view.hpp"
 
+#include <utility>
+
 namespace trainenv::core {
 
-pod_maps pod_maps::of(const nlohmann::json& pod) {
-  const auto* metadata = member(pod, "metadata");
-  pod_maps out;
-  if (metadata != nullptr && metadata->is_object()) {
-    out.maps[labels_slot] = string_map::of(member(*metadata, "labels"));
-    out.maps[annotations_slot] = string_map::of(member(*metadata, "annotations"));
+pod_view::pod_view(read_only_json document, json_ref pod, std::string_view request_namespace)
+    : document_(std::move(document)), pod_(pod) {
+  read(request_namespace);
+}
+
+pod_view::pod_view(const nlohmann::json& pod) {
+  // Text this process wrote from values parsed from text: it parses, unless it nests deeper
+  // than any text accepted would (then there is no pod, and evaluate says it is not an object).
+  auto document =
+      parse_read_only(pod.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (!document) return;
+  document_ = std::move(*document);
+  pod_ = document_.root();
+  read({});
+}
+
+void pod_view::read(std::string_view request_namespace) {
+  metadata_ = member(pod_, "metadata");
+  spec_ = member(pod_, "spec");
+  labels_ = read_string_map(member(metadata_, "labels"));
+  annotations_ = read_string_map(member(metadata_, "annotations"));
+  name_ = string_member(metadata_, "name");
+  generate_name_ = string_member(metadata_, "generateName");
+  namespace_ = string_member(metadata_, "namespace");
+  // Only where the pod names no namespace at all, as the apiserver fills one in.
+  if (!namespace_ && !request_namespace.empty() && metadata_.is_object() &&
+      !metadata_.find("namespace")) {
+    request_namespace_ = std::make_unique<const std::string>(request_namespace);
+    namespace_ = *request_namespace_;
   }
-  return out;
-}
-
-namespace {
-
-std::optional<std::string_view> string_at(const nlohmann::json* object, std::string_view key) {
-  const auto* value = object != nullptr ? string_member(*object, key) : nullptr;
-  return value != nullptr ? std::optional<std::string_view>(*value) : std::nullopt;
-}
-
-const pod_maps& no_maps() {
-  static const pod_maps none;
-  return none;
-}
-
-}  // namespace
-
-pod_view::pod_view(const nlohmann::json& pod) : pod_view(pod, no_maps()) {
-  own_maps_ = pod_maps::of(pod);
-  maps_ = &*own_maps_;
-}
-
-pod_view::pod_view(const nlohmann::json& pod, const pod_maps& maps)
-    : pod_(&pod),
-      metadata_(member(pod, "metadata")),
-      spec_(member(pod, "spec")),
-      maps_(&maps),
-      name_(string_at(metadata_, "name")),
-      generate_name_(string_at(metadata_, "generateName")),
-      namespace_(string_at(metadata_, "namespace")),
-      hostname_(string_at(spec_, "hostname")),
-      subdomain_(string_at(spec_, "subdomain")),
-      containers_(spec_ != nullptr ? member(*spec_, "containers") : nullptr) {
-  if (containers_ != nullptr && !containers_->is_array()) containers_ = nullptr;
-}
-
-const std::string_view* pod_view::label(std::string_view key) const {
-  return labels().find(key);
-}
-
-const std::string_view* pod_view::annotation(std::string_view key) const {
-  return annotations().find(key);
+  hostname_ = string_member(spec_, "hostname");
+  subdomain_ = string_member(spec_, "subdomain");
+  containers_ = member(spec_, "containers");
+  if (!containers_.is_array()) containers_ = {};
 }
 
 const std::optional<owner_ref>& pod_view::controller() const {
   if (!controller_) {
     const auto* ns = namespace_name();
-    controller_ = controller_of(*pod_, ns != nullptr ? std::string_view(*ns) : std::string_view());
+    controller_ = controller_of(pod_, ns != nullptr ? *ns : std::string_view());
   }
   return *controller_;
 }
 
-std::optional<std::string_view> field_ref_value(const pod_view& pod, const nlohmann::json& env) {
-  const auto* from = member(env, "valueFrom");
-  const auto* ref = from != nullptr ? member(*from, "fieldRef") : nullptr;
-  const auto* path = ref != nullptr ? string_member(*ref, "fieldPath") : nullptr;
-  if (path == nullptr) return std::nullopt;
+std::optional<std::string_view> field_ref_value(const pod_view& pod, const json_ref& env) {
+  const auto path = string_member(member(member(env, "valueFrom"), "fieldRef"), "fieldPath");
+  if (!path) return std::nullopt;
   const auto known = [](const auto* value) {
     return value != nullptr ? std::optional<std::string_view>(*value) : std::nullopt;
   };
@@ -76,8 +61,7 @@ std::optional<std::string_view> field_ref_value(const pod_view& pod, const nlohm
     if (path->rfind(prefix, 0) != 0 || path->size() < prefix.size() + 2 ||
         path->compare(path->size() - 2, 2, "']") != 0)
       continue;
-    const auto key =
-        std::string_view(*path).substr(prefix.size(), path->size() - prefix.size() - 2);
+    const auto key = path->substr(prefix.size(), path->size() - prefix.size() - 2);
     return known(map == "labels" ? pod.label(key) : pod.annotation(key));
   }
   return std::nullopt;

@@ -29,17 +29,16 @@ std::optional<std::int64_t> whole_number(const std::string& text) {
 }
 
 // The final value of each env entry of `container`, fieldRefs to the pod itself resolved.
-std::map<std::string, std::string> final_env(const pod_view& pod, const json& container) {
-  std::map<std::string, std::string> out;
-  const auto* env = member(container, "env");
-  if (env == nullptr || !env->is_array()) return out;
-  for (const auto& e : *env) {
-    const auto* name = string_member(e, "name");
-    if (name == nullptr) continue;
-    if (const auto* value = string_member(e, "value")) {
-      out[*name] = *value;
+std::map<std::string, std::string, std::less<>> final_env(const pod_view& pod,
+                                                          const json_ref& container) {
+  std::map<std::string, std::string, std::less<>> out;
+  for (const auto e : member(container, "env")) {
+    const auto name = string_member(e, "name");
+    if (!name) continue;
+    if (const auto value = string_member(e, "value")) {
+      out[std::string(*name)] = *value;
     } else if (const auto resolved = field_ref_value(pod, e)) {
-      out[*name] = std::string(*resolved);
+      out[std::string(*name)] = *resolved;
     }
   }
   return out;
@@ -104,17 +103,15 @@ std::string expand_rule(const std::string& rule) {
 // The hostfile the pod's container finds at `path`, from whichever volume is mounted there:
 // trainenv's annotation (downward API), trainenv's rule (expanded into an emptyDir), or a
 // ConfigMap among the job's objects (Trainer's).
-std::optional<std::string> hostfile_text(const pod_view& pod, const json& container,
+std::optional<std::string> hostfile_text(const pod_view& pod, const json_ref& container,
                                          const std::string& path,
                                          const std::vector<json>& objects) {
   const auto dir = path.substr(0, path.rfind('/'));
-  const auto* mounts = member(container, "volumeMounts");
-  const auto* volumes = find_path(pod.json(), {"spec", "volumes"});
-  if (mounts == nullptr || volumes == nullptr) return std::nullopt;
-  for (const auto& m : *mounts) {
+  const auto volumes = member(pod.spec(), "volumes");
+  for (const auto m : member(container, "volumeMounts")) {
     if (string_or_empty(m, "mountPath") != dir) continue;
-    const auto& volume_name = string_or_empty(m, "name");
-    for (const auto& v : *volumes) {
+    const auto volume_name = string_or_empty(m, "name");
+    for (const auto v : volumes) {
       if (string_or_empty(v, "name") != volume_name) continue;
       if (member(v, "downwardAPI") != nullptr) {
         const auto* text = pod.annotation(hostfile_annotation);
@@ -124,12 +121,12 @@ std::optional<std::string> hostfile_text(const pod_view& pod, const json& contai
         const auto* rule = pod.annotation(hostfile_rule_annotation);
         return rule != nullptr ? std::optional(expand_rule(std::string(*rule))) : std::nullopt;
       }
-      if (const auto* cm = member(v, "configMap")) {
+      if (const auto cm = member(v, "configMap")) {
         const auto* ns = pod.namespace_name();
         const owner_ref ref{"v1",
                             "ConfigMap",
                             ns != nullptr ? std::string(*ns) : "",
-                            string_or_empty(*cm, "name"),
+                            std::string(string_or_empty(cm, "name")),
                             {}};
         const auto* object = find_object(objects, ref);
         const auto* data = object != nullptr ? member(*object, "data") : nullptr;
@@ -148,7 +145,7 @@ void read_values(previewed_pod& p, const policy& pol, const std::vector<std::str
   const pod_view view(p.admitted);
   const auto target = choose_container(view, pol, sidecars).index;
   if (!target) return;
-  const auto& container = (*view.containers())[*target];
+  const auto container = view.containers()[*target];
   const auto env = final_env(view, container);
   for (const auto& item : pol.env) {
     if (!item.value) continue;

@@ -1,6 +1,5 @@
 #include "trainenv/core/text/json_patch.hpp"
 
-#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/json_text.hpp"
 
 namespace trainenv::core {
@@ -57,9 +56,9 @@ void patch_builder::add(std::string_view path, const nlohmann::json& value) {
   text_ += '}';
 }
 
-void patch_builder::append(const nlohmann::json& parent, std::string_view parent_path,
-                           std::string_view key, const std::vector<const nlohmann::json*>& items) {
-  append(parent, parent_path, key, items,
+void patch_builder::append(bool exists, std::string_view parent_path, std::string_view key,
+                           const std::vector<const nlohmann::json*>& items) {
+  append(exists, parent_path, key, items,
          [](std::string& out, const nlohmann::json& item) { append_json(out, item); });
 }
 

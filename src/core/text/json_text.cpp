@@ -4,158 +4,25 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include <simdjson.h>
+
+#include "trainenv/core/text/json_ref.hpp"
 
 namespace trainenv::core {
 namespace {
 
 using nlohmann::json;
 using simdjson::dom::element;
-using simdjson::dom::element_type;
 
 // Bodies up to this size reuse a per-thread parser; larger ones get their own, freed after, so a
 // thread does not keep ~14 bytes of parser state per byte of the largest body it ever saw.
 constexpr std::size_t reused_capacity = std::size_t{64} * 1024;
-
-class tree_builder {
- public:
-  explicit tree_builder(std::span<string_map> maps = {})
-      : maps_(maps), map_read_in_(maps.size(), 0) {}
-
-  // The first problem met; building stops adding once set.
-  std::string problem;
-
-  json whole(element e) {
-    switch (e.type()) {
-      case element_type::OBJECT: {
-        json out = json::object();
-        const simdjson::dom::object object = e.get_object().value_unsafe();
-        for (const auto field : object) add(out, field.key, whole(field.value));
-        return out;
-      }
-      case element_type::ARRAY: {
-        json out = json::array();
-        const simdjson::dom::array array = e.get_array().value_unsafe();
-        for (const auto item : array) out.push_back(whole(item));
-        return out;
-      }
-      case element_type::STRING:
-        return std::string(e.get_string().value_unsafe());
-      case element_type::INT64: {
-        // As nlohmann's own parser types them: non-negative integers are unsigned.
-        const auto n = e.get_int64().value_unsafe();
-        return n >= 0 ? json(static_cast<std::uint64_t>(n)) : json(n);
-      }
-      case element_type::UINT64:
-        return e.get_uint64().value_unsafe();
-      case element_type::DOUBLE:
-        return e.get_double().value_unsafe();
-      case element_type::BOOL:
-        return e.get_bool().value_unsafe();
-      case element_type::NULL_VALUE:
-        break;
-    }
-    return nullptr;
-  }
-
-  json only(element e, std::span<const json_keep> keep) {
-    if (e.type() != element_type::OBJECT) return whole(e);
-    const auto id = ++objects_;
-    json out = json::object();
-    const simdjson::dom::object object = e.get_object().value_unsafe();
-    for (const auto field : object) {
-      for (const auto& k : keep) {
-        if (k.key != field.key) continue;
-        if (k.map >= 0 && static_cast<std::size_t>(k.map) < maps_.size()) {
-          read_map(field.key, field.value, static_cast<std::size_t>(k.map), id);
-        } else {
-          add(out, field.key,
-              k.only.empty() ? whole(field.value)
-              : k.each       ? each(field.value, k.only)
-                             : only(field.value, k.only));
-        }
-        break;
-      }
-    }
-    return out;
-  }
-
- private:
-  // `only` applied to each object in the list `e`; anything else whole.
-  json each(element e, std::span<const json_keep> keep) {
-    if (e.type() != element_type::ARRAY) return whole(e);
-    json out = json::array();
-    const simdjson::dom::array array = e.get_array().value_unsafe();
-    for (const auto item : array) out.push_back(only(item, keep));
-    return out;
-  }
-
-  // `e` into maps_[slot]. The problems found are those building it into the tree finds, in the
-  // same order: per member, what is wrong inside its value, then the key if it is a repeat.
-  void read_map(std::string_view key, element e, std::size_t slot, std::size_t parent) {
-    const bool repeated = map_read_in_[slot] == parent;
-    map_read_in_[slot] = parent;
-    maps_[slot] = map_of(e);
-    if (repeated && problem.empty())
-      problem = "duplicate key " + quote(std::string(key)) + " in an object";
-  }
-
-  string_map map_of(element e) {
-    if (e.type() == element_type::NULL_VALUE) return {};
-    if (e.type() != element_type::OBJECT) {
-      (void)whole(e);  // for its problems only
-      return string_map(string_map::shape::not_object);
-    }
-    const simdjson::dom::object object = e.get_object().value_unsafe();
-    std::size_t members = 0;
-    std::size_t bytes = 0;
-    for (const auto field : object) {
-      ++members;
-      bytes += field.key.size();
-      if (field.value.type() == element_type::STRING)
-        bytes += field.value.get_string().value_unsafe().size();
-    }
-    string_map::writer w(members, bytes);
-    for (const auto field : object) {
-      if (field.value.type() == element_type::STRING) {
-        const std::string_view text = field.value.get_string().value_unsafe();
-        w.add(field.key, &text);
-      } else {
-        w.add(field.key, nullptr);
-      }
-    }
-    std::size_t first_repeat = 0;
-    auto map = std::move(w).finish(first_repeat);
-    std::size_t i = 0;
-    for (const auto field : object) {
-      if (!problem.empty()) break;
-      const auto type = field.value.type();
-      if (type != element_type::STRING && type != element_type::NULL_VALUE)
-        (void)whole(field.value);
-      if (problem.empty() && i++ == first_repeat)
-        problem = "duplicate key " + quote(std::string(field.key)) + " in an object";
-    }
-    return map;
-  }
-
-  // At the end first: the apiserver writes an object's members in key order, where the hint
-  // saves the search; a key out of order is placed by a search as without it.
-  void add(json& object, std::string_view key, json value) {
-    auto& members = object.get_ref<json::object_t&>();
-    const auto before = members.size();
-    members.emplace_hint(members.end(), std::string(key), std::move(value));
-    if (members.size() == before && problem.empty())
-      problem = "duplicate key " + quote(std::string(key)) + " in an object";
-  }
-
-  std::span<string_map> maps_;
-  std::vector<std::size_t> map_read_in_;  // per slot: the object it was read from (0: none)
-  std::size_t objects_ = 0;               // objects read by `only` so far
-};
 
 // nlohmann's lexer, without building anything: only to name the byte of an error simdjson found.
 struct no_values : nlohmann::json_sax<json> {
@@ -192,33 +59,112 @@ error describe_failure(std::string_view text, simdjson::error_code code) {
   return error{std::string("not valid JSON: ") + simdjson::error_message(code)};
 }
 
-template <class Build>
-result<json> parse_with(std::string_view text, std::span<string_map> maps, Build build) {
-  thread_local simdjson::dom::parser reused;
-  thread_local std::string reused_buffer;
-  simdjson::dom::parser own;
-  std::string own_buffer;
-  const bool small = text.size() <= reused_capacity;
-  auto& parser = small ? reused : own;
-  auto& buffer = small ? reused_buffer : own_buffer;
-  if (parser.max_depth() != static_cast<std::size_t>(max_json_depth) ||
-      parser.capacity() < text.size()) {
-    const auto capacity = small ? reused_capacity : text.size();
-    if (parser.allocate(capacity, max_json_depth) != simdjson::SUCCESS)
-      return error{"not parsed: out of memory"};
+// Objects up to this many members are searched for a repeated key pairwise; larger ones hashed.
+constexpr std::size_t pairwise_members = 32;
+
+// An object or array open at this point of the tape scan.
+struct open_scope {
+  bool object = false;
+  bool has_key = false;       // a key read whose value has not ended yet
+  bool in_order = true;       // every key so far sorts after the one before it
+  std::size_t first_key = 0;  // where the object's keys start in the scan's key list
+  std::string_view key;       // the key read
+  bool many = false;  // past pairwise_members keys: they are in the scan's innermost key set
+};
+
+// The first key written twice in one object of `doc`, in the order building a tree meets it
+// (parse_json's): per member, what is inside its value first, then its key. Every object of a
+// review is checked, so this is one linear scan over simdjson's tape (its documented format:
+// a word per value, numbers two, a string's word pointing into the string buffer), with no call
+// per value: going through dom::element it cost as much as the parse itself.
+std::optional<std::string_view> first_repeated_key(const simdjson::dom::document& doc) {
+  // Kept per thread (cleared, not freed), and reached once: a thread_local of a class type is
+  // reached through a call.
+  thread_local std::vector<open_scope> scopes_kept;
+  thread_local std::vector<std::string_view> keys_kept;
+  thread_local std::vector<std::unordered_set<std::string_view>> sets_kept;
+  auto& scopes = scopes_kept;
+  auto& keys = keys_kept;
+  auto& sets = sets_kept;  // one per open scope with `many`, innermost last
+  scopes.clear();
+  keys.clear();
+  sets.clear();
+  const std::uint64_t* tape = doc.tape.get();
+  const std::uint8_t* strings = doc.string_buf.get();
+  const auto value_of = [](std::uint64_t word) {
+    return word & simdjson::internal::JSON_VALUE_MASK;
+  };
+  const auto string_at = [&](std::uint64_t offset) {
+    std::uint32_t length = 0;
+    std::memcpy(&length, strings + offset, sizeof length);
+    return std::string_view(reinterpret_cast<const char*>(strings + offset + sizeof length),
+                            length);
+  };
+  // A value ended in the innermost scope: when that is an object, its key is checked and kept.
+  const auto value_ended = [&]() -> std::optional<std::string_view> {
+    if (scopes.empty() || !scopes.back().object) return std::nullopt;
+    auto& scope = scopes.back();
+    scope.has_key = false;
+    const auto key = scope.key;
+    if (scope.many) {
+      if (!sets.back().insert(key).second) return key;
+      return std::nullopt;
+    }
+    const auto held = keys.size() - scope.first_key;
+    // The apiserver writes a map's keys in order: while each key sorts after the one before, none
+    // can repeat, and one comparison a key is all it costs.
+    if (held == 0 || (scope.in_order && keys.back() < key)) {
+      keys.push_back(key);
+      return std::nullopt;
+    }
+    scope.in_order = false;
+    for (std::size_t i = scope.first_key; i < keys.size(); ++i) {
+      if (keys[i] == key) return key;
+    }
+    keys.push_back(key);
+    if (held + 1 > pairwise_members) {
+      scope.many = true;
+      sets.emplace_back(keys.begin() + static_cast<std::ptrdiff_t>(scope.first_key), keys.end());
+    }
+    return std::nullopt;
+  };
+  const std::size_t end = value_of(tape[0]);  // the root's closing word
+  for (std::size_t i = 1; i < end;) {
+    const auto word = tape[i];
+    switch (static_cast<char>(word >> 56)) {
+      case '{':
+      case '[':
+        scopes.push_back(
+            {static_cast<char>(word >> 56) == '{', false, true, keys.size(), {}, false});
+        ++i;
+        continue;
+      case '}':
+      case ']':
+        keys.resize(scopes.back().first_key);
+        if (scopes.back().many) sets.pop_back();
+        scopes.pop_back();
+        ++i;
+        break;
+      case '"':
+        ++i;
+        if (!scopes.empty() && scopes.back().object && !scopes.back().has_key) {
+          scopes.back().key = string_at(value_of(word));
+          scopes.back().has_key = true;
+          continue;
+        }
+        break;
+      case 'l':
+      case 'u':
+      case 'd':
+        i += 2;
+        break;
+      default:  // null, true, false
+        ++i;
+        break;
+    }
+    if (auto repeat = value_ended()) return repeat;
   }
-  // simdjson reads up to SIMDJSON_PADDING bytes past the end; give it room to.
-  buffer.reserve(text.size() + simdjson::SIMDJSON_PADDING);
-  buffer.assign(text);
-  element root;
-  if (const auto code = parser.parse(buffer.data(), buffer.size(), false).get(root);
-      code != simdjson::SUCCESS) {
-    return describe_failure(text, code);
-  }
-  tree_builder b(maps);
-  json out = build(b, root);
-  if (!b.problem.empty()) return error{"not valid JSON: " + b.problem};
-  return out;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -245,14 +191,39 @@ std::optional<std::size_t> nesting_exceeded_at(std::string_view text, int limit)
   return std::nullopt;
 }
 
-result<json> parse_json(std::string_view text) {
-  return parse_with(text, {}, [](tree_builder& b, element root) { return b.whole(root); });
+result<read_only_json> parse_read_only(std::string_view text) {
+  thread_local simdjson::dom::parser reused;
+  thread_local std::string reused_buffer;
+  simdjson::dom::parser own;
+  std::string own_buffer;
+  const bool small = text.size() <= reused_capacity;
+  auto& parser = small ? reused : own;
+  auto& buffer = small ? reused_buffer : own_buffer;
+  if (parser.max_depth() != static_cast<std::size_t>(max_json_depth) ||
+      parser.capacity() < text.size()) {
+    const auto capacity = small ? reused_capacity : text.size();
+    if (parser.allocate(capacity, max_json_depth) != simdjson::SUCCESS)
+      return error{"not parsed: out of memory"};
+  }
+  // simdjson reads up to SIMDJSON_PADDING bytes past the end; give it room to.
+  buffer.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+  buffer.assign(text);
+  // The values are the caller's, in a document of their own; the parser's state stays here.
+  auto document = std::make_unique<simdjson::dom::document>();
+  element root;
+  if (const auto code =
+          parser.parse_into_document(*document, buffer.data(), buffer.size(), false).get(root);
+      code != simdjson::SUCCESS)
+    return describe_failure(text, code);
+  if (const auto repeat = first_repeated_key(*document))
+    return error{"not valid JSON: duplicate key " + quote(std::string(*repeat)) + " in an object"};
+  return read_only_json(std::move(document));
 }
 
-result<json> parse_json(std::string_view text, std::span<const json_keep> only,
-                        std::span<string_map> maps) {
-  return parse_with(text, maps,
-                    [only](tree_builder& b, element root) { return b.only(root, only); });
+result<json> parse_json(std::string_view text) {
+  auto document = parse_read_only(text);
+  if (!document) return std::move(document).take_error();
+  return to_json(document->root());
 }
 
 namespace {

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 #include <utility>
 
 namespace trainenv::core {
@@ -36,34 +35,19 @@ void string_map::writer::add(std::string_view key, const std::string_view* value
   entries_.push_back(e);
 }
 
-string_map string_map::writer::finish(std::size_t& first_repeat) && {
+string_map string_map::writer::finish() && {
   string_map out(shape::object);
-  first_repeat = entries_.size();
   // The API server writes maps in key order: then there is nothing to sort and no key twice.
   const bool strictly_increasing =
       std::adjacent_find(entries_.begin(), entries_.end(), [](const entry& a, const entry& b) {
         return a.key >= b.key;
       }) == entries_.end();
   if (!strictly_increasing) {
-    // Sorted by key, then by the order added: of each run of equal keys the second is the
-    // first repetition met; the earliest of those is the one a reader in order meets first.
-    std::vector<std::size_t> order(entries_.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::stable_sort(order.begin(), order.end(), [this](std::size_t a, std::size_t b) {
-      return key_less(entries_[a], entries_[b]);
-    });
-    for (std::size_t i = 1; i < order.size(); ++i) {
-      if (entries_[order[i]].key == entries_[order[i - 1]].key)
-        first_repeat = std::min(first_repeat, order[i]);
-    }
-    std::vector<entry> sorted;
-    sorted.reserve(entries_.size());
-    for (const auto i : order) {
-      // Of equal keys the first added is kept, as std::map's emplace keeps it.
-      if (!sorted.empty() && sorted.back().key == entries_[i].key) continue;
-      sorted.push_back(entries_[i]);
-    }
-    entries_ = std::move(sorted);
+    // Of equal keys the first added is kept, as std::map's emplace keeps it: sorted stably.
+    std::stable_sort(entries_.begin(), entries_.end(), key_less);
+    entries_.erase(std::unique(entries_.begin(), entries_.end(),
+                               [](const entry& a, const entry& b) { return a.key == b.key; }),
+                   entries_.end());
   }
   out.bytes_ = std::move(bytes_);
   out.size_ = used_;
@@ -110,25 +94,6 @@ string_map& string_map::operator=(string_map&& other) noexcept {
 string_map& string_map::operator=(const string_map& other) {
   if (this != &other) *this = string_map(other);
   return *this;
-}
-
-string_map string_map::of(const nlohmann::json* at) {
-  if (at == nullptr || at->is_null()) return {};
-  if (!at->is_object()) return string_map(shape::not_object);
-  std::size_t bytes = 0;
-  for (const auto& [key, value] : at->items())
-    bytes += key.size() + (value.is_string() ? value.get_ref<const std::string&>().size() : 0);
-  writer w(at->size(), bytes);
-  for (const auto& [key, value] : at->items()) {
-    if (value.is_string()) {
-      const std::string_view text = value.get_ref<const std::string&>();
-      w.add(key, &text);
-    } else {
-      w.add(key, nullptr);
-    }
-  }
-  std::size_t first_repeat = 0;  // none: a json object holds each key once
-  return std::move(w).finish(first_repeat);
 }
 
 const std::string_view* string_map::find(std::string_view key) const {

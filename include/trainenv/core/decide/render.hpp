@@ -38,9 +38,7 @@ struct env_want {
   std::string value;                         // when there is no value_from
   std::optional<nlohmann::json> value_from;  // a v1.EnvVarSource
 
-  // As the pod holds it: {"name", "value"} or {"name", "valueFrom"}.
-  [[nodiscard]] nlohmann::json to_json() const;
-  // to_json().dump(), appended.
+  // As the pod holds it, appended as JSON text: {"name", "value"} or {"name", "valueFrom"}.
   void append_json(std::string& out) const;
 };
 
@@ -83,7 +81,7 @@ struct wants {
 
 // The site right after `prefix`, when the container's command line starts with `prefix` (token by
 // token); nullopt otherwise.
-[[nodiscard]] std::optional<args_site> args_site_after(const nlohmann::json& container,
+[[nodiscard]] std::optional<args_site> args_site_after(const json_ref& container,
                                                        const std::vector<std::string>& prefix);
 
 // The hostfile's delivery (docs/contract.md §3): a text of at most this many bytes goes into the
@@ -100,6 +98,6 @@ inline constexpr std::string_view hostfile_rule_annotation = "trainenv.io/hostfi
 [[nodiscard]] std::string_view hostfile_expand_script();
 
 // The container's command line: its command's tokens followed by its args' (non-strings as "").
-[[nodiscard]] std::vector<std::string_view> command_line(const nlohmann::json& container);
+[[nodiscard]] std::vector<std::string_view> command_line(const json_ref& container);
 
 }  // namespace trainenv::core

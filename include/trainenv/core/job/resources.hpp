@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainenv/core/policy/policy.hpp"
+#include "trainenv/core/text/json_ref.hpp"
 #include "trainenv/core/text/result.hpp"
 
 namespace trainenv::core {
@@ -23,11 +24,15 @@ struct resolved_nproc {
 };
 
 // Processes per node from a setting and the container's resources.
+// The container: a pod's, or a pod template's in an owner.
 [[nodiscard]] result<resolved_nproc> resolve_nproc(const nproc_setting& setting,
                                                    const nlohmann::json& container);
+[[nodiscard]] result<resolved_nproc> resolve_nproc(const nproc_setting& setting,
+                                                   const json_ref& container);
 
 // The first resource whose name contains "gpu" (case-insensitive) with a count above 0,
 // requests before limits (Trainer's GetNumGPUPerNode); 0 when there is none.
 [[nodiscard]] result<std::int64_t> gpu_count(const nlohmann::json& container);
+[[nodiscard]] result<std::int64_t> gpu_count(const json_ref& container);
 
 }  // namespace trainenv::core

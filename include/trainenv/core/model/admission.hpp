@@ -15,9 +15,7 @@
 
 namespace trainenv::core {
 
-// clang-tidy 14 reads the implicit special members through nlohmann::json's default member
-// initialiser; none of them throws in practice.
-struct admission_request {  // NOLINT(bugprone-exception-escape)
+struct admission_request {
   std::string api_version;  // as received: admission.k8s.io/v1 or admission.k8s.io/v1beta1
   std::string uid;
   std::string group, version, resource, sub_resource;  // request.resource / subResource
@@ -25,22 +23,20 @@ struct admission_request {  // NOLINT(bugprone-exception-escape)
   std::string namespace_name;
   std::string name;
   bool dry_run = false;
-  nlohmann::json object;  // request.object, moved out of the review
-  // Its labels and annotations, which decode_review reads apart from the tree: read the object
-  // through pod().
-  pod_maps object_maps;
+  // request.object, read in place in the review's document, which it keeps.
+  pod_view object;
 
-  // The object as the engine reads it; the request must outlive the view.
-  [[nodiscard]] pod_view pod() const { return pod_view(object, object_maps); }
+  [[nodiscard]] const pod_view& pod() const { return object; }
 
   [[nodiscard]] bool is_pod_create() const;
 };
 
-// Errors are for a 400: not JSON, not an AdmissionReview, no request.uid. Of the pod, only
-// what the engine reads (pod_fields_read) is built; the rest of the text is validated only.
+// Errors are for a 400: not JSON (a key twice in one object included), not an AdmissionReview,
+// no request.uid. Nothing is built of the pod: it is read where simdjson parsed it.
 [[nodiscard]] result<admission_request> decode_review(std::string_view body);
-// A review already parsed whole (the preview path, where the mutated pod is shown).
-[[nodiscard]] result<admission_request> decode_review_json(nlohmann::json document);
+// A review already parsed whole (the preview path, where the mutated pod is shown): written
+// out and decoded as text is, so that every review is read the one way.
+[[nodiscard]] result<admission_request> decode_review_json(const nlohmann::json& document);
 
 // The AdmissionReview response, as JSON text, in the version received.
 [[nodiscard]] std::string encode_response(const admission_request& request, const decision& d);

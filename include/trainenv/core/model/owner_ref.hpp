@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/text/json_ref.hpp"
+
 namespace trainenv::core {
 
 // One object to read: from an ownerReference (uid known) or by name (a TrainJob's runtimeRef).
@@ -33,6 +35,8 @@ struct owner_ref {
 
 // The ownerReference with `controller: true` of an object in `namespace_name`, if it has one.
 [[nodiscard]] std::optional<owner_ref> controller_of(const nlohmann::json& object,
+                                                     std::string_view namespace_name);
+[[nodiscard]] std::optional<owner_ref> controller_of(const json_ref& object,
                                                      std::string_view namespace_name);
 
 }  // namespace trainenv::core

@@ -7,8 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainenv/core/text/json_access.hpp"
-
 namespace trainenv::core {
 
 // RFC 6901 token escaping: "~" -> "~0", "/" -> "~1".
@@ -18,17 +16,18 @@ namespace trainenv::core {
 // building it as json values first (then writing and freeing them) cost more than the diff.
 class patch_builder {
  public:
-  // Adds `items` to the array `key` of `parent`, which sits at pointer `parent_path`: the array
-  // is created as a whole when missing (or null), else each item is appended with "/-".
-  void append(const nlohmann::json& parent, std::string_view parent_path, std::string_view key,
+  // Adds `items` to the array `key` of the object at pointer `parent_path`: the array is
+  // created as a whole unless `exists` (the caller read it: missing or null is not), else each
+  // item is appended with "/-".
+  void append(bool exists, std::string_view parent_path, std::string_view key,
               const std::vector<const nlohmann::json*>& items);
   // The same for items of any type: `write(out, item)` appends an item's JSON text to `out`.
   template <class Item, class Write>
-  void append(const nlohmann::json& parent, std::string_view parent_path, std::string_view key,
+  void append(bool exists, std::string_view parent_path, std::string_view key,
               const std::vector<const Item*>& items, Write write) {
     if (items.empty()) return;
     std::string path = std::string(parent_path) + "/" + escape_pointer_token(key);
-    if (member(parent, key) == nullptr) {
+    if (!exists) {
       begin_add(path);
       text_ += '[';
       for (std::size_t i = 0; i < items.size(); ++i) {

@@ -1,17 +1,15 @@
 // Untrusted JSON text -> nlohmann::json. simdjson validates the text and finds its structure
 // (at gigabytes per second, iteratively, so depth cannot overflow the stack); only then are
-// nlohmann values built, and only for the members asked for: building values is what costs.
+// nlohmann values built. A pod is not built at all: json_ref's parse_read_only reads it in place.
 #pragma once
 
 #include <cstddef>
 #include <optional>
-#include <span>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
 #include "trainenv/core/text/result.hpp"
-#include "trainenv/core/text/string_map.hpp"
 
 namespace trainenv::core {
 
@@ -24,34 +22,10 @@ inline constexpr int max_json_depth = 1000;
 [[nodiscard]] std::optional<std::size_t> nesting_exceeded_at(std::string_view text,
                                                              int limit = max_json_depth);
 
-// Which members of an object to build: `key` with all of its value when `only` is empty, else
-// just the members `only` lists of the value when it is an object, or, with `each`, of each
-// object in it when it is an array (a pod's containers). Any other value, and any item of such an
-// array that is not an object, is built whole, so the reader sees every shape the text had at the
-// paths it reads; one read into a map slot keeps only that shape (string_map::shape::not_object).
-struct json_keep {
-  std::string_view key;
-  std::span<const json_keep> only = {};
-  // Not -1: the value is read into this slot of parse_json's `maps` instead of the tree (an
-  // object of strings the reader looks keys up in: a pod's labels and annotations).
-  int map = -1;
-  // The value is a list: `only` applies to each object in it. Without it a list is built whole,
-  // so that a list where an object belongs (an array for `metadata`) keeps its shape and its
-  // items never reach a map slot.
-  bool each = false;
-};
-
 // The whole document. Errors name the byte offset (or the nesting limit); a key that appears
 // twice in one object is an error, as silently picking one is how two readers of the same
 // text come to disagree.
 [[nodiscard]] result<nlohmann::json> parse_json(std::string_view text);
-
-// The same validation over the whole text, but of the root object only the members in `only`
-// are built (duplicate keys are found only among what is built), those marked with a map slot
-// into `maps`.
-[[nodiscard]] result<nlohmann::json> parse_json(std::string_view text,
-                                                std::span<const json_keep> only,
-                                                std::span<string_map> maps = {});
 
 // `value` as compact JSON text appended to `out`: byte for byte what value.dump() writes
 // (throwing as it does on invalid UTF-8), at a fraction of the cost for the text a patch is

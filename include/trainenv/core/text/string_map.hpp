@@ -12,8 +12,6 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace trainenv::core {
 
 class string_map {
@@ -34,10 +32,8 @@ class string_map {
     writer(std::size_t members, std::size_t bytes);
     // `value` nullptr: the member's value is not a string (a number, an object, null).
     void add(std::string_view key, const std::string_view* value);
-    // The map, its entries in key order; of a key added twice, the first value. `first_repeat`
-    // is where (counting additions from 0) a key was first added again, as a reader going
-    // through the text meets it, or the number of members when no key was.
-    [[nodiscard]] string_map finish(std::size_t& first_repeat) &&;
+    // The map, its entries in key order; of a key added twice, the first value.
+    [[nodiscard]] string_map finish() &&;
 
    private:
     std::unique_ptr<char[]> bytes_;
@@ -53,9 +49,6 @@ class string_map {
   string_map(string_map&& other) noexcept;
   string_map& operator=(string_map&& other) noexcept;
   ~string_map() = default;
-
-  // The value at `at` as nlohmann holds it: null or missing reads as absent.
-  [[nodiscard]] static string_map of(const nlohmann::json* at);
 
   // The string value of `key`, or nullptr when it is absent or not a string.
   [[nodiscard]] const std::string_view* find(std::string_view key) const;
