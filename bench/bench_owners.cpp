@@ -98,15 +98,19 @@ struct setup {
   setup(const setup&) = delete;
   setup& operator=(const setup&) = delete;
 
-  // Decides each pod concurrently; returns how many were patched (`denied`: how many were not
-  // allowed).
-  int decide(const std::vector<json>& pods, int* denied = nullptr) {
+  // Decides each pod (JSON text, read as /mutate reads a review's pod) concurrently; returns how
+  // many were patched (`denied`: how many were not allowed).
+  int decide(const std::vector<std::string>& pods, int* denied = nullptr) {
     int patched = 0;
     std::deque<core::pod_view> views;    // each lives until its coroutine has run
     std::deque<core::subject> subjects;  // likewise
     const core::mutate_options options;  // likewise: a coroutine argument is a reference
-    for (const auto& pod : pods) {
-      const auto& what = subjects.emplace_back(core::subject{views.emplace_back(pod)});
+    for (const auto& text : pods) {
+      auto document = core::parse_read_only(text);
+      if (!document) throw std::runtime_error(document.message());
+      const auto root = document->root();
+      auto& view = views.emplace_back(std::move(*document), root);
+      const auto& what = subjects.emplace_back(core::subject{view});
       boost::asio::co_spawn(ioc,
                             server::decide_with_owners(what, policies(), options, lookup, metrics),
                             [&](const std::exception_ptr& e, const core::decision& d) {
@@ -123,7 +127,7 @@ struct setup {
 
 void run_one(benchmark::State& state, const json& pod, std::chrono::milliseconds ttl) {
   setup s(ttl);
-  const std::vector<json> one{pod};
+  const std::vector<std::string> one{pod.dump()};
   if (s.decide(one) != 1) state.SkipWithError("the pod was not patched");  // warms the pool
   const auto gets_before = s.api.total_gets();
   for (auto _ : state) benchmark::DoNotOptimize(s.decide(one));
@@ -143,7 +147,8 @@ void cache_miss(benchmark::State& state) {
 }
 
 void burst(benchmark::State& state) {
-  const std::vector<json> pods(static_cast<std::size_t>(state.range(0)), trainer_pod());
+  const std::vector<std::string> pods(static_cast<std::size_t>(state.range(0)),
+                                      trainer_pod().dump());
   double gets = 0;
   for (auto _ : state) {
     setup s(10s);  // a cold cache each time
@@ -157,11 +162,11 @@ void interleaved(benchmark::State& state) {
   const int jobs = static_cast<int>(state.range(0));
   const auto owners_text = test::read_file(example("trainer-torch-owners.yaml"));
   const auto pod_text = test::read_file(example("trainer-torch-pod.yaml"));
-  std::vector<json> pods;
+  std::vector<std::string> pods;
   for (int j = 0; j < jobs; ++j) {
     auto pod = inputs::parse_document(nth_job(pod_text, j));
     if (!pod) throw std::runtime_error(pod.message());
-    pods.push_back(std::move(*pod));
+    pods.push_back(pod->dump());
   }
   double gets_per_object = 0;
   double connections = 0;
@@ -188,7 +193,8 @@ void interleaved(benchmark::State& state) {
 }
 
 void slow_api(benchmark::State& state) {
-  const std::vector<json> pods(static_cast<std::size_t>(state.range(0)), trainer_pod());
+  const std::vector<std::string> pods(static_cast<std::size_t>(state.range(0)),
+                                      trainer_pod().dump());
   double gets = 0;
   double connections = 0;
   int denied = 0;
