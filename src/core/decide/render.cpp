@@ -256,6 +256,48 @@ json downward_api_volume(std::string_view name, std::string_view file, std::stri
   return {{"name", name}, {"downwardAPI", {{"items", json::array({std::move(item)})}}}};
 }
 
+// Whether the container mounts something where the hostfile goes: Trainer's ConfigMap (or
+// trainenv's own, on reinvocation) is the hostfile; another volume there is the user's to answer
+// for, and said so in `warnings`.
+bool mounts_at(const json_ref& container, const std::string& dir, const std::string& path,
+               std::vector<std::string>& warnings) {
+  for (const auto m : member(container, "volumeMounts")) {
+    const auto at = string_or_empty(m, "mountPath");
+    const auto trimmed = at.size() > 1 && at.back() == '/' ? at.substr(0, at.size() - 1) : at;
+    if (trimmed != dir && trimmed != path) continue;
+    if (string_or_empty(m, "name") != hostfile_volume) {
+      warnings.push_back("trainenv: kept user-set mount " + std::string(at) + " of volume " +
+                         quote(string_or_empty(m, "name")) + " in container " +
+                         quote(string_or_empty(container, "name")) + "; no hostfile added");
+    }
+    return true;
+  }
+  return false;
+}
+
+// The init container that expands the hostfile's rule into dir/file as the pod starts, in the
+// launcher's own image.
+json hostfile_expander(std::string_view image, const std::string& dir, const std::string& file,
+                       const json_ref& container) {
+  json init = {{"name", "trainenv-hostfile"},
+               {"image", image},
+               {"command",
+                {"/bin/sh", "-c", std::string(hostfile_expand_script()), "sh",
+                 "/etc/trainenv/hostfile-rule/rule", dir + "/" + file}},
+               {"resources",
+                {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}},
+                 {"limits", {{"cpu", "500m"}, {"memory", "64Mi"}}}}},
+               {"volumeMounts",
+                {{{"name", "mpi-hostfile-rule"},
+                  {"mountPath", "/etc/trainenv/hostfile-rule"},
+                  {"readOnly", true}},
+                 {{"name", hostfile_volume}, {"mountPath", dir}}}}};
+  // As the launcher runs: a restricted namespace admits the init container on the same terms.
+  if (const auto security = member(container, "securityContext"))
+    init["securityContext"] = to_json(security);
+  return init;
+}
+
 // The policy's hostfile, one line per node in node order: as the pod's own annotation mounted
 // through the downward API while it is small; past that, as a compact rule (one line per Job of
 // nodes) that an init container in the launcher's own image expands into an emptyDir as the pod
@@ -270,19 +312,7 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
   const std::string dir = h.path.substr(0, slash);
   const std::string file = h.path.substr(slash + 1);
   const auto container = pod.containers()[t.container];
-  for (const auto m : member(container, "volumeMounts")) {
-    const auto at = string_or_empty(m, "mountPath");
-    const auto trimmed = at.size() > 1 && at.back() == '/' ? at.substr(0, at.size() - 1) : at;
-    if (trimmed != dir && trimmed != h.path) continue;
-    // Trainer's ConfigMap (or ours, on reinvocation) is the hostfile; another volume there is
-    // the user's to answer for, and said so.
-    if (string_or_empty(m, "name") != hostfile_volume) {
-      out.warnings.push_back("trainenv: kept user-set mount " + std::string(at) + " of volume " +
-                             quote(string_or_empty(m, "name")) + " in container " +
-                             quote(string_or_empty(container, "name")) + "; no hostfile added");
-    }
-    return true;
-  }
+  if (mounts_at(container, dir, h.path, out.warnings)) return true;
   auto groups = t.layout.host_groups();
   if (!groups) return std::move(groups).take_error();
   // The line around ${host}: rendered once, with a marker where the host goes.
@@ -344,23 +374,7 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
     }
     out.volumes.push_back(downward_api_volume("mpi-hostfile-rule", "rule", key));
     out.volumes.push_back({{"name", hostfile_volume}, {"emptyDir", json::object()}});
-    json init = {{"name", "trainenv-hostfile"},
-                 {"image", *image},
-                 {"command",
-                  {"/bin/sh", "-c", std::string(hostfile_expand_script()), "sh",
-                   "/etc/trainenv/hostfile-rule/rule", dir + "/" + file}},
-                 {"resources",
-                  {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}},
-                   {"limits", {{"cpu", "500m"}, {"memory", "64Mi"}}}}},
-                 {"volumeMounts",
-                  {{{"name", "mpi-hostfile-rule"},
-                    {"mountPath", "/etc/trainenv/hostfile-rule"},
-                    {"readOnly", true}},
-                   {{"name", hostfile_volume}, {"mountPath", dir}}}}};
-    // As the launcher runs: a restricted namespace admits the init container on the same terms.
-    if (const auto security = member(container, "securityContext"))
-      init["securityContext"] = to_json(security);
-    out.init_containers.push_back(std::move(init));
+    out.init_containers.push_back(hostfile_expander(*image, dir, file, container));
   }
   if (others + key.size() + text.size() > annotations_limit) {
     return error{"trainenv: the pod's annotations would exceed the API server's " +

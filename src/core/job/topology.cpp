@@ -236,6 +236,64 @@ std::int64_t ssh_key_mode(const pod_view& pod, const std::string& mount_path) {
   return fs_group.is_integer() && !under_root ? 0640 : 0600;
 }
 
+// Whether the pod's index fits the pods its role is given and JobSet's label of its Jobs agrees
+// with the owner read (docs/contract.md §2.1). `counted`: its role is listed and the counts are
+// the pod's to answer for.
+result<bool> check_place(const pod_view& pod, const policy& p, const topology_sources& src,
+                         const topology& t, bool counted) {
+  const auto& layout = t.layout;
+  const auto& own = layout.roles[t.role_at];
+  // A policy that uses no count never learns the job's size (no owner is read for it), so an
+  // index past the pods its role is given says nothing about the pod.
+  // Nor does the default count of a pod whose owners, not read, know its real count.
+  if (t.index && counted && *t.index >= own.pods && uses_counts(p)) {
+    const bool by_owner = src.owners != nullptr;
+    return error{
+        "trainenv: index " + std::to_string(*t.index) + " of role " + quote(t.role) +
+            " is out of range: " + layout.source + " gives it " + std::to_string(own.pods) +
+            " pod(s); set " +
+            (by_owner || pod.annotation(keys::replicas) != nullptr ? std::string(keys::replicas)
+                                                                   : std::string(keys::num_nodes)) +
+            " to the real count",
+        by_owner ? contradicts_owner : 400};
+  }
+  // JobSet's label of the replicas the pod's replicatedJob had when its Job was made: the owner
+  // read must say the same (docs/contract.md §2.1).
+  if (src.owners != nullptr) {
+    auto labelled = read_number(pod.label(keys::replicated_job_replicas),
+                                label_name(keys::replicated_job_replicas), 1, max_count);
+    if (labelled && *labelled && **labelled != own.jobs) {
+      return error{"trainenv: " + label_name(keys::replicated_job_replicas) + " is " +
+                       std::to_string(**labelled) + ", but " + layout.source + " runs role " +
+                       quote(t.role) + " in " + std::to_string(own.jobs) + " Job(s)",
+                   contradicts_owner};
+    }
+  }
+  return true;
+}
+
+// The pod's own DNS name, the workers' GPUs an MPI launcher counts, and where the counts came
+// from (the sources the log line and the preview show).
+void name_and_sources(const pod_view& pod, const policy& p, const topology_sources& src,
+                      std::optional<std::int64_t> nodes_annotation, topology& t) {
+  const auto& layout = t.layout;
+  const auto& own = layout.roles[t.role_at];
+  const auto* hostname = non_empty(pod.hostname());
+  const auto* subdomain = non_empty(pod.subdomain());
+  if (hostname != nullptr && subdomain != nullptr)
+    t.own_name = std::string(*hostname) + "." + std::string(*subdomain);
+  if (!own.node && src.owners != nullptr) {
+    if (const auto gpus = worker_template_gpus(layout, p)) {
+      t.worker_gpus = *gpus;
+      t.sources.push_back(
+          {"workerGpus", std::to_string(*gpus), src.owners->owner + " pod template"});
+    }
+  }
+  t.sources.push_back({"numNodes", std::to_string(t.num_nodes),
+                       nodes_annotation ? annotation_name(keys::num_nodes) : layout.source});
+  t.sources.push_back({"replicas", replicas_text(layout), layout.source});
+}
+
 }  // namespace
 
 result<topology> resolve_topology(const pod_view& pod, const policy& p, std::size_t target_index,
@@ -303,32 +361,8 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   t.training_role = own.training;
 
   if (auto ok = resolve_index(pod, counts_known, t); !ok) return std::move(ok).take_error();
-  // A policy that uses no count never learns the job's size (no owner is read for it), so an
-  // index past the pods its role is given says nothing about the pod.
-  // Nor does the default count of a pod whose owners, not read, know its real count.
-  if (t.index && *role_listed && counts_known && *t.index >= own.pods && uses_counts(p)) {
-    const bool by_owner = src.owners != nullptr;
-    return error{
-        "trainenv: index " + std::to_string(*t.index) + " of role " + quote(t.role) +
-            " is out of range: " + layout.source + " gives it " + std::to_string(own.pods) +
-            " pod(s); set " +
-            (by_owner || pod.annotation(keys::replicas) != nullptr ? std::string(keys::replicas)
-                                                                   : std::string(keys::num_nodes)) +
-            " to the real count",
-        by_owner ? contradicts_owner : 400};
-  }
-  // JobSet's label of the replicas the pod's replicatedJob had when its Job was made: the owner
-  // read must say the same (docs/contract.md §2.1).
-  if (src.owners != nullptr) {
-    auto labelled = read_number(pod.label(keys::replicated_job_replicas),
-                                label_name(keys::replicated_job_replicas), 1, max_count);
-    if (labelled && *labelled && **labelled != own.jobs) {
-      return error{"trainenv: " + label_name(keys::replicated_job_replicas) + " is " +
-                       std::to_string(**labelled) + ", but " + layout.source + " runs role " +
-                       quote(t.role) + " in " + std::to_string(own.jobs) + " Job(s)",
-                   contradicts_owner};
-    }
-  }
+  if (auto ok = check_place(pod, p, src, t, *role_listed && counts_known); !ok)
+    return std::move(ok).take_error();
 
   t.num_nodes = nodes_annotation->value_or(layout.node_count());
   if (t.elastic && counts_known && layout.node_count() > t.elastic->max) {
@@ -339,20 +373,7 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   t.counts_known = counts_known;
   if (t.training_role) t.world_size = layout.training_pods();
   if (t.index) t.node_rank = layout.node_rank(t.role_at, *t.index);
-  const auto* hostname = non_empty(pod.hostname());
-  const auto* subdomain = non_empty(pod.subdomain());
-  if (hostname != nullptr && subdomain != nullptr)
-    t.own_name = std::string(*hostname) + "." + std::string(*subdomain);
-  if (!own.node && src.owners != nullptr) {
-    if (const auto gpus = worker_template_gpus(layout, p)) {
-      t.worker_gpus = *gpus;
-      t.sources.push_back(
-          {"workerGpus", std::to_string(*gpus), src.owners->owner + " pod template"});
-    }
-  }
-  t.sources.push_back({"numNodes", std::to_string(t.num_nodes),
-                       *nodes_annotation ? annotation_name(keys::num_nodes) : layout.source});
-  t.sources.push_back({"replicas", replicas_text(layout), layout.source});
+  name_and_sources(pod, p, src, *nodes_annotation, t);
   if (src.owners == nullptr && src.has_owner) t.owner_open = open_without_owner(pod, p, t);
   return t;
 }

@@ -62,14 +62,71 @@ error describe_failure(std::string_view text, simdjson::error_code code) {
 // Objects up to this many members are searched for a repeated key pairwise; larger ones hashed.
 constexpr std::size_t pairwise_members = 32;
 
-// An object or array open at this point of the tape scan.
-struct open_scope {
-  bool object = false;
-  bool has_key = false;       // a key read whose value has not ended yet
-  bool in_order = true;       // every key so far sorts after the one before it
-  std::size_t first_key = 0;  // where the object's keys start in the scan's key list
-  std::string_view key;       // the key read
-  bool many = false;  // past pairwise_members keys: they are in the scan's innermost key set
+// The objects and arrays open at a point of the tape scan, and the keys of each open object:
+// where a key written twice is found.
+class key_scan {
+ public:
+  void reset() {
+    scopes_.clear();
+    keys_.clear();
+    sets_.clear();
+  }
+  void open(bool object) { scopes_.push_back({object, false, true, keys_.size(), {}, false}); }
+  void close() {
+    keys_.resize(scopes_.back().first_key);
+    if (scopes_.back().many) sets_.pop_back();
+    scopes_.pop_back();
+  }
+  // Whether a string just read is a key (of the innermost object, whose last value has ended).
+  [[nodiscard]] bool wants_key() const {
+    return !scopes_.empty() && scopes_.back().object && !scopes_.back().has_key;
+  }
+  void key(std::string_view k) {
+    scopes_.back().key = k;
+    scopes_.back().has_key = true;
+  }
+  // A value ended in the innermost scope: when that is an object, its key is checked and kept.
+  // The key, when it was written before in that object.
+  std::optional<std::string_view> value_ended() {
+    if (scopes_.empty() || !scopes_.back().object) return std::nullopt;
+    auto& scope = scopes_.back();
+    scope.has_key = false;
+    const auto key = scope.key;
+    if (scope.many) {
+      if (!sets_.back().insert(key).second) return key;
+      return std::nullopt;
+    }
+    const auto held = keys_.size() - scope.first_key;
+    // The apiserver writes a map's keys in order: while each key sorts after the one before, none
+    // can repeat, and one comparison a key is all it costs.
+    if (held == 0 || (scope.in_order && keys_.back() < key)) {
+      keys_.push_back(key);
+      return std::nullopt;
+    }
+    scope.in_order = false;
+    for (std::size_t i = scope.first_key; i < keys_.size(); ++i) {
+      if (keys_[i] == key) return key;
+    }
+    keys_.push_back(key);
+    if (held + 1 > pairwise_members) {  // hashed from here on: a hostile object stays linear
+      scope.many = true;
+      sets_.emplace_back(keys_.begin() + static_cast<std::ptrdiff_t>(scope.first_key), keys_.end());
+    }
+    return std::nullopt;
+  }
+
+ private:
+  struct open_scope {
+    bool object = false;
+    bool has_key = false;       // a key read whose value has not ended yet
+    bool in_order = true;       // every key so far sorts after the one before it
+    std::size_t first_key = 0;  // where the object's keys start in keys_
+    std::string_view key;       // the key read
+    bool many = false;          // past pairwise_members keys: they are in sets_.back()
+  };
+  std::vector<open_scope> scopes_;
+  std::vector<std::string_view> keys_;
+  std::vector<std::unordered_set<std::string_view>> sets_;  // one per scope with `many`
 };
 
 // The first key written twice in one object of `doc`, in the order building a tree meets it
@@ -78,55 +135,13 @@ struct open_scope {
 // a word per value, numbers two, a string's word pointing into the string buffer), with no call
 // per value: going through dom::element it cost as much as the parse itself.
 std::optional<std::string_view> first_repeated_key(const simdjson::dom::document& doc) {
-  // Kept per thread (cleared, not freed), and reached once: a thread_local of a class type is
-  // reached through a call.
-  thread_local std::vector<open_scope> scopes_kept;
-  thread_local std::vector<std::string_view> keys_kept;
-  thread_local std::vector<std::unordered_set<std::string_view>> sets_kept;
-  auto& scopes = scopes_kept;
-  auto& keys = keys_kept;
-  auto& sets = sets_kept;  // one per open scope with `many`, innermost last
-  scopes.clear();
-  keys.clear();
-  sets.clear();
+  thread_local key_scan kept;  // cleared, not freed: reached once, as a thread_local costs a call
+  auto& scan = kept;
+  scan.reset();
   const std::uint64_t* tape = doc.tape.get();
   const std::uint8_t* strings = doc.string_buf.get();
   const auto value_of = [](std::uint64_t word) {
     return word & simdjson::internal::JSON_VALUE_MASK;
-  };
-  const auto string_at = [&](std::uint64_t offset) {
-    std::uint32_t length = 0;
-    std::memcpy(&length, strings + offset, sizeof length);
-    return std::string_view(reinterpret_cast<const char*>(strings + offset + sizeof length),
-                            length);
-  };
-  // A value ended in the innermost scope: when that is an object, its key is checked and kept.
-  const auto value_ended = [&]() -> std::optional<std::string_view> {
-    if (scopes.empty() || !scopes.back().object) return std::nullopt;
-    auto& scope = scopes.back();
-    scope.has_key = false;
-    const auto key = scope.key;
-    if (scope.many) {
-      if (!sets.back().insert(key).second) return key;
-      return std::nullopt;
-    }
-    const auto held = keys.size() - scope.first_key;
-    // The apiserver writes a map's keys in order: while each key sorts after the one before, none
-    // can repeat, and one comparison a key is all it costs.
-    if (held == 0 || (scope.in_order && keys.back() < key)) {
-      keys.push_back(key);
-      return std::nullopt;
-    }
-    scope.in_order = false;
-    for (std::size_t i = scope.first_key; i < keys.size(); ++i) {
-      if (keys[i] == key) return key;
-    }
-    keys.push_back(key);
-    if (held + 1 > pairwise_members) {
-      scope.many = true;
-      sets.emplace_back(keys.begin() + static_cast<std::ptrdiff_t>(scope.first_key), keys.end());
-    }
-    return std::nullopt;
   };
   const std::size_t end = value_of(tape[0]);  // the root's closing word
   for (std::size_t i = 1; i < end;) {
@@ -134,22 +149,21 @@ std::optional<std::string_view> first_repeated_key(const simdjson::dom::document
     switch (static_cast<char>(word >> 56)) {
       case '{':
       case '[':
-        scopes.push_back(
-            {static_cast<char>(word >> 56) == '{', false, true, keys.size(), {}, false});
+        scan.open(static_cast<char>(word >> 56) == '{');
         ++i;
         continue;
       case '}':
       case ']':
-        keys.resize(scopes.back().first_key);
-        if (scopes.back().many) sets.pop_back();
-        scopes.pop_back();
+        scan.close();
         ++i;
         break;
       case '"':
         ++i;
-        if (!scopes.empty() && scopes.back().object && !scopes.back().has_key) {
-          scopes.back().key = string_at(value_of(word));
-          scopes.back().has_key = true;
+        if (scan.wants_key()) {
+          std::uint32_t length = 0;
+          const auto* at = strings + value_of(word);
+          std::memcpy(&length, at, sizeof length);
+          scan.key({reinterpret_cast<const char*>(at + sizeof length), length});
           continue;
         }
         break;
@@ -162,7 +176,7 @@ std::optional<std::string_view> first_repeated_key(const simdjson::dom::document
         ++i;
         break;
     }
-    if (auto repeat = value_ended()) return repeat;
+    if (auto repeat = scan.value_ended()) return repeat;
   }
   return std::nullopt;
 }
