@@ -14,6 +14,7 @@
 #include <simdjson.h>
 #include <nlohmann/json.hpp>
 
+#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/result.hpp"
 #include "trainenv/core/text/string_map.hpp"
 
