@@ -30,7 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::require(response["response"]["uid"] == request->uid, "the response carries the uid", text);
 
   auto whole = core::parse_json(body);
-  fuzz::require(whole.ok(), "text that decodes also parses whole", whole.message());
+  fuzz::require(whole.ok(), "text that decodes also parses whole",
+                whole.ok() ? std::string() : whole.message());
   auto whole_request = core::decode_review_json(*whole);
   fuzz::require(whole_request.ok(), "a whole review decodes like its text", std::string(body));
   const auto reference = core::mutate(*whole_request, policies);
@@ -50,7 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                   std::string(e.what()) + "\n" + d.patch().dump());
   }
   auto reinvoked = core::decode_review_json(*whole);
-  fuzz::require(reinvoked.ok(), "the patched review decodes", reinvoked.message());
+  fuzz::require(reinvoked.ok(), "the patched review decodes",
+                reinvoked.ok() ? std::string() : reinvoked.message());
   const auto again = core::mutate(*reinvoked, policies);
   fuzz::require(again.allowed && again.patch().empty(), "the patched pod needs no further patch",
                 again.patch().dump() + "\n" + again.message);
