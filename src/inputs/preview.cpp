@@ -74,7 +74,10 @@ json to_json(const preview_answer& answer) {
                 {"mounts", injected.mounts},
                 {"args", injected.args},
                 {"volumes", injected.volumes},
-                {"annotations", injected.annotations}}}};
+                {"annotations", injected.annotations},
+                {"initContainers", injected.init_containers},
+                {"dnsSearches", injected.dns_searches},
+                {"removedEnv", injected.removed_env}}}};
 }
 
 core::result<json> read_job(std::string_view text) {

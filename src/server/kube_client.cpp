@@ -143,6 +143,7 @@ std::string failure_message(unsigned code, std::string_view reason, const std::s
 
 struct attempt {
   lookup_result result;
+  nlohmann::json value;      // a 200: the object, made into result.object by the lookup's reader
   bool retry_fresh = false;  // a reused connection failed before any answer: try a new one
   std::shared_ptr<connection> reusable;  // the connection, when the answer leaves it open
 };
@@ -358,7 +359,7 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
     if (!parsed)
       co_return fail(lookup_failure::malformed, "answer is not JSON: " + parsed.message());
     if (!parsed->is_object()) co_return fail(lookup_failure::malformed, "answer is not an object");
-    out.result.object = std::make_shared<const core::owner_object>(std::move(*parsed));
+    out.value = std::move(*parsed);
     co_return out;
   }
   const auto failure = code == 401   ? lookup_failure::unauthorized
@@ -400,8 +401,8 @@ core::result<kube_client> kube_client::create(asio::any_io_executor executor,
                                              std::move(options), std::move(context)));
 }
 
-asio::awaitable<lookup_result> kube_client::get(std::string path,
-                                                std::chrono::milliseconds budget) const {
+asio::awaitable<lookup_result> kube_client::get(std::string path, std::chrono::milliseconds budget,
+                                                object_reader read) const {
   const auto s = state_;
   const auto start = clock_type::now();
   const auto deadline = start + budget;
@@ -453,6 +454,10 @@ asio::awaitable<lookup_result> kube_client::get(std::string path,
       continue;
     }
     out = std::move(a.result);
+    if (out.ok()) {
+      out.object = read ? read(std::move(a.value))
+                        : std::make_shared<const core::owner_object>(std::move(a.value));
+    }
     break;
   }
   slot_back.keep = std::move(c);

@@ -133,14 +133,15 @@ owner_cache::owner_cache(asio::any_io_executor executor, kube_client client,
                          owner_cache_options options)
     : owner_cache(
           std::move(executor),
-          [client = std::move(client)](std::string path, std::chrono::milliseconds budget) {
-            return client.get(std::move(path), budget);
+          [client = std::move(client)](std::string path, std::chrono::milliseconds budget,
+                                       object_reader read) {
+            return client.get(std::move(path), budget, std::move(read));
           },
           std::move(options)) {}
 
 asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string expected_uid,
-                                                std::chrono::milliseconds budget,
-                                                bool refresh) const {
+                                                std::chrono::milliseconds budget, bool refresh,
+                                                object_reader read) const {
   const auto s = state_;
   const auto start = clock_type::now();
   const std::string key = expected_uid.empty() ? path : expected_uid;
@@ -184,7 +185,7 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
 
   lookup_result fetched;
   try {
-    fetched = co_await s->fetch(path, budget);
+    fetched = co_await s->fetch(path, budget, std::move(read));
   } catch (const std::exception& e) {  // out of memory and the like: waiters must still wake
     fetched = lookup_result{};
     fetched.failure = core::lookup_failure::server_error;

@@ -4,6 +4,17 @@
 #include "trainenv/server/owner_lookup.hpp"
 
 namespace trainenv::server {
+namespace {
+
+// Makes a fetched object read as `kind`, the object `ref` names. `kind` lives in the policy set
+// the lookup's caller holds while it awaits the GET, which is when this runs.
+object_reader read_as(const core::owner_kind& kind, core::owner_ref ref) {
+  return [&kind, ref = std::move(ref)](nlohmann::json value) {
+    return std::make_shared<const core::owner_object>(std::move(value), kind, ref);
+  };
+}
+
+}  // namespace
 
 boost::asio::awaitable<core::decision> decide_with_owners(const core::subject& what,
                                                           const core::policy_set& policies,
@@ -75,7 +86,8 @@ boost::asio::awaitable<core::decision> decide_with_owners(const core::subject& w
                              " ms was spent on the pod's other owners");
       continue;
     }
-    auto found = co_await lookup.cache->get(kind->api_path(ref), ref.uid, remaining, ref.fresh);
+    auto found = co_await lookup.cache->get(kind->api_path(ref), ref.uid, remaining, ref.fresh,
+                                            read_as(*kind, ref));
     m.on_owner_lookup(kind_label, found.source, found.failure, found.latency);
     if (found.failure) {
       owners.add_failure(std::move(ref), *found.failure, std::move(found.message));
@@ -110,7 +122,8 @@ boost::asio::awaitable<std::vector<nlohmann::json>> fetch_objects(std::vector<co
     const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (remaining.count() <= 0) break;
-    auto found = co_await lookup.cache->get(kind->api_path(ref), ref.uid, remaining);
+    auto found = co_await lookup.cache->get(kind->api_path(ref), ref.uid, remaining, false,
+                                            read_as(*kind, ref));
     if (found.ok()) out.push_back(found.object->json());
   }
   co_return out;

@@ -1,8 +1,6 @@
 // Owner objects as values: references, API paths, and the role counts read from each layout.
 #include <catch2/catch.hpp>
 
-#include <atomic>
-#include <thread>
 #include <vector>
 
 #include "trainenv/core/policy/owners.hpp"
@@ -387,52 +385,75 @@ TEST_CASE("a naming rule must end with the index and name a Job at most once", "
              Catch::Contains("spec.naming: unknown field \"bogus\""));
 }
 
-TEST_CASE("an owner object keeps what is derived from it, once per key, up to its bound",
-          "[owners][derived]") {
-  const owner_object object(json::parse(R"({"metadata": {"name": "a"}})"));
-  int made = 0;
-  const auto name = [&] {
-    ++made;
-    return object.json()["metadata"]["name"].get<std::string>();
+TEST_CASE("an owner object read as a kind gives its reading for that kind and no other",
+          "[owners][reading]") {
+  const auto parse = [](const std::string& name, const std::string& spec) {
+    auto kind = parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",
+        "kind": "OwnerKind", "metadata": {"name": ")" +
+                                             name + R"("}, "spec": )" + spec + "}"),
+                                 "o.yaml");
+    if (!kind) FAIL(kind.message());
+    return *kind;
   };
-  const auto first = object.derived<std::string>("name", name);
-  const auto again = object.derived<std::string>("name", name);
-  CHECK(*first == "a");
-  CHECK(again == first);  // the kept value itself
-  CHECK(made == 1);
-  CHECK(*object.derived<int>("other", [] { return 7; }) == 7);
+  const auto jobset = parse("jobset", R"({"apiGroup": "jobset.x-k8s.io", "versions": ["v1alpha2"],
+      "kind": "JobSet", "resource": "jobsets", "roles": {"list": "spec.replicatedJobs",
+      "name": "name", "replicas": "replicas", "jobSpec": "template.spec",
+      "podTemplate": "template.spec.template"}})");
+  const auto other = parse("other", R"({"apiGroup": "jobset.x-k8s.io", "versions": ["v1alpha2"],
+      "kind": "JobSet", "resource": "jobsets", "roles": {"list": "spec.replicatedJobs",
+      "name": "name", "replicas": "count", "jobSpec": "template.spec",
+      "podTemplate": "template.spec.template"}})");
+  REQUIRE(jobset.id != other.id);
+  const owner_ref ref{"jobset.x-k8s.io/v1alpha2", "JobSet", "ns", "bert", "u"};
+  const owner_object object(json::parse(R"({"metadata": {"name": "bert", "namespace": "ns",
+      "uid": "u", "ownerReferences": [{"apiVersion": "trainer.kubeflow.org/v1alpha1",
+      "kind": "TrainJob", "name": "bert", "uid": "t", "controller": true}]},
+      "spec": {"replicatedJobs": [{"name": "node", "replicas": 2,
+               "template": {"spec": {"parallelism": 3, "completions": 3, "template": {}}}}]}})"),
+                            jobset, ref);
+  const auto* reading = object.reading(jobset);
+  REQUIRE(reading != nullptr);
+  REQUIRE(reading->roles);
+  REQUIRE(*reading->roles);
+  CHECK((*reading->roles)->front().pods == 6);
+  CHECK((*reading->roles)->front().source == "JobSet ns/bert spec.replicatedJobs[node]");
+  // A pod template pointer into the object the owner_object holds, not into a copy.
+  CHECK((*reading->roles)->front().pod_template ==
+        &object.json()["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]);
+  CHECK_FALSE(reading->runtime);
+  CHECK_FALSE(reading->trainjob);
+  // Another kind for the same objects (reloaded with other fields), or one built by hand: none.
+  CHECK(object.reading(other) == nullptr);
+  owner_kind by_hand = jobset;
+  by_hand.id = 0;
+  CHECK(object.reading(by_hand) == nullptr);
+  CHECK(owner_object(object.json()).reading(jobset) == nullptr);  // read as no kind
 
-  // Past the bound nothing more is kept: each call makes its value again.
-  for (std::size_t i = 2; i < owner_object::max_derived; ++i)
-    (void)object.derived<std::size_t>("fill " + std::to_string(i), [i] { return i; });
-  int extra = 0;
-  for (int i = 0; i < 3; ++i)
-    CHECK(*object.derived<int>("extra", [&] { return ++extra; }) == i + 1);
-  CHECK(extra == 3);
-  CHECK(object.derived<std::string>("name", name) == first);  // the kept ones stay
-  CHECK(made == 1);
+  // The controller: as read, in the object's namespace; read now in another.
+  std::optional<owner_ref> scratch;
+  const auto& controller = object.controller("ns", scratch);
+  CHECK(&controller == &reading->controller);
+  REQUIRE(controller);
+  CHECK(controller->display() == "TrainJob ns/bert");
+  const auto& elsewhere = object.controller("other", scratch);
+  CHECK(&elsewhere == &scratch);
+  REQUIRE(elsewhere);
+  CHECK(elsewhere->namespace_name == "other");
 }
 
-TEST_CASE("an owner object's derived values are shared by threads asking at once",
-          "[owners][derived]") {
-  const owner_object object(json::object());
-  std::atomic<int> made{0};
-  std::vector<std::shared_ptr<const int>> seen(8);
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < seen.size(); ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < 200; ++i) {
-        seen[t] = object.derived<int>("answer", [&] {
-          ++made;
-          return 42;
-        });
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& s : seen) CHECK(*s == 42);
-  // Threads that missed together may each make it; once kept, nobody makes it again.
-  CHECK(made.load() <= static_cast<int>(seen.size()));
-  const auto kept = object.derived<int>("answer", [] { return 0; });
-  for (const auto& s : seen) CHECK(s == kept);  // each thread's last call found the kept one
+TEST_CASE("owner values hold one entry per object, by group, kind, namespace and name",
+          "[owners]") {
+  // An object read anew under another version or uid replaces the one held, as find() would
+  // have found that one: a walk never sees the older copy again.
+  owner_values values;
+  values.add({"jobset.x-k8s.io/v1alpha2", "JobSet", "ns", "s", ""},
+             json::parse(R"({"metadata": {"name": "s", "uid": "one"}})"));
+  values.add({"jobset.x-k8s.io/v1", "JobSet", "ns", "s", ""},
+             json::parse(R"({"metadata": {"name": "s", "uid": "two"}})"));
+  REQUIRE(values.all().size() == 1);
+  const auto* found = values.find({"jobset.x-k8s.io/v1alpha2", "JobSet", "ns", "s", ""});
+  REQUIRE(found != nullptr);
+  CHECK(found->object()["metadata"]["uid"] == "two");
+  values.add({"jobset.x-k8s.io/v1alpha2", "JobSet", "other", "s", ""}, json::object());
+  CHECK(values.all().size() == 2);
 }

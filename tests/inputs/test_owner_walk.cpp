@@ -59,17 +59,23 @@ inputs::owner_file owners_file(const std::string& name) {
 }
 
 // Runs `step` until it answers, fetching each object it names from `file`; counts the fetches.
+// With `read_as`, each object is added read as its kind, as the server's cache stores it.
 template <class Step>
-auto walk(Step step, const inputs::owner_file& file, core::owner_values& values, int& fetches) {
+auto walk(Step step, const inputs::owner_file& file, core::owner_values& values, int& fetches,
+          const core::owner_kind_set* read_as = nullptr) {
   for (int round = 0; round < 8; ++round) {
     auto answer = step();
     const auto* ref = core::needed(answer);
     if (ref == nullptr) return answer;
     ++fetches;
-    if (const auto* object = file.find(*ref)) {
-      values.add(*ref, *object);
-    } else {
+    const auto* object = file.find(*ref);
+    const auto* kind = read_as != nullptr ? read_as->find(ref->api_version, ref->kind) : nullptr;
+    if (object == nullptr) {
       values.add_failure(*ref, core::lookup_failure::not_found);
+    } else if (kind != nullptr) {
+      values.add(*ref, std::make_shared<const core::owner_object>(*object, *kind, *ref));
+    } else {
+      values.add(*ref, *object);
     }
   }
   FAIL("the walk did not end");
@@ -163,19 +169,21 @@ TEST_CASE("an unreadable Job lets a JobSet pod pass, and an unreadable JobSet re
 
 TEST_CASE("one Job object shared by pods of two roles gives each pod its own role",
           "[owners][walk][derived]") {
-  // As the server's cache does: every pod's walk gets the same owner_object, which keeps what
-  // was read from it. A batch Job is one role, the pod's own, so that must be in the key.
+  // As the server's cache does: every pod's walk gets the same owner_object, read once as its
+  // kind. A batch Job is one role, the pod's own, which the reading cannot name.
   const auto pod_json = json::parse(R"({"metadata": {"name": "p", "namespace": "ns",
       "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train",
                            "uid": "u", "controller": true}]}})");
   const core::pod_view pod(pod_json);
-  const auto job = std::make_shared<const core::owner_object>(json::parse(
-      R"({"metadata": {"name": "train", "namespace": "ns", "uid": "u"},
-          "spec": {"parallelism": 4, "completions": 4, "template": {}}})"));
   const auto set = kinds();
+  const core::owner_ref ref{"batch/v1", "Job", "ns", "train", "u"};
+  const auto job = std::make_shared<const core::owner_object>(
+      json::parse(R"({"metadata": {"name": "train", "namespace": "ns", "uid": "u"},
+                      "spec": {"parallelism": 4, "completions": 4, "template": {}}})"),
+      *set.find(ref.api_version, ref.kind), ref);
   for (const std::string role : {"worker", "master", "worker"}) {
     core::owner_values values;
-    values.add({"batch/v1", "Job", "ns", "train", "u"}, job);
+    values.add(ref, job);
     auto counts = core::counts_from_owners(pod, role, values, set);
     const auto& c = std::get<core::result<std::optional<core::owner_counts>>>(counts);
     REQUIRE(c);
@@ -183,5 +191,79 @@ TEST_CASE("one Job object shared by pods of two roles gives each pod its own rol
     REQUIRE((*c)->roles.size() == 1);
     CHECK((*c)->roles[0].role == role);
     CHECK((*c)->roles[0].pods == 4);
+  }
+}
+
+TEST_CASE("an owner read as its kind gives the walk what the same owner read as none gives",
+          "[owners][walk][reading]") {
+  // The server's cache stores objects read as their kind; an --owners file adds them unread, and
+  // the walk reads them for each pod. Both must decide alike, for every step of the walk.
+  const auto pod_json = owner_example("trainer-torch-pod.yaml");
+  const core::pod_view pod(pod_json);
+  const auto file = owners_file("trainer-torch-owners.yaml");
+  const auto set = kinds();
+  struct seen {
+    core::trainer_settings trainer;
+    std::vector<core::role_pods> roles;
+    std::string owner;
+    int fetches = 0;
+  };
+  const auto run = [&](const core::owner_kind_set* read_as) {
+    core::owner_values values;
+    seen out;
+    auto recognised =
+        walk([&] { return core::recognise(pod, values); }, file, values, out.fetches, read_as);
+    const auto& r = std::get<core::recognition>(recognised);
+    REQUIRE(r.kind == core::recognition::verdict::through_job);
+    auto framework = walk([&] { return core::trainer_runtime(pod, *r.job, values, set); }, file,
+                          values, out.fetches, read_as);
+    const auto& found = std::get<core::result<core::trainer_settings_ptr>>(framework);
+    REQUIRE(found);
+    REQUIRE(*found != nullptr);
+    out.trainer = **found;
+    auto counts = walk([&] { return core::counts_from_owners(pod, "node", values, set); }, file,
+                       values, out.fetches, read_as);
+    const auto& c = std::get<core::result<std::optional<core::owner_counts>>>(counts);
+    REQUIRE(c);
+    REQUIRE(*c);
+    out.roles = (*c)->roles;
+    out.owner = (*c)->owner;
+    if (read_as != nullptr) {
+      for (const auto& f : values.all()) {
+        const auto* kind = set.find(f.ref.api_version, f.ref.kind);
+        REQUIRE(kind != nullptr);
+        CHECK(f.fetched->reading(*kind) != nullptr);  // each was read, and as its kind
+      }
+    }
+    return out;
+  };
+  const auto unread = run(nullptr);
+  const auto read = run(&set);
+  CHECK(read.fetches == unread.fetches);
+  CHECK(read.owner == unread.owner);
+  const auto& a = read.trainer;
+  const auto& b = unread.trainer;
+  CHECK(a.framework == b.framework);
+  CHECK(a.framework_source == b.framework_source);
+  CHECK(a.ml_policy == b.ml_policy);
+  CHECK(a.ml_policy_source == b.ml_policy_source);
+  CHECK(a.num_proc_per_node == b.num_proc_per_node);
+  CHECK(a.nproc_source == b.nproc_source);
+  CHECK(a.nproc_one_means_gpus == b.nproc_one_means_gpus);
+  CHECK(a.run_launcher_as_node == b.run_launcher_as_node);
+  CHECK(a.ssh_auth_mount_path == b.ssh_auth_mount_path);
+  CHECK(a.runtime == b.runtime);
+  CHECK(a.elastic_min == b.elastic_min);
+  CHECK(a.elastic_max == b.elastic_max);
+  CHECK(a.trainjob_uid == b.trainjob_uid);
+  CHECK(a.trainjob_api_version == b.trainjob_api_version);
+  CHECK(a.trainjob_kind == b.trainjob_kind);
+  CHECK(a.user_env == b.user_env);
+  CHECK_FALSE(a.trainjob_uid.empty());
+  REQUIRE(read.roles.size() == unread.roles.size());
+  for (std::size_t i = 0; i < read.roles.size(); ++i) {
+    CHECK(read.roles[i].role == unread.roles[i].role);
+    CHECK(read.roles[i].pods == unread.roles[i].pods);
+    CHECK(read.roles[i].source == unread.roles[i].source);
   }
 }

@@ -807,7 +807,8 @@ TEST_CASE("owner cache: a GET that ends before its joiner starts waiting still w
   std::atomic<bool> fetched{false};
   const auto object = std::make_shared<const core::owner_object>(
       json{{"kind", "Job"}, {"metadata", {{"name", "j"}, {"uid", "u1"}}}});
-  const auto fetch = [&](std::string, std::chrono::milliseconds) -> asio::awaitable<lookup_result> {
+  const auto fetch = [&](std::string, std::chrono::milliseconds,
+                         server::object_reader) -> asio::awaitable<lookup_result> {
     asio::steady_timer slow(co_await asio::this_coro::executor, 100ms);
     co_await slow.async_wait(asio::use_awaitable);
     lookup_result r;

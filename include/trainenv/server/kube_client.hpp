@@ -57,8 +57,10 @@ class kube_client {
   // GET `path` (e.g. "/apis/batch/v1/namespaces/team-a/jobs/x"): the object, or a failure kind
   // and message. Never throws for network or server trouble. The client may be destroyed
   // while lookups are in flight (they hold its state); the io_context must outlive them.
+  // `read` makes the owner_object; none: one read as no kind.
   [[nodiscard]] boost::asio::awaitable<lookup_result> get(
-      std::string path, std::chrono::milliseconds budget = std::chrono::milliseconds(2000)) const;
+      std::string path, std::chrono::milliseconds budget = std::chrono::milliseconds(2000),
+      object_reader read = {}) const;
 
   [[nodiscard]] const inputs::kube_credentials& credentials() const;
 

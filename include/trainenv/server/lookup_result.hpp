@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -20,13 +21,18 @@ enum class lookup_source {
   shared,   // joined a GET another lookup of the same key had in flight
 };
 
+// Makes the owner_object of a fetched object's JSON: read as the kind the lookup is of
+// (core::owner_object's reading constructor), once per GET, not once per pod.
+using object_reader =
+    std::function<std::shared_ptr<const core::owner_object>(nlohmann::json value)>;
+
 struct lookup_result {
   // None: the object was had. The API client gives not_found, unauthorized, forbidden,
   // server_error, malformed, too_large, timeout and unreachable; the cache adds uid_mismatch, and
   // timeout for a lookup whose budget passed while it waited on another lookup's GET.
   std::optional<core::lookup_failure> failure;
-  // ok: the object as the API server gave it; shared, so a cache hit copies no JSON and finds
-  // what earlier admissions derived from it.
+  // ok: the object as the API server gave it, and what was read of it; shared, so a cache hit
+  // copies no JSON and reads nothing again.
   std::shared_ptr<const core::owner_object> object;
   std::string message;  // a failure: what failed, one line (the Status message when there is one)
   int http_status = 0;  // 0 when no answer came

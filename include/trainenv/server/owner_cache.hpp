@@ -47,7 +47,7 @@ class owner_cache {
  public:
   // One GET of an API path within a time budget; kube_client::get, or a stand-in in tests.
   using fetch_function = std::function<boost::asio::awaitable<lookup_result>(
-      std::string path, std::chrono::milliseconds budget)>;
+      std::string path, std::chrono::milliseconds budget, object_reader read)>;
 
   owner_cache(boost::asio::any_io_executor executor, fetch_function fetch,
               owner_cache_options options = {});
@@ -60,10 +60,12 @@ class owner_cache {
   // owner). A lookup that joins another's GET waits for it at most its own `budget`, then
   // answers timeout (the GET goes on, and fills the cache). `refresh`: not from what is stored
   // (the copy held is contradicted); a GET under way is joined, and what it reads is stored.
+  // `read` makes the object stored from the JSON fetched (see object_reader); a lookup that joins
+  // another's GET gets the object that one's reader made, as the same path is the same kind.
   [[nodiscard]] boost::asio::awaitable<lookup_result> get(
       std::string path, std::string expected_uid,
-      std::chrono::milliseconds budget = std::chrono::milliseconds(2000),
-      bool refresh = false) const;
+      std::chrono::milliseconds budget = std::chrono::milliseconds(2000), bool refresh = false,
+      object_reader read = {}) const;
 
   // The stored object under `key` (the owner's uid when the reference names one, else its API
   // path: what get() keys by) if it is still fresh, without waiting (a hit); nullopt when only

@@ -298,6 +298,20 @@ json hostfile_expander(std::string_view image, const std::string& dir, const std
   return init;
 }
 
+// The bytes of the hostfile written out line by line, counted without writing it, up to just
+// past the inline limit: `around` is what each line adds beside the host's name.
+std::size_t inline_hostfile_bytes(const std::vector<host_group>& groups, std::size_t around) {
+  std::size_t bytes = 0;
+  for (const auto& g : groups) {
+    const auto fixed = around + g.prefix.size() + g.middle.size() + g.suffix.size() + 1;
+    for (std::int64_t i = 0; i < g.pods() && bytes <= hostfile_inline_limit; ++i) {
+      const auto per_job = std::max<std::int64_t>(g.pods_per_job, 1);
+      bytes += fixed + decimal_digits(i % per_job) + (g.jobs ? decimal_digits(i / per_job) : 0);
+    }
+  }
+  return bytes;
+}
+
 // The policy's hostfile, one line per node in node order: as the pod's own annotation mounted
 // through the downward API while it is small; past that, as a compact rule (one line per Job of
 // nodes) that an init container in the launcher's own image expands into an emptyDir as the pod
@@ -325,16 +339,7 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
   const std::string head = line->substr(0, at);
   const std::string tail = line->substr(at + marker.size());
 
-  std::size_t inline_bytes = 0;
-  for (const auto& g : *groups) {
-    const auto fixed =
-        head.size() + g.prefix.size() + g.middle.size() + g.suffix.size() + tail.size() + 1;
-    for (std::int64_t i = 0; i < g.pods() && inline_bytes <= hostfile_inline_limit; ++i) {
-      const auto per_job = std::max<std::int64_t>(g.pods_per_job, 1);
-      inline_bytes +=
-          fixed + decimal_digits(i % per_job) + (g.jobs ? decimal_digits(i / per_job) : 0);
-    }
-  }
+  const auto inline_bytes = inline_hostfile_bytes(*groups, head.size() + tail.size());
   std::string key;
   std::string text;
   // Inline while it is small and fits beside the pod's other annotations; else the rule, which

@@ -53,19 +53,19 @@ written_env find_written_env(const pod_view& pod, const controller_writes& write
     if (!writes.container.empty() && container_name != writes.container) continue;
     const auto env = member(container, "env");
     if (!env.is_array()) continue;
-    auto users = template_env(role_template, container_name);
-    users.insert(users.end(), user_env.begin(), user_env.end());
+    const auto users = template_env(role_template, container_name);
+    // Each entry's name read once: the loop below asks of each name the controller writes.
+    std::vector<std::string_view> entry_names;
+    for (const auto entry : env) entry_names.push_back(string_or_empty(entry, "name"));
     for (const auto& name : writes.env) {
       std::vector<std::size_t> at;
-      std::size_t i = 0;
-      for (const auto entry : env) {
-        if (string_or_empty(entry, "name") == name) at.push_back(i);
-        ++i;
+      for (std::size_t i = 0; i < entry_names.size(); ++i) {
+        if (entry_names[i] == name) at.push_back(i);
       }
       if (at.empty()) continue;
       // The user's own entry comes first (the controller appends); every entry after it, or
       // after the controller's one, is a duplicate the kubelet would have read instead.
-      const bool users_first = holds(users, name);
+      const bool users_first = holds(users, name) || holds(user_env, name);
       if (users_first && (!writes.appends || at.size() == 1)) continue;
       for (std::size_t k = users_first ? 1 : 0; k < at.size(); ++k) {
         out.by_container[at_container].push_back({at[k], name, users_first || k > 0});

@@ -53,14 +53,6 @@ std::optional<owner_ref> jobset_from_labels(const pod_view& pod, const owner_kin
   return std::nullopt;
 }
 
-// The controller of a fetched object, read once per object: the cache hands the same object to
-// every pod of a job.
-std::shared_ptr<const std::optional<owner_ref>> controller_of_fetched(const owner_fetch& f,
-                                                                      std::string_view ns) {
-  return f.fetched->derived<std::optional<owner_ref>>(
-      "controller\n" + std::string(ns), [&] { return controller_of(f.object(), ns); });
-}
-
 // The counts an owner object of a known kind gives, once it is fetched.
 owner_step<result<std::optional<owner_counts>>> counts_of(const owner_ref& ref,
                                                           const owner_kind& kind,
@@ -69,125 +61,24 @@ owner_step<result<std::optional<owner_counts>>> counts_of(const owner_ref& ref,
   const auto* f = owners.find(ref);
   if (f == nullptr) return ref;
   if (f->failure) return result<std::optional<owner_counts>>(cannot_read(*f));
-  // Read once per object and kind; a kind that is one role (a batch Job) names it by the pod's.
-  const bool own = kind.roles->kind == role_layout::shape::own;
-  const auto roles = f->fetched->derived<result<std::vector<role_pods>>>(
-      "roles\n" + std::to_string(kind.id) + "\n" + kind.name + "\n" + ref.display() + "\n" +
-          std::string(own ? role : std::string_view()),
-      [&] { return read_roles(kind, f->object(), ref, role); });
-  if (!*roles) return result<std::optional<owner_counts>>(error{roles->message(), roles->code()});
+  // As read with the object; else (an object read as no kind) read now.
+  const auto* reading = f->fetched->reading(kind);
+  std::optional<owner_reading> read_now;
+  if (reading == nullptr) reading = &read_now.emplace(read_owner(f->object(), kind, ref));
+  const auto& roles = *reading->roles;
+  if (!roles) return result<std::optional<owner_counts>>(error{roles.message(), roles.code()});
   owner_counts out;
-  out.roles = roles->value();
+  out.roles = roles.value();
+  // A kind that is one role (a batch Job) gives the pod's own.
+  if (kind.roles->kind == role_layout::shape::own) out.roles.front().role = role;
   out.every_role = kind.roles->kind != role_layout::shape::own;
   out.owner = ref.display();
   out.ref = ref;
   out.kind = &kind;
   out.object = &f->object();
   out.name = ref.name;
-  out.coordinator = read_coordinator(kind, f->object());
+  out.coordinator = reading->coordinator;
   return result<std::optional<owner_counts>>(std::optional<owner_counts>(std::move(out)));
-}
-
-// A whole number or a string at `key` of `object`, as text ("4", "auto"); nullopt otherwise.
-std::optional<std::string> int_or_string(const json* object, std::string_view key) {
-  const auto* value = object != nullptr ? member(*object, key) : nullptr;
-  if (value == nullptr) return std::nullopt;
-  if (value->is_number_integer()) return std::to_string(value->get<std::int64_t>());
-  if (value->is_string() && !value->get_ref<const std::string&>().empty())
-    return value->get<std::string>();
-  return std::nullopt;
-}
-
-// mlPolicy.torch.elasticPolicy: the bounds and restarts, each when given.
-void read_elastic_policy(const json* torch, trainer_settings& out) {
-  const json* elastic = torch != nullptr ? member(*torch, "elasticPolicy") : nullptr;
-  const auto whole = [&](std::string_view key) -> std::optional<std::int64_t> {
-    const auto* n = elastic != nullptr ? member(*elastic, key) : nullptr;
-    if (n == nullptr || !n->is_number_integer()) return std::nullopt;
-    return n->get<std::int64_t>();
-  };
-  out.elastic_min = whole("minNodes");
-  out.elastic_max = whole("maxNodes");
-  out.elastic_max_restarts = whole("maxRestarts");
-}
-
-// The env names the user gives the trainer: the TrainJob's spec.trainer.env and the runtime's
-// node container's.
-std::vector<std::string> trainer_env_names(const json* trainer, const json& runtime) {
-  std::vector<std::string> names;
-  const auto collect = [&names](const json* env) {
-    if (env == nullptr || !env->is_array()) return;
-    for (const auto& e : *env) {
-      if (const auto* name = string_member(e, "name")) names.push_back(*name);
-    }
-  };
-  collect(trainer != nullptr ? member(*trainer, "env") : nullptr);
-  const auto* jobs = find_path(runtime, {"spec", "template", "spec", "replicatedJobs"});
-  if (jobs == nullptr || !jobs->is_array()) return names;
-  for (const auto& rj : *jobs) {
-    const auto* containers = find_path(rj, {"template", "spec", "template", "spec", "containers"});
-    if (containers == nullptr || !containers->is_array()) continue;
-    for (const auto& c : *containers) {
-      const auto* name = string_member(c, "name");
-      if (name != nullptr && *name == "node") collect(member(c, "env"));
-    }
-  }
-  return names;
-}
-
-// Kubeflow Trainer's API (trainer.kubeflow.org/v1alpha1): the runtime's framework label and
-// spec.mlPolicy, and the TrainJob's spec.trainer.numProcPerNode, which overrides the runtime's.
-trainer_settings read_trainer_settings(const json& trainjob, const json& runtime,
-                                       const std::string& runtime_name,
-                                       const std::string& trainjob_name) {
-  trainer_settings out;
-  out.runtime = runtime_name;
-  if (const auto* framework = object_label(runtime, keys::framework)) {
-    out.framework = *framework;
-    out.framework_source = "label " + std::string(keys::framework) + " of " + runtime_name;
-  }
-  const auto* ml_policy = find_path(runtime, {"spec", "mlPolicy"});
-  const json* mpi = ml_policy != nullptr ? member(*ml_policy, "mpi") : nullptr;
-  const json* torch = ml_policy != nullptr ? member(*ml_policy, "torch") : nullptr;
-  if (ml_policy != nullptr && ml_policy->is_object()) {
-    for (const auto* source : {"torch", "mpi", "jax", "xgboost", "flux"}) {
-      if (member(*ml_policy, source) == nullptr) continue;
-      out.ml_policy = source;
-      out.ml_policy_source = "spec.mlPolicy." + std::string(source) + " of " + runtime_name;
-      break;
-    }
-  }
-  if (mpi != nullptr && mpi->is_object()) {
-    // Trainer's MPI implementations and the policies that speak them (OpenMPI is the default).
-    const auto* implementation = string_member(*mpi, "mpiImplementation");
-    const std::string name = implementation != nullptr ? *implementation : "";
-    out.ml_policy = name == "Intel" ? "intel-mpi" : name == "MPICH" ? "mpich" : "mpi";
-    if (const auto* run = member(*mpi, "runLauncherAsNode"); run != nullptr && run->is_boolean())
-      out.run_launcher_as_node = run->get<bool>();
-    if (const auto* path = string_member(*mpi, "sshAuthMountPath");
-        path != nullptr && !path->empty())
-      out.ssh_auth_mount_path = *path;
-  }
-  read_elastic_policy(torch, out);
-  if (const auto* uid = find_path(trainjob, {"metadata", "uid"});
-      uid != nullptr && uid->is_string())
-    out.trainjob_uid = uid->get<std::string>();
-  out.trainjob_api_version = string_or_empty(trainjob, "apiVersion");
-  out.trainjob_kind = string_or_empty(trainjob, "kind");
-  const auto* trainer = find_path(trainjob, {"spec", "trainer"});
-  out.user_env = trainer_env_names(trainer, runtime);
-  if (auto n = int_or_string(trainer, "numProcPerNode")) {
-    out.num_proc_per_node = std::move(n);
-    out.nproc_source = "spec.trainer.numProcPerNode of " + trainjob_name;
-  } else if (auto from_mpi = int_or_string(mpi, "numProcPerNode")) {
-    out.num_proc_per_node = std::move(from_mpi);
-    out.nproc_source = "spec.mlPolicy.mpi.numProcPerNode of " + runtime_name;
-    out.nproc_one_means_gpus = *out.num_proc_per_node == "1";
-  } else if (auto from_torch = int_or_string(torch, "numProcPerNode")) {
-    out.num_proc_per_node = std::move(from_torch);
-    out.nproc_source = "spec.mlPolicy.torch.numProcPerNode of " + runtime_name;
-  }
-  return out;
 }
 
 }  // namespace
@@ -245,16 +136,16 @@ owner_step<result<trainer_settings_ptr>> trainer_runtime(const pod_view& pod,
     return cannot("could not read " + failed(f), failure_code(*f.failure));
   };
   // Job -> JobSet (its controller) -> TrainJob (the JobSet's controller).
-  const auto jobset_of_job = controller_of_fetched(job, namespace_of(pod));
-  const auto& jobset = *jobset_of_job;
+  std::optional<owner_ref> read_now;
+  const auto& jobset = job.fetched->controller(namespace_of(pod), read_now);
   if (!jobset || kinds.find(jobset->api_version, jobset->kind) == nullptr) {
     return answer(trainer_settings_ptr());
   }
   const auto* jobset_fetch = owners.find(*jobset);
   if (jobset_fetch == nullptr) return *jobset;
   if (jobset_fetch->failure) return unreadable(*jobset_fetch);
-  const auto trainjob_of_jobset = controller_of_fetched(*jobset_fetch, namespace_of(pod));
-  const auto& trainjob = *trainjob_of_jobset;
+  std::optional<owner_ref> trainjob_read_now;
+  const auto& trainjob = jobset_fetch->fetched->controller(namespace_of(pod), trainjob_read_now);
   const auto* trainjob_kind =
       trainjob ? kinds.find(trainjob->api_version, trainjob->kind) : nullptr;
   if (trainjob_kind == nullptr || trainjob_kind->runtime_ref.empty()) {
@@ -294,23 +185,21 @@ owner_step<result<trainer_settings_ptr>> trainer_runtime(const pod_view& pod,
   const auto* runtime_fetch = owners.find(runtime);
   if (runtime_fetch == nullptr) return runtime;
   if (runtime_fetch->failure) return unreadable(*runtime_fetch);
-  // Kept with the TrainJob for this reading of its runtime, which the kept value holds so that
-  // its address, in the key, is not another object's while the key is kept. The names in the
-  // messages are the TrainJob's own and the runtime's, which that reading is of.
-  struct settings_read {
-    std::shared_ptr<const owner_object> runtime;
-    trainer_settings settings;
-  };
-  const auto read = trainjob_fetch->fetched->derived<settings_read>(
-      "trainer\n" + std::to_string(reinterpret_cast<std::uintptr_t>(runtime_fetch->fetched.get())),
-      [&] {
-        return settings_read{
-            runtime_fetch->fetched,
-            read_trainer_settings(trainjob_fetch->object(), runtime_fetch->object(),
-                                  runtime.display(), trainjob->display())};
-      });
-  // The settings alone, kept alive by what holds them.
-  return answer(trainer_settings_ptr(read, &read->settings));
+  // Each as read with its object (else read now), put together for this pod.
+  const auto* trainjob_read = trainjob_fetch->fetched->reading(*trainjob_kind);
+  const auto* runtime_read = runtime_fetch->fetched->reading(*runtime_kind_info);
+  std::optional<trainer_settings> runtime_now;
+  const auto& runtime_said =
+      runtime_read != nullptr
+          ? *runtime_read->runtime
+          : runtime_now.emplace(read_runtime_settings(runtime_fetch->object(), runtime.display()));
+  std::optional<trainjob_settings> trainjob_now;
+  const auto& trainjob_said = trainjob_read != nullptr
+                                  ? *trainjob_read->trainjob
+                                  : trainjob_now.emplace(read_trainjob_settings(
+                                        trainjob_fetch->object(), trainjob->display()));
+  return answer(
+      std::make_shared<const trainer_settings>(join_trainer_settings(runtime_said, trainjob_said)));
 }
 
 const owner_kind* wired_owner(const pod_view& pod, const owner_kind_set& kinds) {
@@ -375,8 +264,8 @@ owner_step<result<std::optional<owner_counts>>> counts_from_owners(const pod_vie
   const auto* job = owners.find(*owner);
   if (job == nullptr) return *owner;
   if (job->failure) return answer(cannot_read(*job));
-  const auto parent_of_job = controller_of_fetched(*job, namespace_of(pod));
-  if (const auto& parent = *parent_of_job) {
+  std::optional<owner_ref> read_now;
+  if (const auto& parent = job->fetched->controller(namespace_of(pod), read_now)) {
     const auto* parent_kind = kinds.find(parent->api_version, parent->kind);
     if (parent_kind != nullptr && parent_kind->roles &&
         parent_kind->roles->kind != role_layout::shape::own) {

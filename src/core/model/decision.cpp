@@ -16,7 +16,8 @@ std::string_view outcome_name(outcome o) {
 
 bool injection_summary::empty() const {
   return env.empty() && ports.empty() && mounts.empty() && args.empty() && volumes.empty() &&
-         annotations.empty() && init_containers.empty();
+         annotations.empty() && init_containers.empty() && dns_searches.empty() &&
+         removed_env.empty();
 }
 
 std::string injection_summary::describe(std::size_t max_length) const {
@@ -33,6 +34,8 @@ std::string injection_summary::describe(std::size_t max_length) const {
   for (const auto& name : volumes) add("volume ", name);
   for (const auto& key : annotations) add("annotation ", key);
   for (const auto& name : init_containers) add("initContainer ", name);
+  for (const auto& domain : dns_searches) add("dnsSearch ", domain);
+  for (const auto& name : removed_env) add("removed ", name);
   if (out.size() > max_length) out = out.substr(0, max_length - 3) + "...";
   return out;
 }

@@ -22,25 +22,7 @@ class owner_kind_parser {
   result<owner_kind> parse(const json& document) {
     owner_kind out;
     out.source = source_;
-    if (!document.is_object())
-      return fail("", "must be a mapping with apiVersion, kind, metadata and spec");
-    if (!known(document, "", {"apiVersion", "kind", "metadata", "spec"})) return take();
-    const auto* api_version = string_member(document, "apiVersion");
-    if (api_version == nullptr || *api_version != policy_api_version) {
-      return fail("apiVersion", "must be " + std::string(policy_api_version));
-    }
-    const auto* document_kind = string_member(document, "kind");
-    if (document_kind == nullptr || *document_kind != owner_kind_kind) {
-      return fail("kind", "must be " + std::string(owner_kind_kind));
-    }
-    const auto* metadata = object(document, "metadata", "metadata");
-    const auto* name = metadata != nullptr ? text(*metadata, "name", "metadata.name") : nullptr;
-    if (name == nullptr) return take();
-    if (!is_dns_label(*name))
-      return fail("metadata.name",
-                  quote(*name) + " is not a valid name; use lower-case letters, digits and '-'");
-    out.name = *name;
-    const auto* spec = object(document, "spec", "spec");
+    const auto* spec = parse_identity(document, out);
     if (spec == nullptr) return take();
     if (!known(*spec, "spec",
                {"apiGroup", "versions", "kind", "resource", "clusterScoped", "roles", "runtimeRef",
@@ -108,6 +90,35 @@ class owner_kind_parser {
   }
 
  private:
+  // apiVersion, kind and metadata.name: the spec, or null when they are wrong (the problem kept).
+  const json* parse_identity(const json& document, owner_kind& out) {
+    if (!document.is_object()) {
+      fail("", "must be a mapping with apiVersion, kind, metadata and spec");
+      return nullptr;
+    }
+    if (!known(document, "", {"apiVersion", "kind", "metadata", "spec"})) return nullptr;
+    const auto* api_version = string_member(document, "apiVersion");
+    if (api_version == nullptr || *api_version != policy_api_version) {
+      fail("apiVersion", "must be " + std::string(policy_api_version));
+      return nullptr;
+    }
+    const auto* document_kind = string_member(document, "kind");
+    if (document_kind == nullptr || *document_kind != owner_kind_kind) {
+      fail("kind", "must be " + std::string(owner_kind_kind));
+      return nullptr;
+    }
+    const auto* metadata = object(document, "metadata", "metadata");
+    const auto* name = metadata != nullptr ? text(*metadata, "name", "metadata.name") : nullptr;
+    if (name == nullptr) return nullptr;
+    if (!is_dns_label(*name)) {
+      fail("metadata.name",
+           quote(*name) + " is not a valid name; use lower-case letters, digits and '-'");
+      return nullptr;
+    }
+    out.name = *name;
+    return object(document, "spec", "spec");
+  }
+
   std::optional<role_layout> parse_roles(const json& roles) {
     if (!keep(expect_object(roles, "spec.roles"))) return std::nullopt;
     if (!known(roles, "spec.roles",

@@ -14,6 +14,14 @@ namespace {
 
 using nlohmann::json;
 
+// Whether two references name the same object: the same API group, kind, namespace and name. The
+// version may differ (the API server converts between versions); the uid is checked apart, so
+// that a recreated object is refused as a uid mismatch.
+bool same_object(const owner_ref& a, const owner_ref& b) {
+  return a.kind == b.kind && a.name == b.name && a.namespace_name == b.namespace_name &&
+         a.group() == b.group();
+}
+
 std::string lower(std::string_view s) {
   std::string out(s);
   std::transform(out.begin(), out.end(), out.begin(),
@@ -235,23 +243,6 @@ int failure_code(lookup_failure f) {
   return 500;
 }
 
-std::shared_ptr<const void> owner_object::find_derived(const std::string& key) const {
-  const std::lock_guard lock(mutex_);
-  for (const auto& [k, value] : derived_) {
-    if (k == key) return value;
-  }
-  return nullptr;
-}
-
-void owner_object::keep_derived(const std::string& key, std::shared_ptr<const void> value) const {
-  const std::lock_guard lock(mutex_);
-  if (derived_.size() >= max_derived) return;
-  for (const auto& entry : derived_) {
-    if (entry.first == key) return;  // another thread made it meanwhile
-  }
-  derived_.emplace_back(key, std::move(value));
-}
-
 const json& owner_fetch::object() const {
   static const json none;
   return fetched != nullptr ? fetched->json() : none;
@@ -282,7 +273,7 @@ const owner_fetch& owner_values::keep(owner_fetch f) const {
   // In place of one held for the same object: what a walk found before it is read anew is
   // not read again (each pass of the walk starts over).
   for (auto& held : fetched_) {
-    if (held.ref == f.ref) {
+    if (same_object(held.ref, f.ref)) {
       held = std::move(f);
       held.ref.fresh = false;
       return held;
@@ -297,12 +288,8 @@ void owner_values::add_failure(owner_ref ref, lookup_failure failure, std::strin
 }
 
 const owner_fetch* owner_values::find(const owner_ref& ref) const {
-  const auto group = ref.group();
   for (const auto& f : fetched_) {
-    if (f.ref.kind == ref.kind && f.ref.name == ref.name &&
-        f.ref.namespace_name == ref.namespace_name && f.ref.group() == group) {
-      return &f;
-    }
+    if (same_object(f.ref, ref)) return &f;
   }
   if (!at_hand_) return nullptr;
   auto object = at_hand_(ref);
@@ -373,6 +360,25 @@ result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& ob
     }
   }
   return roles;
+}
+
+owner_reading read_owner(const json& object, const owner_kind& kind, const owner_ref& ref) {
+  owner_reading out;
+  out.kind_id = kind.id;
+  out.controller_namespace = ref.namespace_name;
+  out.controller = controller_of(object, ref.namespace_name);
+  if (kind.roles) out.roles = read_roles(kind, object, ref, {});
+  out.coordinator = read_coordinator(kind, object);
+  if (kind.gives_framework) out.runtime = read_runtime_settings(object, ref.display());
+  if (!kind.runtime_ref.empty()) out.trainjob = read_trainjob_settings(object, ref.display());
+  return out;
+}
+
+const std::optional<owner_ref>& owner_object::controller(std::string_view ns,
+                                                         std::optional<owner_ref>& scratch) const {
+  if (reading_ && reading_->controller_namespace == ns) return reading_->controller;
+  scratch = controller_of(value_, ns);
+  return scratch;
 }
 
 std::optional<coordinator_pod> read_coordinator(const owner_kind& kind, const json& object) {

@@ -82,6 +82,31 @@ struct volcano_pytorch_plugin {
   }
 };
 
+// JobSet's CoordinatorEndpoint, written on every Job and pod template when the JobSet names one:
+// <jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>; empty when it names none.
+std::string coordinator_endpoint(const json& js, const std::string& name,
+                                 const std::string& subdomain) {
+  const auto* c = find_path(js, {"spec", "coordinator"});
+  if (c == nullptr || !c->is_object()) return {};
+  return name + "-" + text_at(*c, {"replicatedJob"}) + "-" +
+         std::to_string(int_at(*c, {"jobIndex"}).value_or(0)) + "-" +
+         std::to_string(int_at(*c, {"podIndex"}).value_or(0)) + "." + subdomain;
+}
+
+// dependsOn: the replicatedJobs another waits for until they are Complete, which run first, to
+// the end.
+std::set<std::string> run_to_completion_first(const json& replicated_jobs) {
+  std::set<std::string> prerequisites;
+  for (const auto& rj : replicated_jobs) {
+    const auto* depends_on = member(rj, "dependsOn");
+    if (depends_on == nullptr || !depends_on->is_array()) continue;
+    for (const auto& d : *depends_on) {
+      if (text_at(d, {"status"}) == "Complete") prerequisites.insert(text_at(d, {"name"}));
+    }
+  }
+  return prerequisites;
+}
+
 struct job_builder {
   created_job& out;
   uid_source& uids;
@@ -170,22 +195,8 @@ struct job_builder {
     }
     std::int64_t global_replicas = 0;
     for (const auto& rj : *jobs) global_replicas += int_at(rj, {"replicas"}).value_or(1);
-    // CoordinatorEndpoint: written on every Job and pod template when the JobSet names one.
-    std::string coordinator;
-    if (const auto* c = find_path(js, {"spec", "coordinator"}); c != nullptr && c->is_object()) {
-      coordinator = name + "-" + text_at(*c, {"replicatedJob"}) + "-" +
-                    std::to_string(int_at(*c, {"jobIndex"}).value_or(0)) + "-" +
-                    std::to_string(int_at(*c, {"podIndex"}).value_or(0)) + "." + subdomain;
-    }
-    // dependsOn: a replicatedJob another waits for until it is Complete runs first, to the end.
-    std::set<std::string> prerequisites;
-    for (const auto& rj : *jobs) {
-      const auto* depends_on = member(rj, "dependsOn");
-      if (depends_on == nullptr || !depends_on->is_array()) continue;
-      for (const auto& d : *depends_on) {
-        if (text_at(d, {"status"}) == "Complete") prerequisites.insert(text_at(d, {"name"}));
-      }
-    }
+    const std::string coordinator = coordinator_endpoint(js, name, subdomain);
+    const auto prerequisites = run_to_completion_first(*jobs);
     std::int64_t global_index = 0;
     for (const auto& rj : *jobs) {
       const auto rj_name = text_at(rj, {"name"});

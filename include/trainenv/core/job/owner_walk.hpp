@@ -42,37 +42,7 @@ struct recognition {
 
 // What a pod's TrainJob and its runtime say (docs/contract.md §1, §2.1), for a pod recognised
 // through its Job: Pod -> Job -> JobSet -> TrainJob -> spec.runtimeRef -> (Cluster)TrainingRuntime.
-struct trainer_settings {
-  std::optional<std::string> framework;  // the runtime's framework label
-  std::string framework_source;          // "label trainer.kubeflow.org/framework of ..."
-  // The framework value the runtime's spec.mlPolicy names, for a runtime with no label: "torch",
-  // "jax", "xgboost", "flux", or for mpi its implementation's ("mpi", "intel-mpi", "mpich").
-  std::optional<std::string> ml_policy;
-  std::string ml_policy_source;  // "spec.mlPolicy.mpi of ClusterTrainingRuntime x"
-  // Processes per node: the TrainJob's spec.trainer.numProcPerNode, else the runtime's
-  // mlPolicy (mpi or torch). A number, or for torch "auto", "cpu" or "gpu".
-  std::optional<std::string> num_proc_per_node;
-  std::string nproc_source;
-  // Trainer's MPI rule: the runtime's numProcPerNode of 1, unset by the TrainJob, means "the
-  // GPUs per node" when a node has more.
-  bool nproc_one_means_gpus = false;
-  bool run_launcher_as_node = false;               // mlPolicy.mpi.runLauncherAsNode
-  std::optional<std::string> ssh_auth_mount_path;  // mlPolicy.mpi.sshAuthMountPath
-  std::string runtime;                             // "ClusterTrainingRuntime torch-distributed"
-  // mlPolicy.torch.elasticPolicy (Trainer v2.0 and v2.1 accepted it and never wired it): the
-  // bounds and restarts, each when given.
-  std::optional<std::int64_t> elastic_min;
-  std::optional<std::int64_t> elastic_max;
-  std::optional<std::int64_t> elastic_max_restarts;
-  std::string trainjob_uid;  // the job's top owner: the rendezvous id of its elastic pods
-  // The TrainJob's apiVersion and kind: its owner kind says what Trainer writes into the pods.
-  std::string trainjob_api_version;
-  std::string trainjob_kind;
-  // The env names the user sets for the trainer (the TrainJob's spec.trainer.env and the
-  // runtime's node container): what Trainer's plugins write there under those names is the user's.
-  std::vector<std::string> user_env;
-};
-// Shared with the owner object they were read from (owner_object::derived): no copy per pod.
+// Put together for each pod from what was read with the two objects (owner_reading).
 using trainer_settings_ptr = std::shared_ptr<const trainer_settings>;
 // Null when the chain ends early: a JobSet no TrainJob owns.
 [[nodiscard]] owner_step<result<trainer_settings_ptr>> trainer_runtime(const pod_view& pod,

@@ -27,8 +27,9 @@ struct injection_summary {
   std::vector<std::string> removed_env;  // a controller's entries removed (docs/contract.md §4)
 
   [[nodiscard]] bool empty() const;
-  // "PET_NNODES,WORLD_SIZE,port 29500,mount /etc/mpi,volume mpi-ssh-auth,arg --x,annotation k",
-  // cut at `max_length` characters (audit events are stored, so this is bounded).
+  // "PET_NNODES,WORLD_SIZE,port 29500,mount /etc/mpi,volume mpi-ssh-auth,arg --x,annotation k,
+  // initContainer x,dnsSearch d,removed PET_NNODES": every field, cut at `max_length` characters
+  // (audit events are stored, so this is bounded).
   [[nodiscard]] std::string describe(std::size_t max_length = 1024) const;
 };
 

@@ -8,7 +8,6 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +17,7 @@
 
 #include "trainenv/core/model/owner_ref.hpp"
 #include "trainenv/core/policy/template.hpp"
+#include "trainenv/core/policy/trainer_settings.hpp"
 #include "trainenv/core/text/result.hpp"
 
 namespace trainenv::core {
@@ -181,39 +181,7 @@ inline constexpr std::size_t lookup_failure_count = 10;         // the enumerato
 // is gone or was replaced, 500 trainenv's own access was refused, 503 a retry may succeed.
 [[nodiscard]] int failure_code(lookup_failure f);
 
-// An owner object as read, with what the walk derives from it kept beside it. The shell's cache
-// hands the same owner_object to every admission until it reads the object again, so a JobSet's
-// roles or a TrainJob's runtime settings are derived once per read, not once per pod.
-class owner_object {
- public:
-  explicit owner_object(nlohmann::json value) : value_(std::move(value)) {}
-  owner_object(const owner_object&) = delete;
-  owner_object& operator=(const owner_object&) = delete;
-  ~owner_object() = default;
-
-  [[nodiscard]] const nlohmann::json& json() const { return value_; }
-
-  // What `make()` derives from this object, made once per `key` and kept while the object lives.
-  // `key` must name every other input `make` reads. At most `max_derived` are kept (a key with
-  // the pod's own role in it is the pod's to choose); past that, `make()` runs each time.
-  // Safe to call from several threads at once.
-  template <class T, class Make>
-  [[nodiscard]] std::shared_ptr<const T> derived(const std::string& key, Make make) const {
-    if (auto kept = find_derived(key)) return std::static_pointer_cast<const T>(std::move(kept));
-    auto made = std::make_shared<const T>(make());
-    keep_derived(key, made);
-    return made;
-  }
-  static constexpr std::size_t max_derived = 16;
-
- private:
-  [[nodiscard]] std::shared_ptr<const void> find_derived(const std::string& key) const;
-  void keep_derived(const std::string& key, std::shared_ptr<const void> value) const;
-
-  nlohmann::json value_;
-  mutable std::mutex mutex_;  // guards derived_
-  mutable std::vector<std::pair<std::string, std::shared_ptr<const void>>> derived_;
-};
+class owner_object;  // below: an object as read, with what the walk reads of it
 
 // The owner objects fetched for one pod so far, or why one could not be.
 struct owner_fetch {
@@ -283,6 +251,55 @@ struct coordinator_pod {
   std::string role;
   std::int64_t job_index = 0;
   std::int64_t pod_index = 0;
+};
+
+// What the owner walk reads from one object, read with the object (owner_object's reading
+// constructor) rather than for each pod: the shell's cache hands the same owner_object to every
+// pod of a job until it reads the object again, so a JobSet's roles or a TrainJob's runtime
+// settings are read once per GET. Nothing is kept or computed later: an owner_object is a value.
+struct owner_reading {
+  std::uint64_t kind_id = 0;         // the kind it was read as (owner_kind::id)
+  std::string controller_namespace;  // the namespace its controller was read in
+  std::optional<owner_ref> controller;
+  // Every role, when the kind gives counts; a kind of one role (a batch Job) reads it unnamed, as
+  // it is the pod's own role.
+  std::optional<result<std::vector<role_pods>>> roles;
+  std::optional<coordinator_pod> coordinator;
+  std::optional<trainer_settings> runtime;    // a kind that gives the framework (a runtime)
+  std::optional<trainjob_settings> trainjob;  // a kind with a runtimeRef (a TrainJob)
+};
+
+// Reads `object`, of `kind`, named by `ref`: every field of owner_reading the kind has.
+[[nodiscard]] owner_reading read_owner(const nlohmann::json& object, const owner_kind& kind,
+                                       const owner_ref& ref);
+
+// An owner object as the API server gave it, and what the walk reads of it. Not copyable:
+// role_pods::pod_template points into it.
+class owner_object {
+ public:
+  // Not read as any kind (an object from a test, or an --owners file): the walk reads what it
+  // needs of it for each pod.
+  explicit owner_object(nlohmann::json value) : value_(std::move(value)) {}
+  // Read as `kind`, the object `ref` names: the walk takes what it needs from the reading.
+  owner_object(nlohmann::json value, const owner_kind& kind, const owner_ref& ref)
+      : value_(std::move(value)), reading_(read_owner(value_, kind, ref)) {}
+  owner_object(const owner_object&) = delete;
+  owner_object& operator=(const owner_object&) = delete;
+  ~owner_object() = default;
+
+  [[nodiscard]] const nlohmann::json& json() const { return value_; }
+  // What was read of it as `kind`; null when it was read as no kind or as another (a kind
+  // reloaded with other fields since, or one built by hand, whose id is 0).
+  [[nodiscard]] const owner_reading* reading(const owner_kind& kind) const {
+    return reading_ && kind.id != 0 && reading_->kind_id == kind.id ? &*reading_ : nullptr;
+  }
+  // Its controller, read in namespace `ns`: as read with it, or now into `scratch`.
+  [[nodiscard]] const std::optional<owner_ref>& controller(std::string_view ns,
+                                                           std::optional<owner_ref>& scratch) const;
+
+ private:
+  nlohmann::json value_;
+  std::optional<owner_reading> reading_;
 };
 
 // The pod counts a pod's owners give, and the object that gave them (whose kind names its pods).

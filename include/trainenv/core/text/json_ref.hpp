@@ -56,19 +56,25 @@ class json_ref {
   // The member `key` of an object, as it is (null included); none when absent.
   [[nodiscard]] json_ref find(std::string_view key) const;
 
+  // An iterator over simdjson's `At` that gives each place as `Value` (read_at): an array's
+  // items and an object's members are walked alike.
+  template <class At, class Value>
+  class cursor;
+  struct member_entry;
   // An array's items, in order; nothing for anything else.
-  class iterator;
+  using iterator = cursor<simdjson::dom::array::iterator, json_ref>;
   [[nodiscard]] iterator begin() const;
   [[nodiscard]] iterator end() const;
   // An object's members, in the order written: `for (const auto [key, value] : r.members())`.
-  struct member_entry;
-  class member_iterator;
+  using member_iterator = cursor<simdjson::dom::object::iterator, member_entry>;
   struct member_range;
   [[nodiscard]] member_range members() const;
 
   [[nodiscard]] simdjson::dom::element element() const { return element_; }
 
  private:
+  [[nodiscard]] static json_ref read_at(const simdjson::dom::array::iterator& at);
+  [[nodiscard]] static member_entry read_at(const simdjson::dom::object::iterator& at);
   [[nodiscard]] bool is(simdjson::dom::element_type t) const {
     return present_ && element_.type() == t;
   }
@@ -77,57 +83,44 @@ class json_ref {
   bool present_ = false;
 };
 
-class json_ref::iterator {
- public:
-  using iterator_category = std::input_iterator_tag;
-  using value_type = json_ref;
-  using difference_type = std::ptrdiff_t;
-  using pointer = void;
-  using reference = json_ref;
-
-  iterator() = default;
-  explicit iterator(simdjson::dom::array::iterator at) : at_(at) {}
-  json_ref operator*() const { return json_ref(*at_); }
-  iterator& operator++() {
-    ++at_;
-    return *this;
-  }
-  iterator operator++(int) {
-    auto before = *this;
-    ++at_;
-    return before;
-  }
-  bool operator==(const iterator& other) const { return at_ == other.at_; }
-
- private:
-  simdjson::dom::array::iterator at_;
-};
-
 struct json_ref::member_entry {
   std::string_view key;
   json_ref value;
 };
 
-class json_ref::member_iterator {
+template <class At, class Value>
+class json_ref::cursor {
  public:
   using iterator_category = std::input_iterator_tag;
-  using value_type = member_entry;
+  using value_type = Value;
   using difference_type = std::ptrdiff_t;
   using pointer = void;
-  using reference = member_entry;
+  using reference = Value;
 
-  member_iterator() = default;
-  explicit member_iterator(simdjson::dom::object::iterator at) : at_(at) {}
-  member_entry operator*() const { return {at_.key(), json_ref(at_.value())}; }
-  member_iterator& operator++() {
+  cursor() = default;
+  explicit cursor(At at) : at_(at) {}
+  Value operator*() const { return json_ref::read_at(at_); }
+  cursor& operator++() {
     ++at_;
     return *this;
   }
-  bool operator==(const member_iterator& other) const { return at_ == other.at_; }
+  cursor operator++(int) {
+    auto before = *this;
+    ++at_;
+    return before;
+  }
+  bool operator==(const cursor& other) const { return at_ == other.at_; }
 
  private:
-  simdjson::dom::object::iterator at_;
+  At at_;
 };
+
+inline json_ref json_ref::read_at(const simdjson::dom::array::iterator& at) {
+  return json_ref(*at);
+}
+inline json_ref::member_entry json_ref::read_at(const simdjson::dom::object::iterator& at) {
+  return {at.key(), json_ref(at.value())};
+}
 
 struct json_ref::member_range {
   member_iterator first, last;
