@@ -24,6 +24,7 @@
 #include "test_certs.hpp"
 #include "trainenv/core/model/admission.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
+#include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/server/kube_client.hpp"
 #include "trainenv/server/owner_cache.hpp"
 
@@ -753,6 +754,44 @@ TEST_CASE("owner cache: hits within the TTL, a refetch after it", "[kube]") {
   REQUIRE(third.ok());
   CHECK(third.source == server::lookup_source::fetched);
   CHECK(api.gets(jobset_path) == 2);
+}
+
+TEST_CASE("owner cache: an object is stored read as the kind its lookup asked for", "[kube]") {
+  // What the walk needs of an owner is read once, when its GET returns: every hit after it hands
+  // out the same reading, and nothing is read again per pod.
+  auto loaded = inputs::load_policy_dir(TRAINENV_POLICIES_DIR);
+  REQUIRE(loaded.errors.empty());
+  const auto& kinds = loaded.policies->owner_kinds();
+  const auto* kind = kinds.find("jobset.x-k8s.io/v1alpha2", "JobSet");
+  REQUIRE(kind != nullptr);
+  const core::owner_ref ref{"jobset.x-k8s.io/v1alpha2", "JobSet", "team-a", "gpt", jobset_uid};
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  io_threads io;
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()),
+                            {.ttl = 10s});
+  const stop_first stop_io{io};
+  int reads = 0;
+  const server::object_reader read = [&](json value) {
+    ++reads;
+    return std::make_shared<const core::owner_object>(std::move(value), *kind, ref);
+  };
+  auto first = io.run(cache.get(jobset_path, jobset_uid, 2000ms, false, read));
+  REQUIRE(first.ok());
+  const auto* reading = first.object->reading(*kind);
+  REQUIRE(reading != nullptr);
+  REQUIRE(reading->roles);
+  REQUIRE(*reading->roles);
+  CHECK_FALSE((*reading->roles)->empty());
+  auto hit = io.run(cache.get(jobset_path, jobset_uid, 2000ms, false, read));
+  REQUIRE(hit.ok());
+  CHECK(hit.source == server::lookup_source::cached);
+  CHECK(hit.object->reading(*kind) == reading);  // the stored reading itself
+  CHECK(reads == 1);
+  // Without a reader the client stores the object read as no kind: the walk reads it per pod.
+  auto plain = io.run(make_client(io, api.credentials()).get(jobset_path));
+  REQUIRE(plain.ok());
+  CHECK(plain.object->reading(*kind) == nullptr);
 }
 
 TEST_CASE("owner cache: the size bound evicts the entry that expires first", "[kube]") {
