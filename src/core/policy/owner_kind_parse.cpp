@@ -422,8 +422,8 @@ class owner_kind_parser {
 
 result<owner_kind> parse_owner_kind(const json& document, std::string_view source) {
   auto kind = owner_kind_parser(source).parse(document);
-  // What the kind says, as a number: a kind read again unchanged derives the same values from an
-  // object, one with other fields never finds what another derived. No process-wide counter.
+  // What the kind says, as a number: an object read as a kind that was reloaded unchanged keeps
+  // its reading; one reloaded with other fields never takes a reading made under the old one.
   if (kind) kind->id = std::hash<std::string>{}(document.dump()) | 1U;
   return kind;
 }

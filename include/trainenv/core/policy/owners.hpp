@@ -131,9 +131,9 @@ struct owner_kind {
   std::string wired_by;
   member_path runtime_ref;       // a TrainJob: where its runtimeRef sits
   bool gives_framework = false;  // a (Cluster)TrainingRuntime: its labels name the framework
-  // What the kind's document says, hashed (parse_owner_kind): what is derived from an object by
-  // its kind is kept under it, so that a kind reloaded with other fields never finds what an
-  // earlier one derived. 0 for a kind built by hand.
+  // What the kind's document says, hashed (parse_owner_kind): an owner_reading names the kind it
+  // was read as by this, so that a kind reloaded with other fields never takes a reading made
+  // under an earlier one. 0 for a kind built by hand (whose readings are never taken).
   std::uint64_t id = 0;
 
   // "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets/bert" (core group: "/api/v1/...").
@@ -187,7 +187,7 @@ class owner_object;  // below: an object as read, with what the walk reads of it
 struct owner_fetch {
   owner_ref ref;
   // When fetched: shared with whoever holds it (the shell's cache), so a walk copies no JSON and
-  // finds what earlier walks derived from it.
+  // takes what was read of it when it was fetched.
   std::shared_ptr<const owner_object> fetched;
   std::optional<lookup_failure> failure;  // when not
   std::string detail;                     // the API's own words ("jobsets ... not found"), if any
