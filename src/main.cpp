@@ -18,11 +18,22 @@
 #include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/inputs/preview.hpp"
+#include "trainenv/server/api_access.hpp"
 #include "trainenv/server/kube_client.hpp"
 #include "trainenv/server/logging.hpp"
 #include "trainenv/server/owner_lookup.hpp"
 #include "trainenv/server/server.hpp"
 #include "trainenv/server/state.hpp"
+
+// jemalloc's options (when it is the allocator; under a sanitizer nothing reads this): one arena
+// for every thread, so that what one thread frees after a large request serves the next one on
+// any thread, rather than each thread keeping its own peak. Four threads under
+// tests/server/test_memory.cpp's flood: a peak of 413 MiB with an arena per thread, 248 MiB with
+// one; no cost measurable in requests per second (docs/security.md, "Budgets").
+extern "C" {
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables): jemalloc's interface
+const char* malloc_conf = "narenas:1";
+}
 
 namespace {
 
@@ -71,21 +82,6 @@ core::result<inputs::owner_file> read_owners(const std::string& path) {
   return inputs::owner_file::parse(text.str(), path);
 }
 
-// An owner cache on `ioc` for `credentials`, counting what it does in `m`, or the reason it
-// cannot be made.
-core::result<server::owner_cache> make_owner_cache(boost::asio::io_context& ioc,
-                                                   inputs::kube_credentials credentials,
-                                                   server::owner_cache_options options,
-                                                   server::metrics& m) {
-  server::kube_client_options client_options;
-  client_options.events = &m;
-  auto client =
-      server::kube_client::create(ioc.get_executor(), std::move(credentials), client_options);
-  if (!client) return std::move(client).take_error();
-  options.events = &m;
-  return server::owner_cache(ioc.get_executor(), std::move(*client), options);
-}
-
 // Owners are read from the API when there is access (or from --owners FILE); without, a pod
 // whose counts only its owners give is denied (sizing fails closed), which the start-up line
 // says once. An error: serve cannot start.
@@ -97,6 +93,12 @@ core::result<bool> wire_owner_lookups(const inputs::serve_config& config,
   if (!credentials) return std::move(credentials).take_error();
   state.owners.budget = config.lookup_timeout;
   state.cluster_domain = config.cluster_domain;
+  const bool previews_listener = !config.preview_listen.host.empty();
+  if (previews_listener && !*credentials) {
+    return core::error{
+        "--preview-listen needs API access (in a cluster, or --kubeconfig): its previews read the "
+        "cluster with their caller's token, checked by TokenReview"};
+  }
   if (!config.owners.empty()) {
     auto owners = read_owners(config.owners);
     if (!owners) return core::error{"--owners " + owners.message()};
@@ -106,14 +108,19 @@ core::result<bool> wire_owner_lookups(const inputs::serve_config& config,
   } else if (*credentials) {
     const auto server_url = (*credentials)->server_url();
     const auto source = (*credentials)->source;
-    auto cache = make_owner_cache(
-        ioc, std::move(**credentials),
-        {.ttl = config.owner_cache_ttl, .max_entries = config.owner_cache_entries}, state.metrics);
-    if (!cache) return std::move(cache).take_error();
-    state.owners.cache.emplace(std::move(*cache));
-    spdlog::info("owner lookups: {} ({}), budget {} ms per pod, cached {} ms, {} objects at most",
-                 server_url, source, config.lookup_timeout.count(), config.owner_cache_ttl.count(),
-                 config.owner_cache_entries);
+    const server::api_access_options options{.lookup_budget = config.lookup_timeout,
+                                             .cache_ttl = config.owner_cache_ttl,
+                                             .cache_bytes = config.owner_cache_bytes,
+                                             .previews = previews_listener};
+    if (auto connected = server::connect_api(ioc, state, **credentials, options); !connected)
+      return connected;
+    spdlog::info(
+        "owner lookups: {} ({}), budget {} ms per pod, cached {} ms, {} bytes at most; previews "
+        "{}",
+        server_url, source, config.lookup_timeout.count(), config.owner_cache_ttl.count(),
+        config.owner_cache_bytes,
+        previews_listener ? "on --preview-listen, read with the caller's token"
+                          : "off (no --preview-listen)");
   } else {
     spdlog::warn(
         "owner lookups: no API access (no --kubeconfig, KUBERNETES_SERVICE_HOST unset): pods "
@@ -133,6 +140,8 @@ int run_serve(const std::vector<std::string>& args) {
   server::setup_logging(config.log_format, config.log_level);
 
   server::server_state state;
+  state.memory = std::make_unique<server::memory_budget>(
+      server::memory_budget::options{.bytes = config.max_request_memory});
   auto loaded = inputs::load_policy_dir(config.policies);
   if (!loaded.errors.empty()) {
     for (const auto& e : loaded.errors) spdlog::critical("policy error: {}", e);
@@ -142,7 +151,8 @@ int run_serve(const std::vector<std::string>& args) {
   }
   state.policies.publish(loaded.policies);
 
-  const server::tls_files tls_files{config.tls_cert, config.tls_key, config.client_ca};
+  const server::tls_files tls_files{config.tls_cert, config.tls_key, config.client_ca,
+                                    config.client_names};
   auto bundle = server::load_server_tls(tls_files);
   if (!bundle) {
     spdlog::critical("not starting: {}", bundle.message());
@@ -172,7 +182,7 @@ int run_serve(const std::vector<std::string>& args) {
 
   server::session_threads sessions(ioc, threads);
   server::server server(ioc, server::limits_from(config), state, &sessions);
-  auto bound = server.start(config.listen, config.metrics_listen);
+  auto bound = server.start(config.listen, config.metrics_listen, config.preview_listen);
   if (!bound) {
     spdlog::critical("not starting: {}", bound.message());
     return exit_violation;
@@ -204,16 +214,19 @@ int run_serve(const std::vector<std::string>& args) {
   spdlog::info("config {} loaded=[{}] threads_running={}", inputs::describe(config), policy_names,
                threads);
   spdlog::info("certificate serial {} valid until {}", bundle->serial, bundle->not_after);
-  spdlog::info("listening https={}:{} http={}:{}", bound->tls.address().to_string(),
-               bound->tls.port(), bound->plain.address().to_string(), bound->plain.port());
+  spdlog::info("listening https={}:{} http={}:{}{}", bound->tls.address().to_string(),
+               bound->tls.port(), bound->plain.address().to_string(), bound->plain.port(),
+               bound->preview ? " previews=" + bound->preview->address().to_string() + ":" +
+                                    std::to_string(bound->preview->port())
+                              : std::string());
   state.set_ready(true);
 
   ioc.run();
   // Before the server goes: no connection's thread may still run. The connections the drain's
   // deadline cut short end with their io_contexts.
   sessions.stop();
-  // The API client's pooled connections are sockets of `ioc`: closed before it is destroyed.
-  state.owners.cache.reset();
+  // The API clients' pooled connections are sockets of `ioc`: closed before it is destroyed.
+  server::disconnect_api(state);
   spdlog::info("stopped");
   server::stop_logging();
   return exit_ok;
@@ -238,10 +251,13 @@ core::result<server::owner_lookup> cli_owners(const inputs::preview_config& conf
   } else if (!config.kubeconfig.empty()) {
     auto credentials = api_credentials(config.kubeconfig, false);
     if (!credentials) return std::move(credentials).take_error();
-    auto cache =
-        make_owner_cache(ioc, std::move(**credentials), {.ttl = std::chrono::milliseconds(0)}, m);
-    if (!cache) return std::move(cache).take_error();
-    lookup.cache.emplace(std::move(*cache));
+    server::kube_client_options client_options;
+    client_options.events = &m;
+    auto client =
+        server::kube_client::create(ioc.get_executor(), std::move(**credentials), client_options);
+    if (!client) return std::move(client).take_error();
+    lookup.cache.emplace(ioc.get_executor(), std::move(*client),
+                         server::owner_cache_options{.ttl = std::chrono::milliseconds(0)});
   }
   return lookup;
 }
@@ -260,7 +276,7 @@ int run_job_preview(const inputs::preview_config& config, const core::policy_set
   lookup.cache.reset();  // its pooled connections are sockets of `ioc`
   core::mutate_options options;
   options.cluster_domain = config.cluster_domain;
-  auto preview = core::preview_job(*job, given, policies, core::max_preview_pods, options);
+  auto preview = core::preview_job(*job, given, policies, core::cli_preview_bounds, options);
   if (!preview) {
     std::cerr << preview.message() << "\n";
     return exit_usage;

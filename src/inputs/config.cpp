@@ -211,6 +211,42 @@ value_kind endpoint_value(endpoint_spec& target) {
           [&target] { return endpoint_text(target); }};
 }
 
+// An address that may be left unset (its host empty): the help shows the flag's `unset`.
+value_kind optional_endpoint_value(endpoint_spec& target) {
+  return {[&target](const std::string& v) {
+            auto parsed = parse_endpoint(v);
+            if (!parsed) return parsed.message();
+            target = *parsed;
+            return std::string();
+          },
+          [&target] { return target.host.empty() ? std::string() : endpoint_text(target); }};
+}
+
+// Comma-separated names, each a DNS subdomain or a certificate's CN (printable, no comma).
+value_kind names_value(std::vector<std::string>& target) {
+  return {
+      [&target](const std::string& v) {
+        std::vector<std::string> names;
+        std::size_t start = 0;
+        while (start <= v.size()) {
+          const auto comma = std::min(v.find(',', start), v.size());
+          const auto name = core::trim(std::string_view(v).substr(start, comma - start));
+          if (name.empty() || name.size() > 253 ||
+              !std::all_of(name.begin(), name.end(), [](char c) { return c > ' ' && c < 0x7f; }))
+            return std::string("expected names separated by commas, e.g. kube-apiserver");
+          names.emplace_back(name);
+          start = comma + 1;
+        }
+        target = std::move(names);
+        return std::string();
+      },
+      [&target] {
+        std::string out;
+        for (const auto& n : target) out += (out.empty() ? "" : ",") + n;
+        return out;
+      }};
+}
+
 value_kind choice_value(std::string& target, const std::vector<std::string>& choices) {
   return {[&target, choices](const std::string& v) {
             for (const auto& c : choices) {
@@ -248,9 +284,23 @@ std::vector<flag> serve_flags(serve_config& c) {
       {{"--tls-key"}, "FILE", "its private key, PEM", string_value(c.tls_key)},
       {{"--client-ca"},
        "FILE",
-       "require client certificates signed by this CA",
+       "require client certificates signed by this CA on --listen (a CA of their own: any "
+       "certificate it signed gets in, unless --client-names says which)",
        string_value(c.client_ca),
        "none"},
+      {{"--client-names"},
+       "NAMES",
+       "with --client-ca, only certificates that name one of these, comma-separated (their DNS "
+       "names, else their common name), e.g. kube-apiserver",
+       names_value(c.client_names),
+       "any"},
+      {{"--preview-listen"},
+       "HOST:PORT",
+       "HTTPS address of /preview and /preview/job for a server that reads from the API: each "
+       "request needs the caller's bearer token (checked by TokenReview) and reads the cluster "
+       "with it, never with the webhook's rights",
+       optional_endpoint_value(c.preview_listen),
+       "off; without API access the previews are served on --listen"},
       {{"--policies"}, "DIR", "policy directory", string_value(c.policies)},
       {{"--metrics-listen"},
        "HOST:PORT",
@@ -267,8 +317,17 @@ std::vector<flag> serve_flags(serve_config& c) {
       {{"--threads"}, "N", "I/O threads", count_value(c.threads, 1, 256), "one per core"},
       {{"--max-body-bytes"},
        "N",
-       "largest request body; larger ones get 413",
+       "largest /mutate body; larger ones get 413",
        count_value(c.max_body_bytes, 1024, std::size_t{1} << 30)},
+      {{"--max-preview-body-bytes"},
+       "N",
+       "largest /preview and /preview/job body; larger ones get 413",
+       count_value(c.max_preview_body_bytes, 1024, std::size_t{64} * 1024 * 1024)},
+      {{"--max-request-memory"},
+       "N",
+       "bytes the requests in flight may hold at once (bodies, what is parsed of them, the API's "
+       "answers); a request waits for its share within its read timeout, then gets 503",
+       count_value(c.max_request_memory, std::size_t{16} * 1024 * 1024, std::size_t{1} << 40)},
       {{"--max-header-bytes"},
        "N",
        "largest request header block; larger ones get 431",
@@ -287,8 +346,16 @@ std::vector<flag> serve_flags(serve_config& c) {
        seconds_value(c.handshake_timeout)},
       {{"--max-connections"},
        "N",
-       "open connections, both listeners; more are closed at once",
+       "open connections on --listen; more are closed at once",
        count_value(c.max_connections, 1, 1'000'000)},
+      {{"--max-preview-connections"},
+       "N",
+       "open connections on --preview-listen; more are closed at once",
+       count_value(c.max_preview_connections, 1, 1'000'000)},
+      {{"--max-metrics-connections"},
+       "N",
+       "open connections on --metrics-listen; more are closed at once",
+       count_value(c.max_metrics_connections, 1, 1'000'000)},
       {{"--drain-delay"},
        "SECONDS",
        "on SIGTERM/SIGINT, keep serving this long with /readyz at 503",
@@ -310,10 +377,10 @@ std::vector<flag> serve_flags(serve_config& c) {
        "SECONDS",
        "how long an owner object read is reused",
        seconds_value(c.owner_cache_ttl)},
-      {{"--owner-cache-entries"},
+      {{"--owner-cache-bytes"},
        "N",
-       "owner objects kept at most; beyond it, those that expire first go",
-       count_value(c.owner_cache_entries, 1, 10'000'000)},
+       "memory the cached owner objects may take; beyond it, those that expire first go",
+       count_value(c.owner_cache_bytes, std::size_t{1024} * 1024, std::size_t{1} << 40)},
       {{"--owners"},
        "FILE",
        "read pods' owners from this file (YAML documents or a kubectl List), not the API: a local "
@@ -397,9 +464,11 @@ std::string serve_help() {
   serve_config defaults;
   return "Usage: trainenv serve [flags]\n"
          "\n"
-         "Runs the admission webhook: POST /mutate and /preview, GET /healthz and /readyz over "
-         "HTTPS,\n"
-         "and /metrics, /healthz, /readyz over plain HTTP on --metrics-listen.\n"
+         "Runs the admission webhook: POST /mutate, GET /healthz and /readyz over HTTPS on\n"
+         "--listen, and /metrics, /healthz, /readyz over plain HTTP on --metrics-listen. The\n"
+         "previews (POST /preview, /preview/job) read the cluster as their caller: a server with\n"
+         "API access serves them only on --preview-listen, with the caller's bearer token; one\n"
+         "without (a local server, owners from --owners or none) on --listen.\n"
          "\n"
          "Flags:\n" +
          render_flags(serve_flags(defaults));
@@ -455,6 +524,12 @@ parsed<serve_config> parse_serve(const std::vector<std::string>& args) {
   auto failure = parse_flags(args, serve_flags(c), serve_help(), nullptr);
   if (!failure && !c.owners.empty() && !c.kubeconfig.empty())
     failure = parse_failure{false, "give --owners or --kubeconfig, not both"};
+  if (!failure && !c.client_names.empty() && c.client_ca.empty())
+    failure = parse_failure{false, "--client-names needs --client-ca (the CA that signs them)"};
+  if (!failure && !c.preview_listen.host.empty() && !c.owners.empty())
+    failure = parse_failure{false,
+                            "--preview-listen is for a server that reads from the API; with "
+                            "--owners the previews are served on --listen"};
   return finish(std::move(c), std::move(failure));
 }
 

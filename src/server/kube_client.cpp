@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <boost/asio/as_tuple.hpp>
@@ -24,7 +25,9 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/json_text.hpp"
+#include "trainenv/server/memory_budget.hpp"
 
 namespace trainenv::server {
 
@@ -119,12 +122,22 @@ struct connection {
 
 // Object paths are made of DNS-1123 names, resources and API versions. Anything else (a CR or
 // LF from a hostile ownerReference could split the request) never reaches the wire.
+// The core checks names before it asks for an object (core::unreadable_reference); this is the
+// last line: no empty, "." or ".." segment either, which a server or a proxy would resolve.
 bool is_api_path(std::string_view path) {
   if (path.empty() || path.front() != '/' || path.size() > 1024) return false;
-  return std::all_of(path.begin(), path.end(), [](char c) {
+  const bool characters_ok = std::all_of(path.begin(), path.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '/' || c == '-' || c == '.' ||
            c == '_' || c == ':' || c == '~';
   });
+  if (!characters_ok) return false;
+  for (std::size_t start = 1; start <= path.size();) {
+    const auto end = std::min(path.find('/', start), path.size());
+    const auto segment = path.substr(start, end - start);
+    if (segment.empty() || segment == "." || segment == "..") return false;
+    start = end + 1;
+  }
+  return true;
 }
 
 // The Status object's message when the body is one, else the status line.
@@ -141,10 +154,18 @@ std::string failure_message(unsigned code, std::string_view reason, const std::s
   return out;
 }
 
+// One request to the API server: a GET of an object, or a POST of a JSON body.
+struct api_call {
+  http::verb method = http::verb::get;
+  std::string path;
+  std::string body;  // a POST's
+};
+
 struct attempt {
   lookup_result result;
-  nlohmann::json value;      // a 200: the object, made into result.object by the lookup's reader
-  bool retry_fresh = false;  // a reused connection failed before any answer: try a new one
+  memory_budget::share held;  // the answer's share of the memory budget, until it is kept
+  nlohmann::json value;       // a 200: the object, made into result.object by the lookup's reader
+  bool retry_fresh = false;   // a reused connection failed before any answer: try a new one
   std::shared_ptr<connection> reusable;  // the connection, when the answer leaves it open
 };
 
@@ -221,9 +242,15 @@ struct kube_client::state {
     (void)slots.try_send(boost::system::error_code{});  // never full: one token per slot taken
   }
 
-  asio::awaitable<attempt> exchange(std::shared_ptr<connection> c, bool reused, std::string path,
+  asio::awaitable<attempt> exchange(std::shared_ptr<connection> c, bool reused, api_call call,
                                     std::string token, clock_type::time_point deadline,
                                     std::chrono::milliseconds budget);
+
+  // One call within the budget: a slot, a connection (kept alive), a retry on a fresh connection
+  // when a kept one was closed under it, and (with the client's own token) one more after a 401
+  // with the token read again. `token` empty: the client's own.
+  asio::awaitable<attempt> call(api_call what, const std::string& caller_token,
+                                std::chrono::milliseconds budget);
 
   asio::any_io_executor executor;
   inputs::kube_credentials credentials;
@@ -241,7 +268,7 @@ struct kube_client::state {
 // scatter the shared deadline, so the complexity check is waived here.
 // NOLINTNEXTLINE(readability-function-cognitive-complexity)
 asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection> c, bool reused,
-                                                      std::string path, std::string token,
+                                                      api_call call, std::string token,
                                                       clock_type::time_point deadline,
                                                       std::chrono::milliseconds budget) {
   attempt out;
@@ -311,19 +338,24 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
   }
   socket.expires_at(deadline);
 
-  http::request<http::empty_body> request{http::verb::get, credentials.base_path + path, 11};
+  http::request<http::string_body> request{call.method, credentials.base_path + call.path, 11};
   request.set(http::field::host, host_header);
   request.set(http::field::user_agent, user_agent);
   request.set(http::field::accept, "application/json");
   if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
+  if (call.method == http::verb::post) {
+    request.set(http::field::content_type, "application/json");
+    request.body() = std::move(call.body);
+    request.prepare_payload();
+  }
   if (options.events != nullptr) options.events->count(counter::api_requests);
   http::response_parser<http::string_body> parser;
   parser.header_limit(max_header_bytes);
   parser.body_limit(options.max_response_bytes);
   const auto lost = [&](const boost::system::error_code& ec, const char* phase) {
     if (auto t = timed_out(ec, phase)) return std::move(*t);
-    // The server may close a kept-alive connection at any time; the GET was not answered, and
-    // GET is idempotent, so a fresh connection may try again.
+    // The server may close a kept-alive connection at any time; the request was not answered,
+    // and both a GET and a TokenReview change nothing, so a fresh connection may try again.
     if (reused && !parser.got_some()) out.retry_fresh = true;
     if (ec == http::error::body_limit) {
       const auto announced = parser.content_length();
@@ -343,8 +375,36 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
       ec) {
     co_return lost(ec, "waiting for the answer");
   }
-  if (auto [ec, n] = co_await http::async_read(c->stream, c->buffer, parser, use_nothrow); ec) {
-    co_return lost(ec, "reading the answer");
+  // The answer's share of the memory budget, taken before its body is read: what it announces,
+  // else (chunked) a step at a time as it comes, times what parsing it costs. The connection is
+  // closed when the share cannot be had: the rest of the answer is not read.
+  memory_budget::share held;
+  const auto share_for = [&](std::size_t body_bytes) -> asio::awaitable<bool> {
+    if (options.memory == nullptr) co_return true;
+    const auto wanted = body_bytes * memory_budget::built_factor;
+    if (wanted <= held.bytes()) co_return true;
+    auto more = co_await options.memory->take(wanted - held.bytes(), deadline);
+    if (!more) co_return false;
+    held.absorb(std::move(*more));
+    co_return true;
+  };
+  const auto over_budget = [&](std::size_t body_bytes) {
+    out.result.failure = lookup_failure::too_large;
+    out.result.message = "an answer of " + std::to_string(body_bytes) +
+                         " bytes found no room in the memory budget (--max-request-memory) " +
+                         "within the lookup's budget";
+    return std::move(out);
+  };
+  constexpr std::size_t step = std::size_t{256} * 1024;
+  const auto announced = parser.content_length();
+  if (!co_await share_for(announced ? static_cast<std::size_t>(*announced) : step)) {
+    co_return over_budget(announced ? static_cast<std::size_t>(*announced) : step);
+  }
+  while (!parser.is_done()) {
+    auto [ec, n] = co_await http::async_read_some(c->stream, c->buffer, parser, use_nothrow);
+    if (ec) co_return lost(ec, "reading the answer");
+    const auto have = parser.get().body().size() + c->buffer.size();
+    if (!announced && !co_await share_for(have + step)) co_return over_budget(have + step);
   }
 
   auto& response = parser.get();
@@ -354,12 +414,13 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
     beast::get_lowest_layer(c->stream).expires_never();
     out.reusable = std::move(c);
   }
-  if (code == 200) {
+  if (code == 200 || code == 201) {
     auto parsed = core::parse_json(response.body());
     if (!parsed)
       co_return fail(lookup_failure::malformed, "answer is not JSON: " + parsed.message());
     if (!parsed->is_object()) co_return fail(lookup_failure::malformed, "answer is not an object");
     out.value = std::move(*parsed);
+    out.held = std::move(held);
     co_return out;
   }
   const auto failure = code == 401   ? lookup_failure::unauthorized
@@ -401,68 +462,152 @@ core::result<kube_client> kube_client::create(asio::any_io_executor executor,
                                              std::move(options), std::move(context)));
 }
 
-asio::awaitable<lookup_result> kube_client::get(std::string path, std::chrono::milliseconds budget,
-                                                object_reader read) const {
-  const auto s = state_;
+namespace {
+
+// What no reading of an owner uses, and what makes most of a large object's bytes: dropped
+// before the object is kept, so the cache holds only what its readings use.
+void drop_unread(nlohmann::json& object) {
+  object.erase("status");
+  const auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return;
+  metadata->erase("managedFields");
+  const auto annotations = metadata->find("annotations");
+  if (annotations != metadata->end() && annotations->is_object())
+    annotations->erase("kubectl.kubernetes.io/last-applied-configuration");
+}
+
+lookup_result failure_result(lookup_failure failure, std::string message) {
+  lookup_result out;
+  out.failure = failure;
+  out.message = std::move(message);
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<attempt> kube_client::state::call(api_call what, const std::string& caller_token,
+                                                  std::chrono::milliseconds budget) {
   const auto start = clock_type::now();
   const auto deadline = start + budget;
-  if (!is_api_path(path)) {
-    lookup_result invalid;
-    invalid.failure = lookup_failure::not_found;  // no object can have such a path
-    invalid.message = "not an API object path: " + core::quote(path);
-    co_return invalid;
-  }
-  auto slot = co_await s->take_slot(deadline);
+  auto slot = co_await take_slot(deadline);
   if (!slot) {
-    lookup_result busy;
-    busy.failure = lookup_failure::timeout;
-    busy.message = "all " + std::to_string(s->options.max_connections) +
-                   " connections to the API server were busy for the lookup's budget (" +
-                   std::to_string(budget.count()) + " ms)";
-    busy.latency = std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start);
+    attempt busy;
+    busy.result = failure_result(lookup_failure::timeout,
+                                 "all " + std::to_string(options.max_connections) +
+                                     " connections to the API server were busy for the lookup's "
+                                     "budget (" +
+                                     std::to_string(budget.count()) + " ms)");
     co_return busy;
   }
   // The slot goes back however this ends: with the connection when its last answer left it open.
   struct slot_return {
-    std::shared_ptr<state> s;
+    state* s;
     std::shared_ptr<connection> keep;
     ~slot_return() { s->give_back(std::move(keep)); }
-  } slot_back{s, nullptr};
+  } slot_back{this, nullptr};
   auto c = std::move(*slot);
-  std::string token = s->tokens.current();
+  const bool own_token = caller_token.empty();
+  std::string token = own_token ? tokens.current() : caller_token;
   bool retried_connection = false;
   bool retried_token = false;
-  lookup_result out;
   for (;;) {
     const bool reused = c != nullptr;
-    if (!reused) c = s->open_connection();
+    if (!reused) c = open_connection();
     const auto executor = c->stream.get_executor();
     // The connection moves into the exchange, which ends it on its strand or hands it back.
-    auto a = co_await asio::co_spawn(
-        executor, s->exchange(std::move(c), reused, path, token, deadline, budget),
-        asio::use_awaitable);
+    auto a = co_await asio::co_spawn(executor,
+                                     exchange(std::move(c), reused, what, token, deadline, budget),
+                                     asio::use_awaitable);
     c = std::move(a.reusable);
     if (a.retry_fresh && !retried_connection && clock_type::now() < deadline) {
       retried_connection = true;
       continue;
     }
-    if (a.result.failure == lookup_failure::unauthorized && !retried_token &&
+    // The token may have rotated since it was last read: read it again and retry once. A
+    // caller's token is the caller's: its 401 is the answer.
+    if (own_token && a.result.failure == lookup_failure::unauthorized && !retried_token &&
         clock_type::now() < deadline) {
-      // The token may have rotated since it was last read: read it again and retry once.
       retried_token = true;
-      token = s->tokens.reload();
+      token = tokens.reload();
       continue;
     }
-    out = std::move(a.result);
-    if (out.ok()) {
-      out.object = read ? read(std::move(a.value))
-                        : std::make_shared<const core::owner_object>(std::move(a.value));
-    }
-    break;
+    slot_back.keep = std::move(c);
+    co_return a;
   }
-  slot_back.keep = std::move(c);
-  out.latency = std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start);
+}
+
+asio::awaitable<lookup_result> kube_client::get(std::string path, std::chrono::milliseconds budget,
+                                                object_reader read, read_rights rights) const {
+  const auto s = state_;
+  const auto start = clock_type::now();
+  const auto took = [&] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start);
+  };
+  if (!is_api_path(path)) {
+    // No object can have such a path; nothing is sent.
+    co_return failure_result(lookup_failure::not_found,
+                             "not an API object path: " + core::quote(path));
+  }
+  if (rights.is_callers() && !s->credentials.client_cert_pem.empty()) {
+    // The API server authenticates a client certificate before a bearer token: the read would
+    // be the webhook's, not the caller's.
+    co_return failure_result(lookup_failure::no_access,
+                             "this API client presents a client certificate of its own; a "
+                             "caller's read needs one that presents none");
+  }
+  // Named, not a temporary: GCC 12 destroys a temporary argument of a co_await'ed call twice.
+  api_call what{http::verb::get, std::move(path), {}};
+  auto a = co_await s->call(std::move(what), rights.bearer, budget);
+  auto out = std::move(a.result);
+  if (out.ok()) {
+    drop_unread(a.value);
+    out.object = read ? read(std::move(a.value))
+                      : std::make_shared<const core::owner_object>(std::move(a.value));
+  }
+  out.latency = took();
   co_return out;
+}
+
+asio::awaitable<token_review> kube_client::review_token(std::string token,
+                                                        std::chrono::milliseconds budget) const {
+  const auto s = state_;
+  const nlohmann::json review = {{"apiVersion", "authentication.k8s.io/v1"},
+                                 {"kind", "TokenReview"},
+                                 {"spec", {{"token", std::move(token)}}}};
+  api_call what{http::verb::post, "/apis/authentication.k8s.io/v1/tokenreviews", review.dump()};
+  const std::string own_token;
+  auto a = co_await s->call(std::move(what), own_token, budget);
+  token_review out;
+  if (!a.result.ok()) {
+    out.failed = true;
+    out.error = "TokenReview: " + std::string(core::failure_name(*a.result.failure)) + ": " +
+                a.result.message;
+    co_return out;
+  }
+  const auto* status = core::member(a.value, "status");
+  const auto* authenticated = status != nullptr ? core::member(*status, "authenticated") : nullptr;
+  out.authenticated =
+      authenticated != nullptr && authenticated->is_boolean() && authenticated->get<bool>();
+  const auto* user = status != nullptr ? core::member(*status, "user") : nullptr;
+  if (const auto* name = user != nullptr ? core::string_member(*user, "username") : nullptr)
+    out.username = *name;
+  if (const auto* error = status != nullptr ? core::string_member(*status, "error") : nullptr)
+    out.error = *error;
+  if (out.authenticated && out.username.empty()) out.authenticated = false;
+  co_return out;
+}
+
+read_rights read_rights::of_caller(std::string_view token) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  EVP_Digest(token.data(), token.size(), digest.data(), &length, EVP_sha256(), nullptr);
+  constexpr std::string_view hex = "0123456789abcdef";
+  std::string key = "caller:";
+  for (unsigned int i = 0; i < length; ++i) {
+    key += hex[digest[i] >> 4U];
+    key += hex[digest[i] & 0xfU];
+  }
+  return read_rights{std::string(token), std::move(key)};
 }
 
 const inputs::kube_credentials& kube_client::credentials() const {

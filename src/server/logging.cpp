@@ -44,8 +44,17 @@ void append_text_value(std::string& out, std::string_view value) {
 }
 
 void append_value(std::string& out, const log_field& field, bool as_json) {
-  if (const auto* text = std::get_if<std::string_view>(&field.value)) {
-    as_json ? append_json_string(out, *text) : append_text_value(out, *text);
+  if (const auto* whole = std::get_if<std::string_view>(&field.value)) {
+    // A field's value is the caller's text (a pod name, a uid, a message): cut, and marked so,
+    // past max_log_field_bytes, so that no request writes a megabyte into the log.
+    std::string cut;
+    std::string_view text = *whole;
+    if (text.size() > max_log_field_bytes) {
+      cut.assign(text.substr(0, max_log_field_bytes));
+      cut += "...(" + std::to_string(whole->size()) + " bytes)";
+      text = cut;
+    }
+    as_json ? append_json_string(out, text) : append_text_value(out, text);
   } else if (const auto* number = std::get_if<std::int64_t>(&field.value)) {
     append(out, std::to_string(*number));
   } else if (const auto* flag = std::get_if<bool>(&field.value)) {

@@ -4,6 +4,7 @@
 #include <list>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/async_result.hpp>
@@ -32,14 +33,34 @@ struct flight {
   lookup_result result;
 };
 
-// Entries are kept in the order they expire (every entry lives one ttl from its store), so the
-// expired are freed from the front at each store, and when the cache is full the entry that
-// would expire first goes.
+// Objects and remembered 404s live for different times; each list holds one kind of entry, so
+// each is in the order its entries expire: the expired are freed from the fronts at each store,
+// and when the cache is full the entry that would expire first goes.
+enum class shelf : std::uint8_t { object, not_found };
+
 struct entry {
-  std::shared_ptr<const core::owner_object> object;
+  std::shared_ptr<const core::owner_object> object;  // null: a remembered failure
+  core::lookup_failure failure = core::lookup_failure::not_found;
+  std::string message;
+  clock_type::time_point stored;
   clock_type::time_point expires;
+  std::size_t bytes = 0;
+  shelf on = shelf::object;
   std::list<std::string>::iterator expiry;
 };
+
+// The key: whose rights, then the path (group, version, resource, namespace, name) and the uid.
+// A newline cannot occur in a path or a uid the walk asks for.
+std::string key_of(const std::string& path, const std::string& uid, const read_rights& rights) {
+  std::string key;
+  key.reserve(rights.key.size() + path.size() + uid.size() + 2);
+  key += rights.key;
+  key += '\n';
+  key += path;
+  key += '\n';
+  key += uid;
+  return key;
+}
 
 std::string_view uid_of(const nlohmann::json& object) {
   const auto metadata = object.find("metadata");
@@ -49,70 +70,142 @@ std::string_view uid_of(const nlohmann::json& object) {
                                                     : std::string_view();
 }
 
-// A found object whose uid is not the expected one becomes uid_mismatch.
+// A found object whose uid is not the expected one becomes uid_mismatch. Neither uid is said:
+// an answer never echoes an object's uid (docs/security.md).
 void check_uid(lookup_result& result, const std::string& expected_uid) {
   if (!result.ok() || expected_uid.empty()) return;
-  const auto uid = uid_of(result.object->json());
-  if (uid == expected_uid) return;
+  if (uid_of(result.object->json()) == expected_uid) return;
   result.failure = core::lookup_failure::uid_mismatch;
-  result.message = "metadata.uid is " + core::quote(uid) + ", the owner reference's is " +
-                   core::quote(expected_uid) + " (the object was recreated)";
+  result.message = "its metadata.uid is not the owner reference's (the object was recreated)";
   result.object.reset();
+}
+
+// Remembered: a 404, and an object of that name under another uid (both mean the owner this
+// reference names is gone, and stays gone: a uid is never reused).
+bool remembered(const lookup_result& result) {
+  return result.failure == core::lookup_failure::not_found ||
+         result.failure == core::lookup_failure::uid_mismatch;
 }
 
 std::chrono::microseconds since(clock_type::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(clock_type::now() - start);
 }
 
+// What one entry costs beyond its object: the key (twice: the map and the expiry list), the map
+// and list nodes, the entry itself.
+constexpr std::size_t entry_overhead = 256;
+
 }  // namespace
+
+std::size_t approximate_bytes(const nlohmann::json& value) {
+  constexpr std::size_t node = sizeof(nlohmann::json);
+  constexpr std::size_t inline_chars = 15;  // libstdc++'s short-string buffer
+  constexpr std::size_t map_node = 48;      // a std::map node's links and colour
+  const auto string_bytes = [](std::size_t size) { return size > inline_chars ? size + 1 : 0; };
+  std::size_t total = node;
+  std::vector<const nlohmann::json*> pending{&value};
+  while (!pending.empty()) {
+    const auto* v = pending.back();
+    pending.pop_back();
+    if (v->is_string()) {
+      total += sizeof(std::string) + string_bytes(v->get_ref<const std::string&>().size());
+    } else if (v->is_object()) {
+      total += 48;  // the std::map itself, on the heap
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        total += map_node + sizeof(std::string) + string_bytes(it.key().size()) + node;
+        pending.push_back(&it.value());
+      }
+    } else if (v->is_array()) {
+      total += sizeof(std::vector<nlohmann::json>) + v->size() * node;
+      for (const auto& element : *v) pending.push_back(&element);
+    }
+  }
+  return total;
+}
 
 struct owner_cache::state {
   state(asio::any_io_executor executor, fetch_function fetch, owner_cache_options options)
       : executor(std::move(executor)), fetch(std::move(fetch)), options(std::move(options)) {}
 
-  // Stores `object` for one ttl, freeing the expired entries and, beyond the bound, those that
-  // would expire first (counted as evictions).
-  void store_locked(const std::string& key, std::shared_ptr<const core::owner_object> object) {
-    if (options.ttl.count() <= 0 || options.max_entries == 0) return;
-    const auto now = clock_type::now();
-    while (!expiry.empty() && entries.at(expiry.front()).expires <= now) erase_first_locked();
-    if (auto it = entries.find(key); it != entries.end()) {
-      it->second.object = std::move(object);
-      it->second.expires = now + options.ttl;
-      expiry.splice(expiry.end(), expiry, it->second.expiry);
-      return;
+  std::list<std::string>& list_of(shelf s) { return s == shelf::object ? objects : not_found; }
+
+  // Frees what has expired, from the front of each list.
+  void free_expired_locked(clock_type::time_point now) {
+    for (auto* list : {&objects, &not_found}) {
+      while (!list->empty() && entries.at(list->front()).expires <= now)
+        erase_locked(list->front());
     }
-    while (entries.size() >= options.max_entries) {
-      erase_first_locked();
+  }
+
+  // The key of the entry that expires first, of either list.
+  const std::string& first_to_expire_locked() {
+    if (not_found.empty()) return objects.front();
+    if (objects.empty()) return not_found.front();
+    return entries.at(objects.front()).expires <= entries.at(not_found.front()).expires
+               ? objects.front()
+               : not_found.front();
+  }
+
+  void erase_locked(const std::string& key) {
+    const auto it = entries.find(key);
+    total_bytes -= it->second.bytes;
+    list_of(it->second.on).erase(it->second.expiry);
+    entries.erase(it);
+  }
+
+  // Stores what a GET gave (an object, or a failure to remember) for its time, freeing the
+  // expired entries and, beyond the byte bound, those that would expire first (counted).
+  void store_locked(const std::string& key, const lookup_result& fetched) {
+    const bool object = fetched.ok();
+    const auto ttl = object ? options.ttl : options.not_found_ttl;
+    if (ttl.count() <= 0 || options.max_bytes == 0) return;
+    const auto bytes =
+        entry_overhead + 2 * key.size() +
+        (object ? approximate_bytes(fetched.object->json()) * 5 / 4 : fetched.message.size());
+    if (bytes > options.max_bytes / 4) return;  // used once, not kept: it would flush the rest
+    const auto now = clock_type::now();
+    free_expired_locked(now);
+    if (entries.count(key) != 0) erase_locked(key);
+    while (!entries.empty() && total_bytes + bytes > options.max_bytes) {
+      erase_locked(first_to_expire_locked());
       if (options.events != nullptr) options.events->count(counter::owner_cache_evictions);
     }
-    expiry.push_back(key);
-    entries.emplace(key, entry{std::move(object), now + options.ttl, std::prev(expiry.end())});
+    const auto on = object ? shelf::object : shelf::not_found;
+    auto& list = list_of(on);
+    list.push_back(key);
+    entry e;
+    e.object = fetched.object;
+    e.failure = fetched.failure.value_or(core::lookup_failure::not_found);
+    e.message = fetched.message;
+    e.stored = now;
+    e.expires = now + ttl;
+    e.bytes = bytes;
+    e.on = on;
+    e.expiry = std::prev(list.end());
+    entries.emplace(key, std::move(e));
+    total_bytes += bytes;
   }
 
-  void erase_first_locked() {
-    entries.erase(expiry.front());
-    expiry.pop_front();
-  }
-
-  // The stored object for `key` if it is still fresh.
-  std::shared_ptr<const core::owner_object> find_locked(const std::string& key) const {
+  // The stored answer for `key`, if still fresh: an object (a hit), or a remembered failure.
+  // `refresh`: an object only if read within min_refresh_interval.
+  std::optional<lookup_result> hit_locked(const std::string& key, clock_type::time_point start,
+                                          bool refresh) const {
     const auto it = entries.find(key);
-    if (it == entries.end() || clock_type::now() >= it->second.expires) return nullptr;
-    return it->second.object;
-  }
-
-  // A fresh stored object as a hit. Keyed by uid, it was checked against that uid
-  // when stored; keyed by path, there is no uid to check.
-  std::optional<lookup_result> hit_locked(const std::string& key,
-                                          clock_type::time_point start) const {
-    auto object = find_locked(key);
-    if (object == nullptr) return std::nullopt;
+    if (it == entries.end() || start >= it->second.expires) return std::nullopt;
+    const auto& e = it->second;
+    // A re-read: only what was read since the lookup began will do.
+    if (refresh && (!e.object || e.stored < start)) return std::nullopt;
     lookup_result hit;
-    hit.object = std::move(object);
-    hit.http_status = 200;
     hit.source = lookup_source::cached;
     hit.latency = since(start);
+    if (e.object) {
+      hit.object = e.object;
+      hit.http_status = 200;
+    } else {
+      hit.failure = e.failure;
+      hit.message = e.message;
+      hit.http_status = 404;
+    }
     return hit;
   }
 
@@ -121,7 +214,9 @@ struct owner_cache::state {
   owner_cache_options options;
   mutable std::mutex mutex;
   std::unordered_map<std::string, entry> entries;
-  std::list<std::string> expiry;  // keys, the first to expire first
+  std::list<std::string> objects;    // keys of stored objects, the first to expire first
+  std::list<std::string> not_found;  // keys of remembered failures, likewise
+  std::size_t total_bytes = 0;
   std::unordered_map<std::string, std::shared_ptr<flight>> in_flight;
 };
 
@@ -134,24 +229,47 @@ owner_cache::owner_cache(asio::any_io_executor executor, kube_client client,
     : owner_cache(
           std::move(executor),
           [client = std::move(client)](std::string path, std::chrono::milliseconds budget,
-                                       object_reader read) {
-            return client.get(std::move(path), budget, std::move(read));
+                                       object_reader read, read_rights rights) {
+            return client.get(std::move(path), budget, std::move(read), std::move(rights));
           },
           std::move(options)) {}
 
 asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string expected_uid,
                                                 std::chrono::milliseconds budget, bool refresh,
-                                                object_reader read) const {
+                                                object_reader read, read_rights rights) const {
   const auto s = state_;
   const auto start = clock_type::now();
-  const std::string key = expected_uid.empty() ? path : expected_uid;
+  const std::string key = key_of(path, expected_uid, rights);
+  if (refresh) {
+    // A re-read of an object read less than min_refresh_interval ago waits for the interval to
+    // pass (within its budget): a pod created right after a resize still sees the new size, and
+    // pods crafted to contradict the copy cost one GET per interval, not one each.
+    std::optional<clock_type::time_point> stored;
+    {
+      const std::lock_guard lock(s->mutex);
+      if (const auto it = s->entries.find(key); it != s->entries.end() && it->second.object)
+        stored = it->second.stored;
+    }
+    const auto allowed_at = stored ? *stored + s->options.min_refresh_interval : start;
+    if (allowed_at > start) {
+      asio::steady_timer wait(co_await asio::this_coro::executor,
+                              std::min(allowed_at, start + budget));
+      co_await wait.async_wait(asio::as_tuple(asio::use_awaitable));
+      // What another lookup read meanwhile, since this one began, is fresh enough; past the
+      // budget, the copy held is the answer.
+      const std::lock_guard lock(s->mutex);
+      const auto it = s->entries.find(key);
+      if (it != s->entries.end() && it->second.object &&
+          (it->second.stored >= start || clock_type::now() >= start + budget)) {
+        if (auto hit = s->hit_locked(key, start, false)) co_return std::move(*hit);
+      }
+    }
+  }
   std::shared_ptr<flight> f;
   bool leader = false;
   {
     const std::lock_guard lock(s->mutex);
-    if (!refresh) {
-      if (auto hit = s->hit_locked(key, start)) co_return std::move(*hit);
-    }
+    if (auto hit = s->hit_locked(key, start, refresh)) co_return std::move(*hit);
     auto& slot = s->in_flight[key];
     if (!slot) {
       slot = std::make_shared<flight>(s->executor);
@@ -185,7 +303,7 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
 
   lookup_result fetched;
   try {
-    fetched = co_await s->fetch(path, budget, std::move(read));
+    fetched = co_await s->fetch(path, budget, std::move(read), std::move(rights));
   } catch (const std::exception& e) {  // out of memory and the like: waiters must still wake
     fetched = lookup_result{};
     fetched.failure = core::lookup_failure::server_error;
@@ -195,7 +313,7 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
   fetched.source = lookup_source::fetched;
   {
     const std::lock_guard lock(s->mutex);
-    if (fetched.ok()) s->store_locked(key, fetched.object);
+    if (fetched.ok() || remembered(fetched)) s->store_locked(key, fetched);
     f->result = fetched;
     f->done = true;
     s->in_flight.erase(key);
@@ -205,15 +323,23 @@ asio::awaitable<lookup_result> owner_cache::get(std::string path, std::string ex
   co_return fetched;
 }
 
-std::optional<lookup_result> owner_cache::cached(const std::string& key) const {
+std::optional<lookup_result> owner_cache::cached(const std::string& path,
+                                                 const std::string& expected_uid,
+                                                 const read_rights& rights) const {
   const auto start = clock_type::now();
+  const auto key = key_of(path, expected_uid, rights);
   const std::lock_guard lock(state_->mutex);
-  return state_->hit_locked(key, start);
+  return state_->hit_locked(key, start, false);
 }
 
 std::size_t owner_cache::size() const {
   const std::lock_guard lock(state_->mutex);
   return state_->entries.size();
+}
+
+std::size_t owner_cache::bytes() const {
+  const std::lock_guard lock(state_->mutex);
+  return state_->total_bytes;
 }
 
 }  // namespace trainenv::server

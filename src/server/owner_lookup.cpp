@@ -19,7 +19,8 @@ object_reader read_as(const core::owner_kind& kind, core::owner_ref ref) {
 boost::asio::awaitable<core::decision> decide_with_owners(const core::subject& what,
                                                           const core::policy_set& policies,
                                                           const core::mutate_options& options,
-                                                          const owner_lookup& lookup, metrics& m) {
+                                                          const owner_lookup& lookup, metrics& m,
+                                                          const read_rights& rights) {
   using clock = std::chrono::steady_clock;
   const auto deadline = clock::now() + lookup.budget;
   // Owners in the cache are handed to the walk as it asks, so a pod whose owners are all
@@ -30,7 +31,7 @@ boost::asio::awaitable<core::decision> decide_with_owners(const core::subject& w
     at_hand = [&](const core::owner_ref& ref) -> std::shared_ptr<const core::owner_object> {
       const auto* kind = policies.owner_kinds().find(ref.api_version, ref.kind);
       if (kind == nullptr) return nullptr;
-      auto hit = lookup.cache->cached(ref.uid.empty() ? kind->api_path(ref) : ref.uid);
+      auto hit = lookup.cache->cached(kind->api_path(ref), ref.uid, rights);
       return hit ? std::move(hit->object) : nullptr;
     };
   }
@@ -87,7 +88,7 @@ boost::asio::awaitable<core::decision> decide_with_owners(const core::subject& w
       continue;
     }
     auto found = co_await lookup.cache->get(kind->api_path(ref), ref.uid, remaining, ref.fresh,
-                                            read_as(*kind, ref));
+                                            read_as(*kind, ref), rights);
     m.on_owner_lookup(kind_label, found.source, found.failure, found.latency);
     if (found.failure) {
       owners.add_failure(std::move(ref), *found.failure, std::move(found.message));
@@ -99,20 +100,23 @@ boost::asio::awaitable<core::decision> decide_with_owners(const core::subject& w
 
 boost::asio::awaitable<core::result<inputs::preview_answer>> preview_with_owners(
     std::string_view text, const core::policy_set& policies, const core::mutate_options& options,
-    const owner_lookup& lookup, metrics& m) {
+    const owner_lookup& lookup, metrics& m, const read_rights& rights) {
   auto input = inputs::read_preview(text);
   if (!input) co_return std::move(input).take_error();
   const core::subject what{input->view, input->review()};
-  auto d = co_await decide_with_owners(what, policies, options, lookup, m);
+  auto d = co_await decide_with_owners(what, policies, options, lookup, m, rights);
   co_return inputs::answer_preview(std::move(*input), std::move(d));
 }
 
 boost::asio::awaitable<std::vector<nlohmann::json>> fetch_objects(std::vector<core::owner_ref> refs,
                                                                   const core::policy_set& policies,
-                                                                  const owner_lookup& lookup) {
+                                                                  const owner_lookup& lookup,
+                                                                  const read_rights& rights) {
   std::vector<nlohmann::json> out;
   const auto deadline = std::chrono::steady_clock::now() + lookup.budget;
   for (const auto& ref : refs) {
+    // Only what the walk itself may read: a DNS name, in the job's own namespace.
+    if (core::unreadable_reference(ref, policies.owner_kinds(), ref.namespace_name)) continue;
     if (lookup.file) {
       if (const auto* object = lookup.file->find(ref)) out.push_back(*object);
       continue;
@@ -123,7 +127,7 @@ boost::asio::awaitable<std::vector<nlohmann::json>> fetch_objects(std::vector<co
         deadline - std::chrono::steady_clock::now());
     if (remaining.count() <= 0) break;
     auto found = co_await lookup.cache->get(kind->api_path(ref), ref.uid, remaining, false,
-                                            read_as(*kind, ref));
+                                            read_as(*kind, ref), rights);
     if (found.ok()) out.push_back(found.object->json());
   }
   co_return out;

@@ -26,22 +26,24 @@ using nlohmann::json;
 
 using route = route_label;
 
-// The largest job POST /preview/job lays out (docs/security.md).
-constexpr std::size_t max_served_preview_pods = 2'000;
-
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
 }
 
-route route_of(std::string_view target, bool admission_routes) {
+// The route a path names, whether or not this listener serves it (check_header says).
+route route_of(std::string_view target) {
   const auto path = path_of(target);
   if (path == "/healthz") return route::healthz;
   if (path == "/readyz") return route::readyz;
-  if (admission_routes && path == "/mutate") return route::mutate;
-  if (admission_routes && path == "/preview") return route::preview;
-  if (admission_routes && path == "/preview/job") return route::preview_job;
-  if (!admission_routes && path == "/metrics") return route::metrics;
+  if (path == "/mutate") return route::mutate;
+  if (path == "/preview") return route::preview;
+  if (path == "/preview/job") return route::preview_job;
+  if (path == "/metrics") return route::metrics;
   return route::other;
+}
+
+bool is_preview(route r) {
+  return r == route::preview || r == route::preview_job;
 }
 
 // The media type without parameters, lower-cased: "Application/JSON; charset=utf-8" ->
@@ -130,7 +132,8 @@ boost::asio::awaitable<http_response> decided_then_answered(boost::asio::awaitab
       if (!decided) throw std::runtime_error(failure);
       return answer(std::move(*decided));
     } catch (const std::exception& e) {
-      spdlog::error("internal error on {}{}{}: {}", where, uid.empty() ? "" : " uid=", uid,
+      spdlog::error("internal error on {}{}{}: {}", where,
+                    uid.empty() ? "" : " uid=", uid.empty() ? std::string() : core::quote(uid),
                     e.what());
       return error_response(http::status::internal_server_error,
                             "internal error; see the webhook's log" +
@@ -152,18 +155,49 @@ http_response error_response(http::status status, std::string_view message, unsi
   return res;
 }
 
+std::size_t router::body_limit_of(route_label r) const {
+  if (r == route::mutate) return limits_.mutate;
+  return is_preview(r) ? limits_.preview : 0;  // a GET has no body
+}
+
+bool router::serves_previews() const {
+  return listener_ == listener_kind::previews ||
+         (listener_ == listener_kind::admission && !state_.reads_cluster());
+}
+
+const owner_lookup& router::preview_owners() const {
+  return listener_ == listener_kind::previews ? state_.preview_owners : state_.owners;
+}
+
 std::optional<http_response> router::check_header(const http_request& header) const {
-  const auto r = route_of(header.target(), admission_routes_);
+  const auto r = route_of(header.target());
   const unsigned version = header.version();
   const bool keep_alive = header.keep_alive();
-  if (r == route::other) {
-    return error_response(
-        http::status::not_found,
-        admission_routes_ ? "no such path; try /mutate, /preview, /preview/job, /healthz or /readyz"
-                          : "no such path; try /metrics, /healthz or /readyz",
-        version, keep_alive);
+  const bool served = r == route::healthz || r == route::readyz ||
+                      (r == route::mutate && listener_ == listener_kind::admission) ||
+                      (is_preview(r) && serves_previews()) ||
+                      (r == route::metrics && listener_ == listener_kind::metrics);
+  if (!served) {
+    if (is_preview(r) && listener_ == listener_kind::admission) {
+      // The webhook reads the cluster with its own rights: a preview here would read for anyone
+      // what they may not read themselves (docs/security.md).
+      return error_response(http::status::not_found,
+                            "no previews on the admission port of a server that reads the "
+                            "cluster: they are served on --preview-listen, where they read with "
+                            "your own bearer token; or run trainenv preview --kubeconfig",
+                            version, keep_alive);
+    }
+    const char* hint =
+        listener_ == listener_kind::admission
+            ? (serves_previews() ? "no such path; try /mutate, /preview, /preview/job, "
+                                   "/healthz or /readyz"
+                                 : "no such path; try /mutate, /healthz or /readyz")
+        : listener_ == listener_kind::previews
+            ? "no such path; try /preview, /preview/job, /healthz or /readyz"
+            : "no such path; try /metrics, /healthz or /readyz";
+    return error_response(http::status::not_found, hint, version, keep_alive);
   }
-  const bool is_post_route = r == route::mutate || r == route::preview || r == route::preview_job;
+  const bool is_post_route = r == route::mutate || is_preview(r);
   const auto method = header.method();
   const bool method_ok = is_post_route ? method == http::verb::post
                                        : (method == http::verb::get || method == http::verb::head);
@@ -184,16 +218,75 @@ std::optional<http_response> router::check_header(const http_request& header) co
                             version, keep_alive);
     }
   }
+  if (is_preview(r) && listener_ == listener_kind::previews &&
+      header[http::field::authorization].empty()) {
+    state_.metrics.count(counter::preview_auth_failures);
+    auto res = error_response(http::status::unauthorized,
+                              "a preview on this port reads the cluster as its caller: send your "
+                              "bearer token (Authorization: Bearer ...)",
+                              version, keep_alive);
+    res.set(http::field::www_authenticate, "Bearer");
+    return res;
+  }
   return std::nullopt;
 }
 
-boost::asio::awaitable<http_response> router::handle(const http_request& request) const {
+boost::asio::awaitable<request_plan> router::plan(const http_request& header) const {
+  request_plan out;
+  if (auto refused = check_header(header)) {
+    out.refusal = std::move(refused);
+    co_return out;
+  }
+  const auto r = route_of(header.target());
+  out.body_limit = body_limit_of(r);
+  if (r == route::mutate) {
+    out.share_per_byte = memory_budget::in_place_factor;
+  } else if (is_preview(r)) {
+    out.share_per_byte = memory_budget::built_factor;
+    // A job's preview costs what its layout holds, not what its text does.
+    if (r == route::preview_job) out.share_floor = served_preview_share;
+  }
+  if (is_preview(r) && listener_ == listener_kind::previews) {
+    if (!state_.preview_callers) {
+      out.refusal =
+          error_response(http::status::service_unavailable,
+                         "previews are not configured on this server", header.version(), false);
+      co_return out;
+    }
+    auto caller = co_await state_.preview_callers->authenticate(header[http::field::authorization]);
+    if (!caller.rights) {
+      auto res = error_response(static_cast<http::status>(caller.status), caller.message,
+                                header.version(), false);
+      if (caller.status == 401) res.set(http::field::www_authenticate, "Bearer");
+      out.refusal = std::move(res);
+      co_return out;
+    }
+    out.caller = std::move(caller.rights);
+    out.username = std::move(caller.username);
+  }
+  co_return out;
+}
+
+boost::asio::awaitable<http_response> router::handle(const http_request& request,
+                                                     const request_plan* planned) const {
   const auto started = std::chrono::steady_clock::now();
-  const auto r = route_of(request.target(), admission_routes_);
+  const auto r = route_of(request.target());
   auto& m = state_.metrics;
   m.on_request_started();
+  std::optional<request_plan> own;
+  if (planned == nullptr) {
+    own = co_await plan(request);
+    planned = &*own;
+  }
   outcome result;
-  auto res = co_await route(request, r, result);
+  http_response res;
+  if (planned->refusal) {
+    res = *planned->refusal;
+  } else {
+    // A named result: GCC 12 mishandles a co_await inside a conditional expression.
+    auto routed = co_await route(request, r, *planned, result);
+    res = std::move(routed);
+  }
   if (res.result_int() >= 400) result.decision = decision_label::error;
   m.on_request(r, result.decision, result.policy, result.patch_ops,
                std::chrono::steady_clock::now() - started);
@@ -201,19 +294,19 @@ boost::asio::awaitable<http_response> router::handle(const http_request& request
 }
 
 boost::asio::awaitable<http_response> router::route(const http_request& request, route_label r,
+                                                    const request_plan& planned,
                                                     outcome& result) const {
-  if (auto early = check_header(request)) co_return std::move(*early);
   switch (r) {
     case route::mutate: {
-      auto answer = co_await mutate(request, result);
+      auto answer = co_await mutate(request, planned, result);
       co_return answer;
     }
     case route::preview: {
-      auto answer = co_await preview(request, result);
+      auto answer = co_await preview(request, planned, result);
       co_return answer;
     }
     case route::preview_job: {
-      auto answer = co_await preview_job(request, result);
+      auto answer = co_await preview_job(request, planned, result);
       co_return answer;
     }
     case route::healthz:
@@ -237,18 +330,30 @@ http_response router::refuse(const http_request& header, refusal why,
     switch (why) {
       case refusal::body_too_large:
         return error_response(http::status::payload_too_large,
-                              "request body exceeds " + std::to_string(max_body_bytes_) + " bytes",
+                              "request body exceeds " +
+                                  std::to_string(body_limit_of(route_of(header.target()))) +
+                                  " bytes",
                               11, false);
       case refusal::header_too_large:
         return error_response(http::status::request_header_fields_too_large,
                               "request header fields too large", 11, false);
+      case refusal::over_budget: {
+        m.count(counter::budget_refusals);
+        auto res = error_response(http::status::service_unavailable,
+                                  "the server's memory budget for requests in flight "
+                                  "(--max-request-memory) had no room for this one within the "
+                                  "read timeout; retry",
+                                  11, false);
+        res.set(http::field::retry_after, "1");
+        return res;
+      }
       case refusal::malformed:
         break;
     }
     return error_response(http::status::bad_request,
                           "malformed HTTP request: " + std::string(detail), 11, false);
   }();
-  m.on_request(route_of(header.target(), admission_routes_), decision_label::error, {}, 0, {});
+  m.on_request(route_of(header.target()), decision_label::error, {}, 0, {});
   return res;
 }
 
@@ -262,6 +367,7 @@ http_response router::metrics_page(const http_request& request) const {
 }
 
 boost::asio::awaitable<http_response> router::mutate(const http_request& request,
+                                                     const request_plan& planned,
                                                      outcome& result) const {
   const auto started = std::chrono::steady_clock::now();
   auto review = core::decode_review(request.body());
@@ -302,7 +408,9 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
                               {"ops", static_cast<std::int64_t>(d.patch_ops)},
                               {"duration_us", static_cast<std::int64_t>(micros)},
                               sources_field,
-                              message});
+                              message,
+                              {"peer", std::string_view(planned.peer)},
+                              {"client_cert", planned.client_certificate}});
     }
     return res;
   };
@@ -310,6 +418,7 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
 }
 
 boost::asio::awaitable<http_response> router::preview(const http_request& request,
+                                                      const request_plan& planned,
                                                       outcome& result) const {
   core::mutate_options options;
   options.cluster_domain = state_.cluster_domain;
@@ -321,8 +430,9 @@ boost::asio::awaitable<http_response> router::preview(const http_request& reques
     options.forced_policy = std::move(*policy);
   }
   const auto policies = state_.policies.read();
-  auto previewed =
-      preview_with_owners(request.body(), *policies, options, state_.owners, state_.metrics);
+  const auto& rights = planned.caller ? *planned.caller : own_rights;
+  auto previewed = preview_with_owners(request.body(), *policies, options, preview_owners(),
+                                       state_.metrics, rights);
   const auto answer = [&](const core::result<inputs::preview_answer>& a) {
     if (!a) {
       return error_response(http::status::bad_request, a.message(), request.version(),
@@ -337,6 +447,7 @@ boost::asio::awaitable<http_response> router::preview(const http_request& reques
 }
 
 boost::asio::awaitable<http_response> router::preview_job(const http_request& request,
+                                                          const request_plan& planned,
                                                           outcome& result) const {
   auto job = inputs::read_job(request.body());
   if (!job) {
@@ -344,21 +455,32 @@ boost::asio::awaitable<http_response> router::preview_job(const http_request& re
                              request.keep_alive());
   }
   const auto policies = state_.policies.read();
-  // A TrainJob's runtime, read as the webhook reads owners (the API through the cache, or the
-  // --owners file); one that cannot be read is named by the layout's own error.
-  auto given = fetch_objects(core::job_needs(*job), *policies, state_.owners);
+  // A TrainJob's runtime, read as the previews read owners (the caller's token on the previews'
+  // port, the --owners file on a local server); one that cannot be read is named by the
+  // layout's own error.
+  const auto& rights = planned.caller ? *planned.caller : own_rights;
+  auto given = fetch_objects(core::job_needs(*job), *policies, preview_owners(), rights);
   const auto answer = [&](const std::vector<json>& objects) {
     // On the webhook's own threads a preview is bounded harder than the CLI's: its pods are each
-    // decided (a 2,000-pod job takes ~0.1 s here); larger ones preview with the CLI.
+    // decided, and what it lays out is held; larger ones preview with the CLI.
     core::mutate_options options;
     options.cluster_domain = state_.cluster_domain;
-    auto preview = core::preview_job(*job, objects, *policies, max_served_preview_pods, options);
+    auto preview = core::preview_job(*job, objects, *policies, served_preview_bounds, options);
     if (!preview) {
       return error_response(http::status::unprocessable_entity, preview.message(),
                             request.version(), request.keep_alive());
     }
     result = {preview->ok() ? decision_label::allowed : decision_label::denied, {}, 0};
-    return json_response(http::status::ok, inputs::to_json(*preview), request);
+    auto text = inputs::to_json(*preview).dump(-1, ' ', false, json::error_handler_t::replace);
+    if (text.size() > max_preview_answer_bytes) {
+      state_.metrics.count(counter::budget_refusals);
+      return error_response(http::status::payload_too_large,
+                            "the job's preview comes to " + std::to_string(text.size()) +
+                                " bytes, over the " + std::to_string(max_preview_answer_bytes) +
+                                " a served preview answers; run trainenv preview --job",
+                            request.version(), request.keep_alive());
+    }
+    return text_response(http::status::ok, std::move(text), request);
   };
   co_return co_await decided_then_answered(given, answer, request, "/preview/job", {});
 }

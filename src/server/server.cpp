@@ -2,6 +2,8 @@
 
 #include "trainenv/server/tls_stream.hpp"
 
+#include <openssl/ssl.h>
+
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 #include <functional>
@@ -26,6 +28,7 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
 constexpr auto use_nothrow = asio::as_tuple(asio::use_awaitable);
+using clock_type = std::chrono::steady_clock;
 
 bool is_parse_error(const boost::system::error_code& ec) {
   return ec.category() == beast::http::make_error_code(http::error::bad_method).category() &&
@@ -87,11 +90,12 @@ boost::system::error_code take_received(beast::tcp_stream& /*stream*/,
 }
 
 // Feeds the parser what `buffer` holds, without reading: the common case of a request that is
-// already whole needs no asynchronous read. need_more is not an error here.
+// already whole needs no asynchronous read. need_more is not an error here. `header_only`: stops
+// once the header is whole, so that its body is read only once the request is planned.
 boost::system::error_code parse_received(http::request_parser<http::string_body>& parser,
-                                         beast::flat_buffer& buffer) {
+                                         beast::flat_buffer& buffer, bool header_only = false) {
   boost::system::error_code ec;
-  while (buffer.size() != 0 && !parser.is_done()) {
+  while (buffer.size() != 0 && !parser.is_done() && !(header_only && parser.is_header_done())) {
     const auto used = parser.put(buffer.data(), ec);
     buffer.consume(used);
     if (ec == http::error::need_more) return {};
@@ -150,11 +154,15 @@ class session_registry {
     }
   }
   [[nodiscard]] bool closing() const { return closing_.load(std::memory_order_relaxed); }
+  // From the drain's start: every answer says Connection: close.
+  void start_draining() { draining_.store(true); }
+  [[nodiscard]] bool draining() const { return draining_.load(std::memory_order_relaxed); }
 
  private:
   std::mutex mutex_;
   std::list<entry> sessions_;
   std::atomic<bool> closing_{false};
+  std::atomic<bool> draining_{false};
 };
 
 // Waits, idle, for the next request to begin. A TLS connection waits for ciphertext without a
@@ -206,130 +214,281 @@ class registered_session {
   std::list<session_registry::entry>::iterator it_;
 };
 
-// Serves requests on one connection until it closes, errs, times out or the server closes.
+// What the admission log says of a connection: the peer, and whether it presented a
+// certificate (the API server does only when configured to: docs/security.md).
+struct connection_facts {
+  std::string peer;
+  bool client_certificate = false;
+};
+
+std::string peer_of(const beast::tcp_stream& stream) {
+  boost::system::error_code ec;
+  const auto endpoint = stream.socket().remote_endpoint(ec);
+  if (ec) return "-";
+  const auto address = endpoint.address();
+  return (address.is_v6() ? "[" + address.to_string() + "]" : address.to_string()) + ":" +
+         std::to_string(endpoint.port());
+}
+
+// One connection's requests, served until it closes, errs, times out or the server closes. The
+// steps of each request, top to bottom in serve(): wait for it (the first within the read
+// timeout, later ones within the idle timeout), read its header, plan it (the route's refusal,
+// the caller, the body limit and its share of the memory budget), take that share, read the
+// body, answer.
+template <class Stream>
+class session {
+ public:
+  session(Stream& stream, const session_limits& limits, const router& routes,
+          const std::shared_ptr<session_registry>& registry, memory_budget& memory,
+          const connection_facts& facts)
+      : stream_(stream),
+        socket_(beast::get_lowest_layer(stream)),
+        limits_(limits),
+        routes_(routes),
+        registry_(registry),
+        memory_(memory),
+        facts_(facts) {}
+
+  asio::awaitable<void> serve() {
+    registered_session registration(registry_, socket_);
+    for (bool first = true;; first = false) {
+      held_.release();
+      if (buffer_.size() == 0) {
+        // Idle between requests: the long timeout applies until the next request's first
+        // byte, but a connection that has sent nothing yet gets only the read timeout (a silent
+        // client holds a slot of its listener's cap no longer than a slow one).
+        if (registry_->closing()) co_return;
+        socket_.expires_after(first ? limits_.read_timeout : limits_.idle_timeout);
+        registration.handle().idle = true;
+        // An idle connection keeps no request buffer: the apiserver holds many of them open.
+        buffer_.shrink_to_fit();
+        const auto ec = co_await wait_for_request(stream_, buffer_, *registry_);
+        registration.handle().idle = false;
+        if (ec) co_return;
+      }
+      if (!co_await serve_one()) co_return;
+    }
+  }
+
+ private:
+  using parser_type = http::request_parser<http::string_body>;
+  static constexpr std::size_t chunk_step = std::size_t{64} * 1024;
+
+  // One request; false when the connection ends after it (with the last answer, if any: each
+  // step that ends the connection leaves it in closing_, sent here, then the connection lingers).
+  asio::awaitable<bool> serve_one() {
+    const bool goes_on = co_await serve_request();
+    if (closing_) {
+      closing_->keep_alive(false);
+      if (co_await send(*closing_)) co_await linger(stream_, limits_);
+      closing_.reset();
+    }
+    co_return goes_on;
+  }
+
+  asio::awaitable<bool> serve_request() {
+    socket_.expires_after(limits_.read_timeout);
+    const auto read_deadline = clock_type::now() + limits_.read_timeout;
+    parser_type parser;
+    parser.header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
+    parser.body_limit(std::max(limits_.max_body_bytes, limits_.max_preview_body_bytes));
+    // A Content-Length over the largest limit is refused here, unread.
+    if (const auto ec = co_await read_header(parser); ec) {
+      refuse_unread(ec, parser);
+      co_return false;
+    }
+    auto plan = co_await routes_.plan(parser.get());
+    socket_.expires_at(read_deadline);
+    plan.peer = facts_.peer;
+    plan.client_certificate = facts_.client_certificate;
+    if (plan.refusal) co_return co_await answer_refusal(parser, plan);
+    if (!co_await read_body(parser, plan, read_deadline)) co_return false;
+    auto response = co_await routes_.handle(parser.get(), &plan);
+    co_return co_await answer(response);
+  }
+
+  // Sends `response`, saying Connection: close while the server drains; false when the
+  // connection ends after it.
+  asio::awaitable<bool> answer(http_response& response) {
+    if (registry_->draining() || registry_->closing()) response.keep_alive(false);
+    co_return co_await send(response) && response.keep_alive();
+  }
+
+  asio::awaitable<bool> send(http_response& response) {
+    socket_.expires_after(limits_.write_timeout);
+    const auto bytes = wire_bytes(response);
+    auto [ec, n] = co_await asio::async_write(stream_, asio::buffer(bytes), use_nothrow);
+    co_return !ec;
+  }
+
+  // The router's answer to a request that could not be read whole, to close with, if anyone is
+  // there to read it (not when the connection failed or timed out).
+  void refuse_unread(const boost::system::error_code& ec, const parser_type& parser) {
+    const auto header = header_so_far(parser, buffer_);
+    if (ec == http::error::header_limit) {
+      closing_ = routes_.refuse(header, refusal::header_too_large);
+    } else if (ec == http::error::body_limit) {
+      closing_ = routes_.refuse(header, refusal::body_too_large);
+    } else if (is_parse_error(ec)) {
+      closing_ = routes_.refuse(header, refusal::malformed, ec.message());
+    }
+  }
+
+  // The request's header (and what of its body came with it stays in the buffer) from what has
+  // arrived when that is whole, as it usually is; else read on.
+  asio::awaitable<boost::system::error_code> read_header(parser_type& parser) {
+    take_received(stream_, buffer_);
+    if (auto ec = parse_received(parser, buffer_, true); ec || parser.is_header_done())
+      co_return ec;
+    auto [ec, n] = co_await http::async_read_header(stream_, buffer_, parser, use_nothrow);
+    co_return ec;
+  }
+
+  // 404, 405, 415, 401 and the like are known before the body: a small one is read and dropped
+  // so that the connection stays usable; a large, unannounced or awaited one is not.
+  asio::awaitable<bool> answer_refusal(parser_type& parser, request_plan& plan) {
+    const auto announced = parser.content_length();
+    const bool awaited = beast::iequals(parser.get()[http::field::expect], "100-continue");
+    if (!parser.is_done() &&
+        (awaited || !announced || *announced > limits_.max_refused_body_bytes)) {
+      auto response = co_await routes_.handle(parser.get(), &plan);
+      closing_ = std::move(response);
+      co_return false;
+    }
+    parser.body_limit(limits_.max_refused_body_bytes);
+    if (!parser.is_done()) {
+      if (auto [ec, n] = co_await http::async_read(stream_, buffer_, parser, use_nothrow); ec) {
+        refuse_unread(ec, parser);
+        co_return false;
+      }
+    }
+    auto response = co_await routes_.handle(parser.get(), &plan);
+    co_return co_await answer(response);
+  }
+
+  // The body, within its share of the memory budget: a length announced is taken at once (and
+  // refused over the route's limit, unread), a chunked body a step at a time as it comes. False:
+  // the connection ends (with 413 or 503 in closing_, or no answer).
+  asio::awaitable<bool> read_body(parser_type& parser, const request_plan& plan,
+                                  clock_type::time_point deadline) {
+    parser.body_limit(plan.body_limit);
+    const auto announced = parser.content_length();
+    if (announced && *announced > plan.body_limit) {
+      closing_ = routes_.refuse(parser.get(), refusal::body_too_large);
+      co_return false;
+    }
+    if (!co_await take_share(parser.get(),
+                             announced ? static_cast<std::size_t>(*announced) : chunk_step, plan,
+                             deadline))
+      co_return false;
+    if (parser.is_done()) co_return true;
+    if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+      http::response<http::empty_body> go_on{http::status::continue_, parser.get().version()};
+      socket_.expires_after(limits_.write_timeout);
+      if (auto [ec, n] = co_await http::async_write(stream_, go_on, use_nothrow); ec)
+        co_return false;
+      socket_.expires_at(deadline);
+    }
+    // What came with the header first, then the rest as it comes.
+    for (auto ec = parse_received(parser, buffer_); !parser.is_done();) {
+      std::size_t n = 0;
+      if (!ec)
+        std::tie(ec, n) = co_await http::async_read_some(stream_, buffer_, parser, use_nothrow);
+      if (ec) {
+        refuse_unread(ec, parser);
+        co_return false;
+      }
+      const auto have = parser.get().body().size() + buffer_.size();
+      if (!announced && !co_await take_share(parser.get(), have + chunk_step, plan, deadline))
+        co_return false;
+    }
+    co_return true;
+  }
+
+  // The request's share for `bytes` of body, waited for until `deadline`; none: 503 (in
+  // closing_) and the connection closes, the body unread.
+  asio::awaitable<bool> take_share(const http_request& header, std::size_t bytes,
+                                   const request_plan& plan, clock_type::time_point deadline) {
+    const auto wanted = std::max(plan.share_floor, bytes * plan.share_per_byte);
+    if (wanted <= held_.bytes()) co_return true;
+    auto more = co_await memory_.take(wanted - held_.bytes(), deadline);
+    if (!more) {
+      closing_ = routes_.refuse(header, refusal::over_budget);
+      co_return false;
+    }
+    held_.absorb(std::move(*more));
+    co_return true;
+  }
+
+  Stream& stream_;
+  beast::tcp_stream& socket_;
+  const session_limits& limits_;
+  const router& routes_;
+  const std::shared_ptr<session_registry>& registry_;
+  memory_budget& memory_;
+  const connection_facts& facts_;
+  beast::flat_buffer buffer_;
+  memory_budget::share held_;  // the request's share of the memory budget, while it is served
+  std::optional<http_response> closing_;  // the answer to close the connection with
+};
+
 template <class Stream>
 asio::awaitable<void> serve_requests(Stream& stream, const session_limits& limits,
                                      const router& routes,
-                                     const std::shared_ptr<session_registry>& registry) {
-  auto& socket = beast::get_lowest_layer(stream);
-  registered_session registration(registry, socket);
-  beast::flat_buffer buffer;
-  const auto send = [&](http_response& response) -> asio::awaitable<bool> {
-    socket.expires_after(limits.write_timeout);
-    const auto bytes = wire_bytes(response);
-    auto [ec, n] = co_await asio::async_write(stream, asio::buffer(bytes), use_nothrow);
-    co_return !ec;
-  };
-  // Answer, then close: used when the rest of the request will not be read.
-  const auto close_with = [&](http_response response) -> asio::awaitable<void> {
-    response.keep_alive(false);
-    if (co_await send(response)) co_await linger(stream, limits);
-  };
-  // The router's answer to a request that could not be read whole.
-  const auto refusal_for =
-      [&](const boost::system::error_code& ec,
-          const http::request_parser<http::string_body>& parser) -> std::optional<http_response> {
-    const auto header = header_so_far(parser, buffer);
-    if (ec == http::error::header_limit) return routes.refuse(header, refusal::header_too_large);
-    if (ec == http::error::body_limit) return routes.refuse(header, refusal::body_too_large);
-    if (is_parse_error(ec)) return routes.refuse(header, refusal::malformed, ec.message());
-    return std::nullopt;  // the connection failed or timed out: nobody to answer
-  };
-
-  // The request's header (and what of its body came with it) from what has arrived when that
-  // is whole, as it usually is; else read on.
-  const auto read_header = [&](http::request_parser<http::string_body>& parser)
-      -> asio::awaitable<boost::system::error_code> {
-    take_received(stream, buffer);
-    if (auto ec = parse_received(parser, buffer); ec || parser.is_header_done()) co_return ec;
-    auto [ec, n] = co_await http::async_read_header(stream, buffer, parser, use_nothrow);
-    co_return ec;
-  };
-
-  for (;;) {
-    if (buffer.size() == 0) {
-      // Idle between requests: the long timeout applies until the next request's first byte.
-      if (registry->closing()) co_return;
-      socket.expires_after(limits.idle_timeout);
-      registration.handle().idle = true;
-      // An idle connection keeps no request buffer: the apiserver holds many of them open.
-      buffer.shrink_to_fit();
-      const auto ec = co_await wait_for_request(stream, buffer, *registry);
-      registration.handle().idle = false;
-      if (ec) co_return;
-    }
-    socket.expires_after(limits.read_timeout);
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-    parser.body_limit(limits.max_body_bytes);
-    // A Content-Length over the limit is refused here, unread.
-    if (const auto ec = co_await read_header(parser); ec) {
-      if (auto refused = refusal_for(ec, parser)) co_await close_with(std::move(*refused));
-      co_return;
-    }
-
-    // 404, 405 and 415 are known from the header; the body is still read (within the limits)
-    // so that the connection stays usable, except where the client waits for 100-continue.
-    if (!parser.is_done()) {
-      const bool expects_continue =
-          beast::iequals(parser.get()[http::field::expect], "100-continue");
-      if (expects_continue && routes.check_header(parser.get())) {
-        auto refused = co_await routes.handle(parser.get());
-        co_await close_with(std::move(refused));
-        co_return;
-      }
-      if (expects_continue) {
-        http::response<http::empty_body> go_on{http::status::continue_, parser.get().version()};
-        socket.expires_after(limits.write_timeout);
-        if (auto [ec, n] = co_await http::async_write(stream, go_on, use_nothrow); ec) co_return;
-        socket.expires_after(limits.read_timeout);
-      }
-      if (auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_nothrow); ec) {
-        if (auto refused = refusal_for(ec, parser)) co_await close_with(std::move(*refused));
-        co_return;
-      }
-    }
-
-    auto response = co_await routes.handle(parser.get());
-    // While closing, each connection ends after the answer it is giving.
-    if (registry->closing()) response.keep_alive(false);
-    if (!co_await send(response) || !response.keep_alive()) co_return;
-  }
+                                     const std::shared_ptr<session_registry>& registry,
+                                     memory_budget& memory, const connection_facts& facts) {
+  session<Stream> s(stream, limits, routes, registry, memory, facts);
+  co_await s.serve();
 }
 
-// Counts a connection open for as long as its session runs.
+// Counts a connection open for as long as its session runs: in the metrics (every listener's)
+// and in its listener's own count, which its cap is checked against.
 class connection_guard {
  public:
-  explicit connection_guard(metrics& m) : m_(m) { m_.add(gauge::open_connections, 1); }
-  ~connection_guard() { m_.add(gauge::open_connections, -1); }
+  connection_guard(metrics& m, std::shared_ptr<std::atomic<std::size_t>> listener_count)
+      : m_(m), listener_count_(std::move(listener_count)) {
+    m_.add(gauge::open_connections, 1);
+  }
+  ~connection_guard() {
+    m_.add(gauge::open_connections, -1);
+    listener_count_->fetch_sub(1);
+  }
   connection_guard(const connection_guard&) = delete;
   connection_guard& operator=(const connection_guard&) = delete;
 
  private:
   metrics& m_;
+  std::shared_ptr<std::atomic<std::size_t>> listener_count_;  // taken by the accept loop
 };
 
 asio::awaitable<void> tls_session(tcp::socket socket, std::shared_ptr<const tls_bundle> tls,
                                   session_limits limits, const router& routes, metrics& m,
-                                  std::shared_ptr<session_registry> registry) {
-  const connection_guard counted(m);
+                                  std::shared_ptr<session_registry> registry,
+                                  std::shared_ptr<std::atomic<std::size_t>> listener_count,
+                                  memory_budget& memory) {
+  const connection_guard counted(m, std::move(listener_count));
   tls_stream stream(beast::tcp_stream(std::move(socket)), *tls->context);
+  connection_facts facts{peer_of(beast::get_lowest_layer(stream)), false};
   beast::get_lowest_layer(stream).expires_after(limits.handshake_timeout);
   if (auto [ec, n] = co_await stream.async_handshake(use_nothrow); ec) {
-    spdlog::debug("TLS handshake failed: {}", ec.message());
+    spdlog::debug("TLS handshake from {} failed: {}", facts.peer, ec.message());
     co_return;
   }
-  co_await serve_requests(stream, limits, routes, registry);
+  facts.client_certificate = SSL_get0_peer_certificate(stream.native_handle()) != nullptr;
+  co_await serve_requests(stream, limits, routes, registry, memory, facts);
   // close_notify, without waiting for the peer's (tls_stream never does).
   beast::get_lowest_layer(stream).expires_after(limits.write_timeout);
   co_await stream.async_shutdown(use_nothrow);
 }
 
 asio::awaitable<void> plain_session(tcp::socket socket, session_limits limits, const router& routes,
-                                    metrics& m, std::shared_ptr<session_registry> registry) {
-  const connection_guard counted(m);
+                                    metrics& m, std::shared_ptr<session_registry> registry,
+                                    std::shared_ptr<std::atomic<std::size_t>> listener_count,
+                                    memory_budget& memory) {
+  const connection_guard counted(m, std::move(listener_count));
   beast::tcp_stream stream(std::move(socket));
-  co_await serve_requests(stream, limits, routes, registry);
+  const connection_facts facts{peer_of(stream), false};
+  co_await serve_requests(stream, limits, routes, registry, memory, facts);
   boost::system::error_code ignored;
   stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
 }
@@ -357,12 +516,15 @@ core::result<tcp::acceptor> bind(asio::io_context& ioc, const inputs::endpoint_s
 session_limits limits_from(const inputs::serve_config& config) {
   session_limits limits;
   limits.max_body_bytes = config.max_body_bytes;
+  limits.max_preview_body_bytes = config.max_preview_body_bytes;
   limits.max_header_bytes = config.max_header_bytes;
   limits.handshake_timeout = config.handshake_timeout;
   limits.read_timeout = config.read_timeout;
   limits.idle_timeout = config.idle_timeout;
   limits.write_timeout = config.read_timeout;
   limits.max_connections = config.max_connections;
+  limits.max_preview_connections = config.max_preview_connections;
+  limits.max_metrics_connections = config.max_metrics_connections;
   return limits;
 }
 
@@ -390,21 +552,36 @@ void session_threads::stop() {
   threads_.clear();
 }
 
+// One port: its acceptor, what it serves, its connection cap and how many it has open.
+struct listener {
+  listener(asio::io_context& ioc, server_state& state, listener_kind kind, body_limits bodies,
+           std::size_t cap)
+      : acceptor(ioc), routes(state, kind, bodies), cap(cap) {}
+  tcp::acceptor acceptor;
+  router routes;
+  std::size_t cap;  // 0: none
+  // Shared with its sessions, whose frames may end after the server.
+  std::shared_ptr<std::atomic<std::size_t>> open = std::make_shared<std::atomic<std::size_t>>(0);
+};
+
 struct server::impl {
   impl(asio::io_context& ioc, session_limits limits, server_state& state,
        const session_threads* sessions)
       : ioc(ioc),
         limits(limits),
         state(state),
-        admission_routes(state, true, limits.max_body_bytes),
-        health_routes(state, false, limits.max_body_bytes),
-        tls_acceptor(ioc),
-        plain_acceptor(ioc) {
+        admission(ioc, state, listener_kind::admission, bodies(), limits.max_connections),
+        previews(ioc, state, listener_kind::previews, bodies(), limits.max_preview_connections),
+        metrics_port(ioc, state, listener_kind::metrics, bodies(), limits.max_metrics_connections) {
     if (sessions != nullptr) session_contexts = sessions->contexts();
     if (session_contexts.empty()) session_contexts.push_back(&ioc);
   }
 
-  // The io_context of the next admission connection, in turn. Only the accept loop asks.
+  [[nodiscard]] body_limits bodies() const {
+    return {limits.max_body_bytes, limits.max_preview_body_bytes};
+  }
+
+  // The io_context of the next TLS connection, in turn. Only the accept loops ask.
   asio::io_context& next_session_context() {
     auto& context = *session_contexts[next_session % session_contexts.size()];
     ++next_session;
@@ -433,11 +610,12 @@ struct server::impl {
   }
 
   // `start_session` receives each accepted socket, already on its own strand of the io_context
-  // `context_for_next()` gives.
+  // `context_for_next()` gives, once it is counted in its listener's `open`.
   template <class ContextForNext, class StartSession>
-  asio::awaitable<void> accept(tcp::acceptor& acceptor, ContextForNext context_for_next,
+  asio::awaitable<void> accept(listener& port, ContextForNext context_for_next,
                                StartSession start_session) {
     asio::steady_timer backoff(ioc);
+    auto& acceptor = port.acceptor;
     const auto protocol = acceptor.local_endpoint().protocol();
     for (;;) {
       auto [ec, accepted] = co_await acceptor.async_accept(asio::make_strand(ioc), use_nothrow);
@@ -450,29 +628,47 @@ struct server::impl {
         co_await backoff.async_wait(use_nothrow);
         continue;
       }
-      // Beyond the limit, close at once: the client sees a closed connection and retries another
-      // replica; connections already open are untouched.
-      if (limits.max_connections != 0 && state.metrics.value(gauge::open_connections) >=
-                                             static_cast<double>(limits.max_connections)) {
+      // Beyond its listener's cap, close at once: the client sees a closed connection and
+      // retries another replica; connections already open, and the other ports, are untouched.
+      if (port.cap != 0 && port.open->load() >= port.cap) {
         state.metrics.count(counter::refused_connections);
         socket.close(ec);
         continue;
       }
+      port.open->fetch_add(1);
       socket.set_option(tcp::no_delay(true), ec);
-      if (auto handed = hand_over(std::move(socket), context_for_next(), protocol))
+      if (auto handed = hand_over(std::move(socket), context_for_next(), protocol)) {
         start_session(std::move(*handed));
+      } else {
+        port.open->fetch_sub(1);
+      }
     }
   }
 
+  // Accepts TLS connections on `port` (the admission port, or the previews').
+  void accept_tls(listener& port) {
+    asio::co_spawn(ioc,
+                   accept(
+                       port, [this]() -> asio::io_context& { return next_session_context(); },
+                       [this, &port](tcp::socket socket) {
+                         auto executor = socket.get_executor();
+                         asio::co_spawn(executor,
+                                        tls_session(std::move(socket), state.certificate.read(),
+                                                    limits, port.routes, state.metrics, sessions,
+                                                    port.open, *state.memory),
+                                        asio::detached);
+                       }),
+                   asio::detached);
+  }
+
   asio::io_context& ioc;
-  std::vector<asio::io_context*> session_contexts;  // admission connections, in turn
+  std::vector<asio::io_context*> session_contexts;  // TLS connections, in turn
   std::size_t next_session = 0;
   session_limits limits;
   server_state& state;
-  router admission_routes;
-  router health_routes;
-  tcp::acceptor tls_acceptor;
-  tcp::acceptor plain_acceptor;
+  listener admission;
+  listener previews;  // its acceptor open only with --preview-listen
+  listener metrics_port;
   std::shared_ptr<session_registry> sessions = std::make_shared<session_registry>();
 
   // The drain's timers; their handlers run on one strand, so `drained` needs no lock.
@@ -511,46 +707,50 @@ server::server(asio::io_context& ioc, session_limits limits, server_state& state
 server::~server() = default;
 
 core::result<server::endpoints> server::start(const inputs::endpoint_spec& tls_listen,
-                                              const inputs::endpoint_spec& plain_listen) {
+                                              const inputs::endpoint_spec& plain_listen,
+                                              const inputs::endpoint_spec& preview_listen) {
   auto tls_acceptor = bind(impl_->ioc, tls_listen, "--listen");
   if (!tls_acceptor) return std::move(tls_acceptor).take_error();
   auto plain_acceptor = bind(impl_->ioc, plain_listen, "--metrics-listen");
   if (!plain_acceptor) return std::move(plain_acceptor).take_error();
-  impl_->tls_acceptor = std::move(*tls_acceptor);
-  impl_->plain_acceptor = std::move(*plain_acceptor);
-
+  std::optional<tcp::acceptor> preview_acceptor;
+  if (!preview_listen.host.empty()) {
+    auto bound = bind(impl_->ioc, preview_listen, "--preview-listen");
+    if (!bound) return std::move(bound).take_error();
+    preview_acceptor.emplace(std::move(*bound));
+  }
   auto* self = impl_.get();
-  asio::co_spawn(impl_->ioc,
+  self->admission.acceptor = std::move(*tls_acceptor);
+  self->metrics_port.acceptor = std::move(*plain_acceptor);
+  endpoints out{self->admission.acceptor.local_endpoint(),
+                self->metrics_port.acceptor.local_endpoint(), std::nullopt};
+
+  self->accept_tls(self->admission);
+  if (preview_acceptor) {
+    self->previews.acceptor = std::move(*preview_acceptor);
+    out.preview = self->previews.acceptor.local_endpoint();
+    self->accept_tls(self->previews);
+  }
+  asio::co_spawn(self->ioc,
                  self->accept(
-                     self->tls_acceptor,
-                     [self]() -> asio::io_context& { return self->next_session_context(); },
-                     [self](tcp::socket socket) {
-                       auto executor = socket.get_executor();
-                       asio::co_spawn(executor,
-                                      tls_session(std::move(socket), self->state.certificate.read(),
-                                                  self->limits, self->admission_routes,
-                                                  self->state.metrics, self->sessions),
-                                      asio::detached);
-                     }),
-                 asio::detached);
-  asio::co_spawn(impl_->ioc,
-                 self->accept(
-                     self->plain_acceptor, [self]() -> asio::io_context& { return self->ioc; },
+                     self->metrics_port, [self]() -> asio::io_context& { return self->ioc; },
                      [self](tcp::socket socket) {
                        auto executor = socket.get_executor();
                        asio::co_spawn(
                            executor,
-                           plain_session(std::move(socket), self->limits, self->health_routes,
-                                         self->state.metrics, self->sessions),
+                           plain_session(std::move(socket), self->limits, self->metrics_port.routes,
+                                         self->state.metrics, self->sessions,
+                                         self->metrics_port.open, *self->state.memory),
                            asio::detached);
                      }),
                  asio::detached);
-  return endpoints{impl_->tls_acceptor.local_endpoint(), impl_->plain_acceptor.local_endpoint()};
+  return out;
 }
 
 void server::drain(std::chrono::milliseconds delay, std::chrono::milliseconds deadline,
                    std::function<void(bool in_time)> drained) {
   impl_->state.set_ready(false);
+  impl_->sessions->start_draining();
   asio::post(impl_->drain_strand, [this, delay, deadline, drained = std::move(drained)]() mutable {
     auto* self = impl_.get();
     if (self->drained) return;  // already draining
@@ -579,8 +779,8 @@ void server::close_connections() {
 void server::stop_accepting() {
   asio::post(impl_->ioc, [self = impl_.get()] {
     boost::system::error_code ignored;
-    self->tls_acceptor.close(ignored);
-    self->plain_acceptor.close(ignored);
+    for (auto* port : {&self->admission, &self->previews, &self->metrics_port})
+      port->acceptor.close(ignored);
   });
 }
 

@@ -4,6 +4,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -129,6 +130,13 @@ core::result<tls_bundle> load_server_tls(const tls_files& files) {
     if (ec)
       return core::error{"--client-ca " + files.client_ca + ": cannot load: " + openssl_reason(ec)};
     ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
+    // Any leaf of a shared CA would get in (a kubelet's, another webhook's): the names say whose.
+    X509_VERIFY_PARAM* param = SSL_CTX_get0_param(native);
+    X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_WILDCARDS);
+    for (const auto& name : files.client_names) {
+      if (X509_VERIFY_PARAM_add1_host(param, name.c_str(), name.size()) != 1)
+        return core::error{"--client-names: cannot use " + core::quote(name)};
+    }
   }
   return tls_bundle{ctx, serial_hex(cert), unix_seconds(X509_get0_notAfter(cert))};
 }

@@ -162,9 +162,9 @@ check "the endpoint and preview --job -o json give the same answer" bash -c "'$b
 check "a job that is not YAML is 400" bash -c "[ \"\$(curl --silent --max-time 10 --cacert '$work/certs/ca.crt' -o /dev/null \
   -w '%{http_code}' --data-binary '{\"kind\": ' https://localhost:$https_port/preview/job)\" = 400 ]"
 sed 's/parallelism: 2/parallelism: 1000/; s/completions: 2/completions: 1000/' "$src/examples/jobs/jobset-master-worker.yaml" >"$work/big-job.yaml"
-check "a job of more than 2,000 pods is 422 from the server" bash -c "[ \"\$(curl --silent --max-time 10 --cacert '$work/certs/ca.crt' \
+check "a job of more than 500 pods is 422 from the server" bash -c "[ \"\$(curl --silent --max-time 10 --cacert '$work/certs/ca.crt' \
   -o '$work/big.json' -w '%{http_code}' --data-binary @'$work/big-job.yaml' https://localhost:$https_port/preview/job)\" = 422 ]"
-check "naming the bound" contains "$work/big.json" "more than 2000 pods"
+check "naming the bound" contains "$work/big.json" "more than 500 pods"
 check "while the CLI lays it out" exit_code 0 "$bin" preview --job -f "$work/big-job.yaml" --policies "$src/policies"
 check "curl speaking TLS 1.3" bash -c "curl --silent --max-time 10 --cacert '$work/certs/ca.crt' --tlsv1.3 \
   https://localhost:$https_port/healthz | grep -q ok"

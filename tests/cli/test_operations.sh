@@ -96,12 +96,14 @@ check "every accepted request was answered 200 (000: refused after the drain, ne
   bash -c "! cat '$work'/stream.* | grep -vqE '^(200|000)$'"
 check "requests were served during the drain" [ "$(cat "$work"/stream.* | grep -c '^200$')" -gt 4 ]
 
-# --- connection limit ------------------------------------------------------------------------
-start "$work/limit.log" --max-connections 2
+# --- connection limits, one per port ---------------------------------------------------------
+start "$work/limit.log" --max-metrics-connections 2 --max-connections 3
 exec 3<>"/dev/tcp/127.0.0.1/$http_port"
 exec 4<>"/dev/tcp/127.0.0.1/$http_port"
 sleep 0.2
 check "a third connection is closed at once" bash -c "! curl -s --max-time 5 http://127.0.0.1:$http_port/healthz"
+check "the admission port is not the metrics port's crowd" [ "$(curl -s -o /dev/null -w '%{http_code}' \
+  --max-time 5 --cacert "$work/certs/ca.crt" "https://localhost:$https_port/healthz")" = 200 ]
 printf 'GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n' >&3
 check "an existing connection is unaffected" bash -c "timeout 5 head -c 12 <&3 | grep -q 'HTTP/1.1 200'"
 exec 3<&- 4<&-

@@ -251,11 +251,11 @@ TEST_CASE("controllers: jobs that cannot be laid out are refused with the reason
   no_jobs["spec"].erase("replicatedJobs");
   CHECK(create_job(no_jobs, {}).message() == "trainenv: JobSet bert has no spec.replicatedJobs");
   // More pods than the preview lays out.
-  const auto big = create_job(jobset(json::array({rj("node", 3, 4)})), {}, 10);
+  const auto big = create_job(jobset(json::array({rj("node", 3, 4)})), {}, {10, 100, 1U << 20});
   REQUIRE_FALSE(big);
   CHECK(big.message() ==
         "trainenv: the job runs more than 10 pods; this preview lays out at most that many");
-  CHECK(create_job(jobset(json::array({rj("node", 3, 4)})), {}, 12));
+  CHECK(create_job(jobset(json::array({rj("node", 3, 4)})), {}, {12, 100, 1U << 20}));
   CHECK(job_needs(jobset(json::array())).empty());
 }
 

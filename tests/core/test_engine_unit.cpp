@@ -202,6 +202,7 @@ TEST_CASE("engine: a pod CREATE request is decided as its pod", "[engine_unit]")
   request.version = "v1";
   request.resource = "pods";
   request.operation = "CREATE";
+  request.namespace_name = "team-a";  // the pod's, as the API server makes them
   request.object = pod_view(bare_pod(1));
   const auto d = mutate(request, policies());
   CHECK(d.policy == "unit-torch");
@@ -360,8 +361,10 @@ TEST_CASE("engine: an owner that cannot be read denies sizing with the failure's
   REQUIRE(d != nullptr);
   CHECK(d->verdict() == outcome::denied);
   CHECK(d->code == 404);
-  CHECK_THAT(d->message,
-             Contains("JobSet team-a/bert has uid other-uid, the reference names js-uid"));
+  // Read as a 404 is: neither the object's uid nor that the name exists is told.
+  CHECK_THAT(d->message, Contains("JobSet team-a/bert: not found with uid \"js-uid\" (deleted, "
+                                  "or recreated under another uid)"));
+  CHECK(d->message.find("other-uid") == std::string::npos);
 }
 
 TEST_CASE("engine: decide fetches until it decides, and gives up past the longest chain",

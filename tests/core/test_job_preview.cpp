@@ -224,7 +224,7 @@ TEST_CASE("job preview: a job that cannot be laid out is an error", "[job_previe
   CHECK_THAT(malformed.message(), StartsWith("trainenv: the job is malformed: "));
   // Past the preview's bound.
   const auto big = preview_job(preview_jobset(json::array({trained_rj("node", 2, 3)})), {},
-                               preview_policies(), 5);
+                               preview_policies(), {5, 100, 1U << 20});
   REQUIRE_FALSE(big);
   CHECK_THAT(big.message(), Contains("more than 5 pods"));
 }

@@ -334,14 +334,14 @@ TEST_CASE("owner walk: the runtime's chain fails closed with the failure's code"
         "team-a/llama has no spec.runtimeRef.name; set annotation "
         "trainenv.io/policy (and the counts) on the pod template, or fix "
         "the access");
-  // A runtime that is not there: 404, with what the lookup said.
+  // A runtime that is not there: 404, in the walk's own words.
   const auto missing = settle({trainer_job(), trainer_jobset(),
                                trainjob({{"runtimeRef", {{"name", "torch-distributed"}}}})});
   REQUIRE_FALSE(missing);
   CHECK(missing.code() == 404);
   CHECK_THAT(missing.message(),
-             Contains("could not read ClusterTrainingRuntime torch-distributed: not found: no "
-                      "such object"));
+             Contains("could not read ClusterTrainingRuntime torch-distributed: not found "
+                      "(deleted, or recreated under another uid)"));
   // A runtime kind trainenv does not know.
   const auto odd = settle({trainer_job(), trainer_jobset(),
                            trainjob({{"runtimeRef", {{"name", "x"}, {"kind", "OddRuntime"}}}})});

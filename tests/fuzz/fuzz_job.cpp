@@ -32,7 +32,7 @@ const std::vector<json>& runtimes() {
 }
 
 // Small jobs only: each pod is decided, and a fuzzer's input should take milliseconds.
-constexpr std::size_t max_pods = 64;
+constexpr core::preview_bounds small_jobs{64, 128, std::size_t{1} << 20};
 
 }  // namespace
 
@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto job = inputs::read_job(text);
   if (!job) return 0;
   const auto& policies = fuzz::shipped_policies();
-  auto preview = core::preview_job(*job, runtimes(), policies, max_pods);
+  auto preview = core::preview_job(*job, runtimes(), policies, small_jobs);
   if (!preview) {
     fuzz::require(preview.message().rfind("trainenv: ", 0) == 0,
                   "a preview error says trainenv:", preview.message());

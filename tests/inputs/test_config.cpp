@@ -82,18 +82,20 @@ TEST_CASE("serve reads owners with a 2 s budget and a 10 s cache, API access fou
   CHECK(set.lookup_timeout == std::chrono::milliseconds(500));
   CHECK(set.owner_cache_ttl == std::chrono::seconds(30));
   CHECK_FALSE(parse_serve({"--lookup-timeout", "0"}).ok);
-  CHECK(c.owner_cache_entries == 4096);
-  CHECK(serve_ok({"--owner-cache-entries", "100000"}).owner_cache_entries == 100000);
-  CHECK_FALSE(parse_serve({"--owner-cache-entries", "0"}).ok);
+  CHECK(c.owner_cache_bytes == 32U * 1024 * 1024);
+  CHECK(serve_ok({"--owner-cache-bytes", "100000000"}).owner_cache_bytes == 100'000'000);
+  CHECK_FALSE(parse_serve({"--owner-cache-bytes", "1000"}).ok);
 }
 
 // The start-up log's configuration line is written from the flags, every one of them.
 TEST_CASE("describe names every serve flag with its value", "[config]") {
-  const auto d = describe(serve_ok({"--listen", "127.0.0.1:8443", "--owner-cache-entries", "7"}));
+  const auto d =
+      describe(serve_ok({"--listen", "127.0.0.1:8443", "--owner-cache-bytes", "7000000"}));
   CHECK_THAT(d, Contains("listen=127.0.0.1:8443 tls_cert=certs/tls.crt tls_key=certs/tls.key "
-                         "client_ca=- policies=policies/ metrics_listen=0.0.0.0:9090"));
+                         "client_ca=- client_names=- preview_listen=- policies=policies/ "
+                         "metrics_listen=0.0.0.0:9090"));
   CHECK_THAT(d, Contains(" threads=- "));
-  CHECK_THAT(d, Contains(" owner_cache_entries=7 "));
+  CHECK_THAT(d, Contains(" owner_cache_bytes=7000000 "));
   CHECK_THAT(d, Contains(" cluster_domain=cluster.local"));
   std::size_t listed = 0;
   for (std::size_t at = d.find('='); at != std::string::npos; at = d.find('=', at + 1)) ++listed;
@@ -213,14 +215,35 @@ TEST_CASE("serve --help sets failure.help and lists every flag", "[config]") {
     CHECK(p.failure.help);
     CHECK(p.failure.message == serve_help());
   }
-  for (const char* flag : {"--listen",          "--tls-cert",          "--tls-key",
-                           "--client-ca",       "--policies",          "--metrics-listen",
-                           "--log-format",      "--log-level",         "--threads",
-                           "--max-body-bytes",  "--max-header-bytes",  "--read-timeout",
-                           "--idle-timeout",    "--handshake-timeout", "--kubeconfig",
-                           "--lookup-timeout",  "--owner-cache-ttl",   "--owner-cache-entries",
-                           "--max-connections", "--drain-delay",       "--shutdown-deadline",
-                           "--owners",          "--cluster-domain"}) {
+  for (const char* flag : {"--listen",
+                           "--tls-cert",
+                           "--tls-key",
+                           "--client-ca",
+                           "--client-names",
+                           "--preview-listen",
+                           "--policies",
+                           "--metrics-listen",
+                           "--log-format",
+                           "--log-level",
+                           "--threads",
+                           "--max-body-bytes",
+                           "--max-preview-body-bytes",
+                           "--max-request-memory",
+                           "--max-header-bytes",
+                           "--read-timeout",
+                           "--idle-timeout",
+                           "--handshake-timeout",
+                           "--kubeconfig",
+                           "--lookup-timeout",
+                           "--owner-cache-ttl",
+                           "--owner-cache-bytes",
+                           "--max-connections",
+                           "--max-preview-connections",
+                           "--max-metrics-connections",
+                           "--drain-delay",
+                           "--shutdown-deadline",
+                           "--owners",
+                           "--cluster-domain"}) {
     CHECK_THAT(serve_help(), Contains(flag));
   }
 }
@@ -250,10 +273,10 @@ TEST_CASE("serve --help states serve_config's defaults", "[config]") {
     REQUIRE(p.ok);
     CHECK(p.config == defaults);
   }
-  // Every flag but --client-ca, --threads and --kubeconfig, whose defaults are words, and
-  // --owners, which has none.
-  CHECK(stated.size() == 19);
-  CHECK_THAT(serve_help(), Contains("certificates signed by this CA (default: none)"));
+  // Every flag but --client-ca, --client-names, --preview-listen, --threads and --kubeconfig,
+  // whose defaults are words, and --owners, which has none.
+  CHECK(stated.size() == 23);
+  CHECK_THAT(serve_help(), Contains("says which) (default: none)"));
   CHECK_THAT(serve_help(), Contains("I/O threads (default: one per core)"));
   // And the check can fail: a different value is a different configuration.
   CHECK_FALSE(serve_ok({"--read-timeout", "11"}) == defaults);

@@ -22,7 +22,7 @@ using namespace trainenv;
 namespace {
 
 struct pod_spec {
-  std::string job = "trainJob";
+  std::string job = "trainjob";
   std::string role = "node";
   std::optional<int> index = 0;
   std::string framework;  // label trainer.kubeflow.org/framework
@@ -155,9 +155,9 @@ TEST_CASE("torch: Kubeflow 'multi-node multi-GPU training with complete info'",
   CHECK(o.value("PET_NNODES") == "4");
   CHECK(o.value("PET_NPROC_PER_NODE") == "auto");
   CHECK(o.value("PET_NODE_RANK") == "2");  // the node rank, a literal (docs/contract.md §2.2)
-  CHECK(o.value("PET_MASTER_ADDR") == "trainJob-node-0-0.trainJob");
+  CHECK(o.value("PET_MASTER_ADDR") == "trainjob-node-0-0.trainjob");
   CHECK(o.value("PET_MASTER_PORT") == "29500");
-  CHECK(o.value("MASTER_ADDR") == "trainJob-node-0-0.trainJob");
+  CHECK(o.value("MASTER_ADDR") == "trainjob-node-0-0.trainjob");
   CHECK(o.value("MASTER_PORT") == "29500");
   CHECK(o.value("WORLD_SIZE") == "4");
   CHECK(o.value("RANK") == "2");
@@ -197,7 +197,7 @@ TEST_CASE("torchtune: a torch pod running `tune run` gets the torchtune policy",
   CHECK(o.container()["command"] == json({"tune", "run"}));
   CHECK(o.container()["args"] ==
         json({"--nnodes=2", "--nproc_per_node=8", "--node_rank=$(PET_NODE_RANK)",
-              "--rdzv_endpoint=trainJob-node-0-0.trainJob:29500", "full_finetune_distributed",
+              "--rdzv_endpoint=trainjob-node-0-0.trainjob:29500", "full_finetune_distributed",
               "--config", "llama3_3/70B_full_multinode"}));
 }
 
@@ -219,7 +219,7 @@ TEST_CASE("torchtune: one process in all gets no --rdzv_endpoint", "[shipped][to
   s.resources = {{"nvidia.com/gpu", "4"}};
   o = run(s);
   CHECK(o.value("PET_NPROC_PER_NODE") == "auto");
-  CHECK(o.container()["args"][3] == "--rdzv_endpoint=trainJob-node-0-0.trainJob:29500");
+  CHECK(o.container()["args"][3] == "--rdzv_endpoint=trainjob-node-0-0.trainjob:29500");
 
   // auto with one GPU on one node: one process, no rendezvous endpoint.
   s.resources = {{"nvidia.com/gpu", "1"}};
@@ -238,7 +238,7 @@ TEST_CASE("torchtune: args the user already passed are not repeated", "[shipped]
   // same flag spelled with '-', so both are kept as the user wrote them.
   CHECK(o.container()["args"] ==
         json({"run", "--node_rank=$(PET_NODE_RANK)",
-              "--rdzv_endpoint=trainJob-node-0-0.trainJob:29500", "--nnodes=2", "--nproc-per-node",
+              "--rdzv_endpoint=trainjob-node-0-0.trainjob:29500", "--nnodes=2", "--nproc-per-node",
               "4", "lora_finetune_distributed"}));
   REQUIRE(o.decision.warnings.size() == 1);
   CHECK(o.decision.warnings[0] ==
@@ -284,7 +284,7 @@ TEST_CASE("torchtune: Trainer's multi-node command: the agreeing endpoint is kep
   pod_spec s;
   s.command = {"tune",
                "run",
-               "--rdzv_endpoint=trainJob-node-0-0.trainJob:29500",
+               "--rdzv_endpoint=trainjob-node-0-0.trainjob:29500",
                "full_finetune_distributed",
                "--config",
                "llama3_3/70B_full_multinode",
@@ -296,7 +296,7 @@ TEST_CASE("torchtune: Trainer's multi-node command: the agreeing endpoint is kep
   CHECK(o.decision.warnings.empty());
   CHECK(o.container()["command"] ==
         json({"tune", "run", "--nnodes=2", "--nproc_per_node=8", "--node_rank=$(PET_NODE_RANK)",
-              "--rdzv_endpoint=trainJob-node-0-0.trainJob:29500", "full_finetune_distributed",
+              "--rdzv_endpoint=trainjob-node-0-0.trainjob:29500", "full_finetune_distributed",
               "--config", "llama3_3/70B_full_multinode",
               "output_dir=/workspace/model/llama3_3/70B"}));
 }
@@ -313,7 +313,7 @@ TEST_CASE("torchtune: the recipe's own arguments are never read as flags nor tou
   CHECK(o.container()["command"] == json({"tune", "run"}));
   CHECK(o.container()["args"] ==
         json({"--nnodes=2", "--nproc_per_node=1", "--node_rank=$(PET_NODE_RANK)",
-              "--rdzv_endpoint=trainJob-node-0-0.trainJob:29500", "my_recipe", "--nnodes=7",
+              "--rdzv_endpoint=trainjob-node-0-0.trainjob:29500", "my_recipe", "--nnodes=7",
               "--config", "cfg.yaml"}));
 }
 
@@ -363,7 +363,7 @@ void check_ssh_volume(const outcome& o, const std::string& job, int key_mode = 0
 
 TEST_CASE("mpi: the launcher gets the Open MPI and PRRTE variables, hostfile and SSH keys",
           "[shipped][mpi]") {
-  // Kubeflow TestMPI "trainJob numNodes is respected rather than mlPolicy one": 2 nodes, slots=1.
+  // Kubeflow TestMPI "trainjob numNodes is respected rather than mlPolicy one": 2 nodes, slots=1.
   // The launcher reads its JobSet for the workers' layout and GPUs (none: one slot each).
   const json pod = test::fixture("review-mpi-launcher.json")["request"]["object"];
   const auto owners = test::owner_file_at("tests/fixtures/owners/ds-job-jobset.yaml");
@@ -394,18 +394,18 @@ TEST_CASE("mpi: slots follow nproc-per-node, else the GPUs (Kubeflow TestMPI)", 
   s.role = "launcher";
   s.framework = "mpi";
   s.annotations = {{"trainenv.io/num-nodes", "2"}, {"trainenv.io/nproc-per-node", "2"}};
-  // "trainJob numProcPerNode is respected rather than mlPolicy one"
+  // "trainjob numProcPerNode is respected rather than mlPolicy one"
   auto o = run(s);
   CHECK(o.value("OMPI_MCA_orte_set_default_slots") == "2");
   CHECK(o.pod["metadata"]["annotations"]["trainenv.io/hostfile"] ==
-        "trainJob-node-0-0.trainJob slots=2\ntrainJob-node-0-1.trainJob slots=2\n");
+        "trainjob-node-0-0.trainjob slots=2\ntrainjob-node-0-1.trainjob slots=2\n");
   // "numProcPerNode is set to number of GPUs in TrainJob"
   s.annotations.erase("trainenv.io/nproc-per-node");
   s.resources = {{"custom.com/gpu", "5"}};
   o = run(s);
   CHECK(o.value("OMPI_MCA_orte_set_default_slots") == "5");
   CHECK(o.pod["metadata"]["annotations"]["trainenv.io/hostfile"] ==
-        "trainJob-node-0-0.trainJob slots=5\ntrainJob-node-0-1.trainJob slots=5\n");
+        "trainjob-node-0-0.trainjob slots=5\ntrainjob-node-0-1.trainjob slots=5\n");
 }
 
 TEST_CASE("mpi: node pods get the SSH keys only", "[shipped][mpi]") {
@@ -418,7 +418,7 @@ TEST_CASE("mpi: node pods get the SSH keys only", "[shipped][mpi]") {
   CHECK(o.env.empty());
   CHECK_FALSE(o.pod["metadata"]["annotations"].contains("trainenv.io/hostfile"));
   CHECK(find_named(o.pod["spec"]["volumes"], "name", "mpi-hostfile") == nullptr);
-  check_ssh_volume(o, "trainJob");
+  check_ssh_volume(o, "trainjob");
 }
 
 // Kubeflow Trainer's mpi plugin (deepspeed-distributed, mlx-distributed runtimes): the launcher
@@ -503,12 +503,12 @@ TEST_CASE("intel-mpi and mpich: Hydra variables and host:slots hostfiles", "[shi
   CHECK(o.value("I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS") == "-o ConnectionAttempts=10");
   CHECK(o.value("I_MPI_PERHOST") == "2");
   const std::string hydra_hostfile =
-      "trainJob-node-0-0.trainJob:2\ntrainJob-node-0-1.trainJob:2\ntrainJob-node-0-2.trainJob:2\n";
+      "trainjob-node-0-0.trainjob:2\ntrainjob-node-0-1.trainjob:2\ntrainjob-node-0-2.trainjob:2\n";
   CHECK(o.pod["metadata"]["annotations"]["trainenv.io/hostfile"] == hydra_hostfile);
-  check_ssh_volume(o, "trainJob");
+  check_ssh_volume(o, "trainjob");
 
   // Hydra's proxies call the launcher back by its bare hostname: the pod searches its subdomain.
-  const auto searches = json::array({"trainJob.default.svc.cluster.local"});
+  const auto searches = json::array({"trainjob.default.svc.cluster.local"});
   CHECK(o.pod["spec"]["dnsConfig"]["searches"] == searches);
 
   s.framework = "mpich";
@@ -528,15 +528,15 @@ TEST_CASE("mpi: the SSH key's mode follows who reads it, and the mount path the 
   s.framework = "mpi";
   s.annotations = {{"trainenv.io/num-nodes", "2"}};
   // Root reads the root-owned key at /root/.ssh: 0600, fsGroup or not.
-  check_ssh_volume(run(s), "trainJob", 0600);
+  check_ssh_volume(run(s), "trainjob", 0600);
   s.pod_spec_extra = {{"securityContext", {{"fsGroup", 1000}}}};
-  check_ssh_volume(run(s), "trainJob", 0600);
+  check_ssh_volume(run(s), "trainjob", 0600);
   // A non-root user reads it through the pod's fsGroup, away from root's home: 0640.
   s.annotations["trainenv.io/ssh-auth-mount-path"] = "/home/mpiuser/.ssh";
-  check_ssh_volume(run(s), "trainJob", 0640, "/home/mpiuser/.ssh");
+  check_ssh_volume(run(s), "trainjob", 0640, "/home/mpiuser/.ssh");
   // Without an fsGroup nobody but root could read 0640: 0600 there too.
   s.pod_spec_extra = json::object();
-  check_ssh_volume(run(s), "trainJob", 0600, "/home/mpiuser/.ssh");
+  check_ssh_volume(run(s), "trainjob", 0600, "/home/mpiuser/.ssh");
 }
 
 // --- JAX and XGBoost --------------------------------------------------------------------
@@ -550,7 +550,7 @@ TEST_CASE("jax: Kubeflow TestJax cases", "[shipped][jax]") {
   for (const auto& r :
        std::vector<row>{{"single node JAX training", 1, json::object()},
                         {"multi-node JAX training", 4, json::object()},
-                        {"trainJob numNodes is respected", 3, json::object()},
+                        {"trainjob numNodes is respected", 3, json::object()},
                         {"JAX training with GPU resources", 2, {{"nvidia.com/gpu", "4"}}}}) {
     INFO("upstream case: " << r.upstream_case);
     pod_spec s;
@@ -578,7 +578,7 @@ TEST_CASE("xgboost: Kubeflow TestXGBoostEnforceMLPolicy cases", "[shipped][xgboo
            {"single node XGBoost training (CPU)", 1, json::object(), "1"},
            {"multi-node XGBoost training (CPU)", 4, json::object(), "4"},
            {"XGBoost training with GPU resources", 2, {{"example.com/gpu", "4"}}, "8"},
-           {"trainJob numNodes is respected", 3, json::object(), "3"},
+           {"trainjob numNodes is respected", 3, json::object(), "3"},
            {"resources not set - defaults to 1 worker per node", 2, json::object(), "2"}}) {
     INFO("upstream case: " << r.upstream_case);
     pod_spec s;
@@ -586,7 +586,7 @@ TEST_CASE("xgboost: Kubeflow TestXGBoostEnforceMLPolicy cases", "[shipped][xgboo
     s.annotations = {{"trainenv.io/num-nodes", std::to_string(r.nodes)}};
     s.resources = r.resources;
     const auto o = run(s);
-    CHECK(o.value("DMLC_TRACKER_URI") == "trainJob-node-0-0.trainJob");
+    CHECK(o.value("DMLC_TRACKER_URI") == "trainjob-node-0-0.trainjob");
     CHECK(o.value("DMLC_TRACKER_PORT") == "29500");
     CHECK(o.value("DMLC_TASK_ID") == "0");
     CHECK(o.value("DMLC_NUM_WORKER") == r.workers);

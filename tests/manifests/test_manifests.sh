@@ -18,6 +18,7 @@ render() {  # render NAME DIR
 render base "$src/manifests/base"
 render cert-manager "$src/manifests/overlays/cert-manager"
 render opt-in-namespaces "$src/manifests/overlays/opt-in-namespaces"
+render previews "$src/manifests/overlays/previews"
 
 cp -r "$src/manifests" "$src/policies" "$work/"
 "$src/certs/mint.sh" --static-overlay "$work/manifests/overlays/static-certs" "$work/certs" >/dev/null 2>&1
@@ -46,5 +47,5 @@ grep -q "^#.* -t $tag " "$src/Dockerfile" || { echo "FAILED: the Dockerfile's co
 grep -q "^RUN scripts/dev.sh deps --build" "$src/Dockerfile" || { echo "FAILED: the Dockerfile's build stage installs more than the build packages"; status=1; }
 # The image runs as the numeric user the Deployment expects.
 grep -q "^USER 65532:65532" "$src/Dockerfile" || { echo "FAILED: Dockerfile USER is not 65532"; status=1; }
-[ $status -eq 0 ] && echo "manifests: base and the three overlays render and validate"
+[ $status -eq 0 ] && echo "manifests: base and the four overlays render and validate"
 exit $status

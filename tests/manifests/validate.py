@@ -6,7 +6,8 @@ field by field: an unknown field, a wrong type or a missing required field fails
 objects, which that model does not know, are checked against the few fields they may use. Then
 the settings the deployment depends on are asserted.
 
-    validate.py OVERLAY < rendered.yaml      (OVERLAY: base, cert-manager, opt-in-namespaces or static-certs)
+    validate.py OVERLAY < rendered.yaml
+        (OVERLAY: base, cert-manager, opt-in-namespaces, static-certs or previews)
 """
 import base64
 import re
@@ -136,9 +137,14 @@ def check_settings(objects, overlay, errors):
     by_kind = {}
     for obj in objects:
         by_kind.setdefault(obj["kind"], []).append(obj)
+    previews = overlay == "previews"
     for kind in ("Namespace", "ServiceAccount", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy",
-                 "ConfigMap", "MutatingWebhookConfiguration", "ClusterRole", "ClusterRoleBinding"):
+                 "ConfigMap", "MutatingWebhookConfiguration"):
         expect(len(by_kind.get(kind, [])) == 1, f"expected one {kind}", errors)
+    # The owner reader, and with the previews' port the token reviewer too.
+    for kind in ("ClusterRole", "ClusterRoleBinding"):
+        expect(len(by_kind.get(kind, [])) == (2 if previews else 1),
+               f"expected {2 if previews else 1} {kind}", errors)
     if errors:
         return
     hooks = by_kind["MutatingWebhookConfiguration"][0]["webhooks"]
@@ -177,7 +183,18 @@ def check_settings(objects, overlay, errors):
     expect(jobset["failurePolicy"] == ("Fail" if opted_in else "Ignore"),
            f"jobset-pods.trainenv.io failurePolicy {'Fail' if opted_in else 'Ignore'}", errors)
 
-    role = by_kind["ClusterRole"][0]
+    roles = {r["metadata"]["name"]: r for r in by_kind["ClusterRole"]}
+    bindings = {b["metadata"]["name"]: b for b in by_kind["ClusterRoleBinding"]}
+    if previews:
+        reviewer = roles.get("trainenv-token-reviewer", {})
+        expect(reviewer.get("rules") == [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
+                                          "verbs": ["create"]}],
+               "the previews' port may create TokenReviews, and nothing else", errors)
+        expect(bindings.get("trainenv-token-reviewer", {}).get("subjects") ==
+               [{"kind": "ServiceAccount", "name": "trainenv", "namespace": "trainenv-system"}],
+               "the token reviewer is bound to the trainenv ServiceAccount", errors)
+    role = roles.get("trainenv-owner-reader", {"metadata": {"name": "?"}, "rules": []})
+    expect("rules" in role and role["rules"], "the trainenv-owner-reader ClusterRole", errors)
     granted = set()
     for rule in role["rules"]:
         expect(rule["verbs"] == ["get"], f"ClusterRole grants only get (found {rule['verbs']})", errors)
@@ -187,7 +204,7 @@ def check_settings(objects, overlay, errors):
     expect(len(wanted) == 6, f"policies/owners.yaml reads the six owner kinds (found {len(wanted)})", errors)
     expect(granted == wanted, f"ClusterRole resources: extra {sorted(granted - wanted)}, "
            f"missing {sorted(wanted - granted)}", errors)
-    binding = by_kind["ClusterRoleBinding"][0]
+    binding = bindings.get("trainenv-owner-reader", {"roleRef": None, "subjects": None})
     expect(binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                   "name": role["metadata"]["name"]}, "ClusterRoleBinding roleRef", errors)
     expect(binding["subjects"] == [{"kind": "ServiceAccount", "name": "trainenv", "namespace": "trainenv-system"}],
@@ -212,6 +229,29 @@ def check_settings(objects, overlay, errors):
            "service 443 -> https", errors)
     expect(container["ports"][0] == {"name": "https", "containerPort": 8443, "protocol": "TCP"}, "port 8443", errors)
     expect(container["args"][0] == "serve", "the image's entrypoint is the binary: args start with serve", errors)
+    # The memory limit was measured with these threads (tests/server/test_memory.cpp reads both).
+    expect(any(re.fullmatch(r"--threads=\d+", a) for a in container["args"]), "--threads is set", errors)
+    expect(re.fullmatch(r"\d+Mi", str(container["resources"]["limits"].get("memory", ""))) is not None,
+           "a memory limit in Mi", errors)
+    listens_previews = any(a.startswith("--preview-listen=") for a in container["args"])
+    expect(listens_previews == previews, f"--preview-listen {'missing' if previews else 'unexpected'}", errors)
+    if previews:
+        expect({"name": "previews", "port": 8444, "targetPort": "previews", "protocol": "TCP"}
+               in service["spec"]["ports"], "service 8444 -> previews", errors)
+
+    # The NetworkPolicy: the metrics port only from labelled namespaces; out, only the API server.
+    policy = by_kind["NetworkPolicy"][0]["spec"]
+    metrics_rules = [r for r in policy["ingress"] if any(p["port"] == 9090 for p in r.get("ports", []))]
+    expect(len(metrics_rules) == 1 and metrics_rules[0].get("from") ==
+           [{"namespaceSelector": {"matchLabels": {"trainenv.io/metrics-scraper": "true"}}}],
+           "metrics ingress only from namespaces labelled trainenv.io/metrics-scraper", errors)
+    expect(len(policy["egress"]) == 1 and sorted(p["port"] for p in policy["egress"][0]["ports"]) == [443, 6443],
+           "egress only to the API server's ports", errors)
+    if previews:
+        expect(policy["egress"][0].get("to", [{}])[0].get("ipBlock", {}).get("cidr") == "192.0.2.10/32",
+               "egress narrowed to the API server's address (api-server.env)", errors)
+    else:
+        expect("to" not in policy["egress"][0], "egress to the API server's ports, any address", errors)
     for obj in objects:
         if obj["kind"] not in CLUSTER_SCOPED:
             expect(obj["metadata"].get("namespace") == "trainenv-system", f"{obj['kind']} namespace", errors)
@@ -220,7 +260,7 @@ def check_settings(objects, overlay, errors):
     expect("torch.yaml" in config_map["data"], "policies in the ConfigMap", errors)
 
     annotations = by_kind["MutatingWebhookConfiguration"][0]["metadata"].get("annotations", {})
-    if overlay in ("cert-manager", "opt-in-namespaces"):
+    if overlay in ("cert-manager", "opt-in-namespaces", "previews"):
         expect(annotations.get("cert-manager.io/inject-ca-from") == "trainenv-system/trainenv-serving-cert",
                "cert-manager inject-ca-from", errors)
         certificate = by_kind.get("Certificate", [{}])[0]

@@ -108,7 +108,8 @@ TEST_CASE("every stored body gets its stored answer from /mutate, byte for byte"
   REQUIRE(loaded.errors.empty());
   state.policies.publish(loaded.policies);
   state.owners.file = all_owners();
-  const server::router router(state, true, std::size_t{3} * 1024 * 1024);
+  const server::router router(state, server::listener_kind::admission,
+                              {std::size_t{3} * 1024 * 1024, std::size_t{512} * 1024});
   boost::asio::io_context ioc;
 
   std::string answers;

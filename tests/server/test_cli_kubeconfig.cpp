@@ -18,6 +18,7 @@
 
 #include "fake_apiserver.hpp"
 #include "server_harness.hpp"
+#include "server_process.hpp"
 #include "trainenv/core/model/admission.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
@@ -30,20 +31,11 @@ std::string source(const std::string& path) {
   return std::string(TRAINENV_SOURCE_DIR) + "/" + path;
 }
 
-// A kubeconfig whose current context is the fake API server, its CA inline, a bearer token
-// (`user` is the kubeconfig's user entry: a token, or a tokenFile).
+// A kubeconfig whose current context is the fake API server (`user` is the kubeconfig's user
+// entry: a token, or a tokenFile).
 std::string write_kubeconfig(const test::fake_apiserver& api, const std::filesystem::path& dir,
                              const std::string& user = "token: test-token") {
-  const auto path = dir / "kubeconfig";
-  std::ofstream(path) << "apiVersion: v1\nkind: Config\n"
-                      << "clusters:\n- name: fake\n  cluster:\n    server: https://127.0.0.1:"
-                      << api.port()
-                      << "\n    certificate-authority-data: " << core::base64_encode(api.ca().cert)
-                      << "\n"
-                      << "users:\n- name: tester\n  user:\n    " << user << "\n"
-                      << "contexts:\n- name: fake\n  context: {cluster: fake, user: tester}\n"
-                      << "current-context: fake\n";
-  return path.string();
+  return api.write_kubeconfig(dir / "kubeconfig", user);
 }
 
 // The binary's standard output and exit status, bounded in time.
@@ -60,67 +52,6 @@ std::pair<std::string, int> run(const std::string& args) {
   const int status = ::pclose(pipe);
   return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
 }
-
-// `trainenv serve` as a process of its own on loopback port 0, standard error in `log`; its ports
-// read from the log's "listening" line; stopped with SIGTERM.
-class serve_process {
- public:
-  serve_process(const std::string& args, const std::filesystem::path& log) : log_(log) {
-    const char* binary = std::getenv("TRAINENV_BINARY");
-    REQUIRE(binary != nullptr);
-    const auto command = "exec " + std::string(binary) +
-                         " serve --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --tls-cert " +
-                         test::cert_dir() + "/tls.crt --tls-key " + test::cert_dir() + "/tls.key " +
-                         args + " 2>" + log.string();
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    static const std::regex listening(
-        R"(listening https=127\.0\.0\.1:(\d+) http=127\.0\.0\.1:(\d+))");
-    for (int i = 0; i < 200 && https_port.empty(); ++i) {
-      std::smatch m;
-      const auto text = log_text();
-      if (std::regex_search(text, m, listening)) {
-        https_port = m[1];
-        http_port = m[2];
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
-    }
-    INFO(log_text());
-    REQUIRE_FALSE(https_port.empty());
-  }
-  ~serve_process() { stop(); }
-  serve_process(const serve_process&) = delete;
-  serve_process& operator=(const serve_process&) = delete;
-
-  // SIGTERM, then its exit status (-1: killed by a signal).
-  int stop() {
-    if (pid_ <= 0) return exit_status_;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = 0;
-    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return exit_status_;
-  }
-  // The log so far ("" until the shell has created it).
-  [[nodiscard]] std::string log_text() const {
-    std::ifstream in(log_);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  }
-
-  std::string https_port;
-  std::string http_port;
-
- private:
-  std::filesystem::path log_;
-  pid_t pid_ = 0;
-  int exit_status_ = 0;
-};
 
 // What a command prints on standard output, bounded in time.
 std::string output_of(const std::string& command) {
@@ -208,20 +139,20 @@ TEST_CASE("serve --kubeconfig with a tokenFile: a rotated token reaches the runn
   REQUIRE(pod.ok());
   std::ofstream(dir.path / "review.json") << test::pod_review(*pod, "u-rotation").dump();
   // A cache that keeps nothing for long: each admission reads the owners again.
-  serve_process serve("--policies " + source("policies") + " --kubeconfig " + kubeconfig +
-                          " --owner-cache-ttl 0.001",
-                      dir.path / "serve.log");
+  test::server_process serve(test::built_binary(), dir.path / "serve.log",
+                             {"--kubeconfig", kubeconfig, "--owner-cache-ttl", "0.001"});
   const auto admit = [&] {
     const auto out = output_of("curl -s --cacert " + test::cert_dir() +
                                "/ca.crt -H 'Content-Type: application/json' --data-binary @" +
                                (dir.path / "review.json").string() +
-                               " https://localhost:" + serve.https_port + "/mutate");
+                               " https://localhost:" + std::to_string(serve.port()) + "/mutate");
     INFO(out);
     const auto answer = json::parse(out);
     return answer["response"].value("allowed", false) && answer["response"].contains("patch");
   };
   const auto metric = [&](const std::string& name) {
-    const auto text = output_of("curl -s http://127.0.0.1:" + serve.http_port + "/metrics");
+    const auto text =
+        output_of("curl -s http://127.0.0.1:" + std::to_string(serve.plain_port()) + "/metrics");
     const auto at = text.find("\n" + name + " ");
     return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
   };
@@ -239,5 +170,5 @@ TEST_CASE("serve --kubeconfig with a tokenFile: a rotated token reaches the runn
   CHECK(metric("trainenv_api_token_reloads_total") == 1);
   CHECK(metric("trainenv_owner_lookups_total{kind=\"job\",result=\"unauthorized\"}") == -1);
   INFO(serve.log_text());
-  CHECK(serve.stop() == 0);
+  CHECK(serve.terminate(std::chrono::seconds(30)) == 0);
 }

@@ -8,11 +8,6 @@
 // In the sanitizer build it sends 20,000 (see requests_wanted).
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
@@ -22,8 +17,7 @@
 #include "../test_support.hpp"
 #include "hostile_clients.hpp"
 #include "server_harness.hpp"
-
-extern char** environ;
+#include "server_process.hpp"
 
 using namespace trainenv;
 using namespace trainenv::test;
@@ -55,97 +49,6 @@ long requests_wanted() {
 // run). 64 KiB keeps every path the same (413 from Content-Length, 413 mid-chunked-body) while
 // RSS measures what the server keeps. Bodies of 100 MiB are the adversarial tests' business.
 constexpr std::size_t max_body = 64 * 1024;
-
-// `trainenv serve` on loopback port 0, its log in a file; SIGKILLed if the test leaves early.
-class server_process {
- public:
-  server_process(const std::string& binary, const fs::path& log) : log_(log) {
-    const std::vector<std::string> args = {binary,
-                                           "serve",
-                                           "--listen",
-                                           "127.0.0.1:0",
-                                           "--metrics-listen",
-                                           "127.0.0.1:0",
-                                           "--tls-cert",
-                                           cert_dir() + "/tls.crt",
-                                           "--tls-key",
-                                           cert_dir() + "/tls.key",
-                                           "--policies",
-                                           TRAINENV_POLICIES_DIR,
-                                           "--threads",
-                                           "2",
-                                           "--drain-delay",
-                                           "0",
-                                           "--max-body-bytes",
-                                           std::to_string(max_body),
-                                           "--shutdown-deadline",
-                                           "10"};
-    std::vector<char*> argv;
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-    const int rc = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    REQUIRE(rc == 0);
-    // The bound port, from the log line "listening https=127.0.0.1:PORT http=...".
-    const auto start = std::chrono::steady_clock::now();
-    while (port_ == 0 && std::chrono::steady_clock::now() - start < 20s) {
-      const auto text = log_text();
-      const auto at = text.find("listening https=127.0.0.1:");
-      if (at != std::string::npos)
-        port_ = static_cast<unsigned short>(std::stoi(text.substr(at + 26)));
-      else
-        std::this_thread::sleep_for(20ms);
-    }
-    INFO(log_text());
-    REQUIRE(port_ != 0);
-  }
-  ~server_process() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  server_process(const server_process&) = delete;
-  server_process& operator=(const server_process&) = delete;
-
-  [[nodiscard]] unsigned short port() const { return port_; }
-  [[nodiscard]] long rss_kib() const { return proc_status_kib("VmRSS", std::to_string(pid_)); }
-  [[nodiscard]] long open_fds() const {
-    long n = 0;
-    for ([[maybe_unused]] const auto& e :
-         fs::directory_iterator("/proc/" + std::to_string(pid_) + "/fd"))
-      ++n;
-    return n;
-  }
-  [[nodiscard]] std::string log_text() const {
-    try {
-      return read_file(log_.string());
-    } catch (const std::exception&) {
-      return {};
-    }
-  }
-  // SIGTERM, then the exit status (-1 if it did not exit by itself within `limit`).
-  int terminate(std::chrono::seconds limit) {
-    ::kill(pid_, SIGTERM);
-    const auto start = std::chrono::steady_clock::now();
-    int status = 0;
-    while (::waitpid(pid_, &status, WNOHANG) == 0) {
-      if (std::chrono::steady_clock::now() - start > limit) return -1;
-      std::this_thread::sleep_for(20ms);
-    }
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
- private:
-  fs::path log_;
-  pid_t pid_ = -1;
-  unsigned short port_ = 0;
-};
 
 // A keep-alive TLS connection that writes a batch of requests in one go, then reads the answers.
 class batch_client {
@@ -319,7 +222,9 @@ TEST_CASE("200,000 mixed requests: no leak at exit, RSS within 5% of that after 
   raise_fd_limit(4096);
   const auto log =
       fs::temp_directory_path() / ("trainenv-growth-" + std::to_string(::getpid()) + ".log");
-  server_process server(binary, log);
+  server_process server(binary, log,
+                        {"--threads", "2", "--drain-delay", "0", "--max-body-bytes",
+                         std::to_string(max_body), "--shutdown-deadline", "10"});
   const auto kinds = keep_alive_kinds();
 
   constexpr int connections = 4;

@@ -255,10 +255,12 @@ TEST_CASE("an owner that cannot be read denies with the code of whose fault it i
     int code;
   };
   for (const auto& r :
-       std::vector<row>{{"gone", {}, true, 404},
-                        {"forbidden", {0ms, test::fault::forbidden}, false, 500},
+       // "gone" last: a 404 is remembered briefly (for the same uid, which a recreated object
+       // never has).
+       std::vector<row>{{"forbidden", {0ms, test::fault::forbidden}, false, 500},
                         {"API server error", {0ms, test::fault::server_error}, false, 503},
-                        {"time-out", {2000ms, test::fault::none}, false, 503}}) {
+                        {"time-out", {2000ms, test::fault::none}, false, 503},
+                        {"gone", {}, true, 404}}) {
     INFO(r.what);
     api.behave();
     if (r.remove) api.remove_object(jobset_path);
@@ -268,7 +270,6 @@ TEST_CASE("an owner that cannot be read denies with the code of whose fault it i
     CHECK(response["allowed"] == false);
     CHECK(response["status"]["code"] == r.code);
     CHECK_THAT(response["status"]["message"].get<std::string>(), Contains("JobSet team-a/codes"));
-    if (r.remove) api.add_object(created->objects[0]);  // back for the next row
   }
 }
 

@@ -387,7 +387,7 @@ TEST_CASE("each failure comes back as its kind, with the Status message", "[kube
     api.misbehave(job_path, {.what = fault::huge});
     auto r = get(io, client, job_path);
     CHECK(r.failure == lookup_failure::too_large);
-    CHECK(r.message == "answer larger than 4194304 bytes (67108864 announced)");
+    CHECK(r.message == "answer larger than 3145728 bytes (67108864 announced)");
     within_budget(r);
   }
   SECTION("an unannounced endless body: cut at the bound") {
@@ -395,7 +395,7 @@ TEST_CASE("each failure comes back as its kind, with the Status message", "[kube
     // 4 MiB are read before the cut: a budget that leaves room for that under TSan.
     auto r = get(io, client, job_path, 20s);
     CHECK(r.failure == lookup_failure::too_large);
-    CHECK(r.message == "answer larger than 4194304 bytes");
+    CHECK(r.message == "answer larger than 3145728 bytes");
     CHECK(r.latency < 20s);
   }
   SECTION("the connection dropped mid-answer") {
@@ -794,28 +794,90 @@ TEST_CASE("owner cache: an object is stored read as the kind its lookup asked fo
   CHECK(plain.object->reading(*kind) == nullptr);
 }
 
-TEST_CASE("owner cache: the size bound evicts the entry that expires first", "[kube]") {
-  fake_apiserver api;
-  const auto a = api.load_yaml(owners_dir + "/jobset-torch.yaml");  // JobSet gpt, Job gpt-node-0
-  const auto b = api.load_yaml(owners_dir + "/volcano-pytorch.yaml");
+TEST_CASE("owner cache: the byte bound evicts the entries that expire first", "[kube]") {
+  // Objects of one shape, served by a stand-in: each takes the same bytes in the cache.
+  std::atomic<int> fetches{0};
+  const auto fetch = [&](std::string path, std::chrono::milliseconds, server::object_reader,
+                         server::read_rights) -> asio::awaitable<lookup_result> {
+    ++fetches;
+    lookup_result r;
+    r.object = std::make_shared<const core::owner_object>(json{
+        {"kind", "Job"},
+        {"metadata", {{"name", path.substr(path.size() - 1)}, {"uid", ""}}},
+        {"spec", {{"parallelism", 4}, {"template", {{"spec", {{"containers", json::array()}}}}}}}});
+    r.http_status = 200;
+    co_return r;
+  };
   io_threads io;
-  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()),
-                            {.max_entries = 2, .events = &io.metrics});
   const stop_first stop_io{io};
-  const auto lookup = [&](const std::string& path) { REQUIRE(io.run(cache.get(path, "")).ok()); };
-  lookup(a[0]);
-  lookup(a[1]);
-  lookup(a[0]);  // a hit: a[0] still expires first
-  lookup(b[0]);  // evicts a[0]
-  CHECK(cache.size() == 2);
+  std::size_t one = 0;
+  {
+    server::owner_cache measure(io.ioc.get_executor(), fetch);
+    REQUIRE(io.run(measure.get("/apis/batch/v1/namespaces/a/jobs/a", "")).ok());
+    one = measure.bytes();
+  }
+  REQUIRE(one > 0);
+  // Room for four, not five.
+  server::owner_cache cache(io.ioc.get_executor(), fetch,
+                            {.max_bytes = one * 4 + one / 2, .events = &io.metrics});
+  const auto lookup = [&](char name) {
+    REQUIRE(io.run(cache.get(std::string("/apis/batch/v1/namespaces/a/jobs/") + name, "")).ok());
+  };
+  for (const char name : {'a', 'b', 'c', 'd'}) lookup(name);
+  CHECK(cache.size() == 4);
+  CHECK(cache.bytes() == 4 * one);
+  lookup('e');  // evicts a, the first to expire
+  CHECK(cache.size() == 4);
+  CHECK(cache.bytes() <= one * 4 + one / 2);
   CHECK(io.metrics.value(trainenv::server::counter::owner_cache_evictions) == 1);
   CHECK_THAT(io.metrics.render(), Catch::Contains("trainenv_owner_cache_evictions_total 1"));
-  lookup(a[1]);
-  lookup(b[0]);
-  CHECK(api.gets(a[1]) == 1);
-  CHECK(api.gets(b[0]) == 1);
-  lookup(a[0]);
-  CHECK(api.gets(a[0]) == 2);
+  const auto before = fetches.load();
+  lookup('b');  // still held
+  CHECK(fetches.load() == before);
+  lookup('a');  // gone: fetched again
+  CHECK(fetches.load() == before + 1);
+}
+
+TEST_CASE("owner cache: an object larger than a quarter of the bound is used, not stored",
+          "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  io_threads io;
+  const stop_first stop_io{io};
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()),
+                            {.max_bytes = 4096});
+  CHECK(io.run(cache.get(jobset_path, jobset_uid)).ok());
+  CHECK(cache.size() == 0);
+  CHECK(io.run(cache.get(jobset_path, jobset_uid)).ok());
+  CHECK(api.gets(jobset_path) == 2);
+}
+
+TEST_CASE("owner cache: what the API answers is kept without what no reading uses", "[kube]") {
+  fake_apiserver api;
+  auto jobset = inputs::parse_documents(read_file(owners_dir + "/jobset-torch.yaml"));
+  REQUIRE(jobset.ok());
+  auto& js = (*jobset)[0];
+  REQUIRE(js["kind"] == "JobSet");
+  js["status"] = {{"replicatedJobsStatus", json::array({{{"name", "node"}, {"ready", 4}}})}};
+  js["metadata"]["managedFields"] =
+      json::array({{{"manager", "kubectl"}, {"fieldsV1", {{"f:spec", json::object()}}}}});
+  js["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"] =
+      std::string(100'000, 'x');
+  js["metadata"]["annotations"]["trainenv.io/elastic"] = "2:4";
+  api.add_object(js);
+  io_threads io;
+  const stop_first stop_io{io};
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  const auto found = io.run(cache.get(jobset_path, jobset_uid));
+  REQUIRE(found.ok());
+  const auto& kept = found.object->json();
+  CHECK_FALSE(kept.contains("status"));
+  CHECK_FALSE(kept["metadata"].contains("managedFields"));
+  CHECK_FALSE(
+      kept["metadata"]["annotations"].contains("kubectl.kubernetes.io/last-applied-configuration"));
+  CHECK(kept["metadata"]["annotations"]["trainenv.io/elastic"] == "2:4");
+  CHECK(kept["spec"] == js["spec"]);
+  CHECK(cache.bytes() < 50'000);  // not the 100 KB annotation
 }
 
 TEST_CASE("owner cache: expired entries are freed at the next store, untouched", "[kube]") {
@@ -846,8 +908,8 @@ TEST_CASE("owner cache: a GET that ends before its joiner starts waiting still w
   std::atomic<bool> fetched{false};
   const auto object = std::make_shared<const core::owner_object>(
       json{{"kind", "Job"}, {"metadata", {{"name", "j"}, {"uid", "u1"}}}});
-  const auto fetch = [&](std::string, std::chrono::milliseconds,
-                         server::object_reader) -> asio::awaitable<lookup_result> {
+  const auto fetch = [&](std::string, std::chrono::milliseconds, server::object_reader,
+                         server::read_rights) -> asio::awaitable<lookup_result> {
     asio::steady_timer slow(co_await asio::this_coro::executor, 100ms);
     co_await slow.async_wait(asio::use_awaitable);
     lookup_result r;
@@ -888,26 +950,100 @@ TEST_CASE("owner cache: a recreated object of the same name is not the owner", "
   auto r = io.run(cache.get(jobset_path, "00000000-old-uid"));
   CHECK(r.failure == lookup_failure::uid_mismatch);
   CHECK_FALSE(r.object);
-  CHECK(r.message == "metadata.uid is \"" + jobset_uid +
-                         "\", the owner reference's is \"00000000-old-uid\" (the object was "
-                         "recreated)");
+  // Neither uid is said: an answer never echoes an object's.
+  CHECK(r.message == "its metadata.uid is not the owner reference's (the object was recreated)");
   CHECK(r.source == server::lookup_source::fetched);
-  CHECK(cache.size() == 0);
+  CHECK(cache.size() == 1);  // remembered briefly, as a 404 is, under the reference's uid
   // The real owner is still found, under its own uid.
   CHECK(io.run(cache.get(jobset_path, jobset_uid)).ok());
 }
 
-TEST_CASE("owner cache: failures are not cached", "[kube]") {
+TEST_CASE("owner cache: a 404 is remembered briefly, under its uid", "[kube]") {
   fake_apiserver api;
   io_threads io;
-  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()),
+                            {.not_found_ttl = 300ms});
   const stop_first stop_io{io};
   CHECK(io.run(cache.get(jobset_path, jobset_uid)).failure == lookup_failure::not_found);
+  // A flood of pods naming the gone owner: no more GETs.
+  for (int i = 0; i < 50; ++i) {
+    const auto again = io.run(cache.get(jobset_path, jobset_uid));
+    CHECK(again.failure == lookup_failure::not_found);
+    CHECK(again.source == server::lookup_source::cached);
+  }
+  CHECK(api.gets(jobset_path) == 1);
   api.load_yaml(owners_dir + "/jobset-torch.yaml");  // the JobSet appears
+  // Another uid is another key: never hidden by the 404.
+  CHECK(io.run(cache.get(jobset_path, "another-uid")).failure == lookup_failure::uid_mismatch);
+  std::this_thread::sleep_for(350ms);
   const auto found = io.run(cache.get(jobset_path, jobset_uid));
   CHECK(found.ok());
   CHECK(found.source == server::lookup_source::fetched);
+  CHECK(api.gets(jobset_path) == 3);
+}
+
+TEST_CASE("owner cache: other failures are not remembered", "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  api.misbehave(jobset_path, {.what = fault::server_error});
+  io_threads io;
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()));
+  const stop_first stop_io{io};
+  CHECK(io.run(cache.get(jobset_path, jobset_uid)).failure == lookup_failure::server_error);
+  api.behave();
+  CHECK(io.run(cache.get(jobset_path, jobset_uid)).ok());
   CHECK(api.gets(jobset_path) == 2);
+}
+
+TEST_CASE("owner cache: a forced re-read of one object is made at most once per interval",
+          "[kube]") {
+  fake_apiserver api;
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  io_threads io(2);
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, api.credentials()),
+                            {.min_refresh_interval = 300ms});
+  const stop_first stop_io{io};
+  REQUIRE(io.run(cache.get(jobset_path, jobset_uid)).ok());
+  // Pods crafted to contradict the cached copy, each asking for a re-read, in two waves: each
+  // wave waits for the interval since the last read, then shares one GET.
+  for (int wave = 1; wave <= 2; ++wave) {
+    const auto started = std::chrono::steady_clock::now();
+    std::vector<std::future<lookup_result>> rereads;
+    for (int i = 0; i < 50; ++i) {
+      rereads.push_back(asio::co_spawn(io.ioc, cache.get(jobset_path, jobset_uid, 2000ms, true),
+                                       asio::use_future));
+    }
+    for (auto& f : rereads) CHECK(f.get().ok());
+    CHECK(std::chrono::steady_clock::now() - started >= 250ms);
+    CHECK(api.gets(jobset_path) == static_cast<std::size_t>(1 + wave));
+  }
+  // A re-read whose budget ends before the interval does gets the copy held.
+  const auto hurried = io.run(cache.get(jobset_path, jobset_uid, 50ms, true));
+  CHECK(hurried.ok());
+  CHECK(hurried.source == server::lookup_source::cached);
+  CHECK(api.gets(jobset_path) == 3);
+}
+
+TEST_CASE("owner cache: what a caller's token read is found only with that token", "[kube]") {
+  fake_apiserver api({.tokens = {"test-token", "alice", "bob"}});
+  api.load_yaml(owners_dir + "/jobset-torch.yaml");
+  io_threads io;
+  auto callers = api.credentials();
+  callers.token.clear();
+  server::owner_cache cache(io.ioc.get_executor(), make_client(io, callers));
+  const stop_first stop_io{io};
+  const auto alice = server::read_rights::of_caller("alice");
+  const auto bob = server::read_rights::of_caller("bob");
+  CHECK(alice.key.rfind("caller:", 0) == 0);
+  CHECK(alice.key.find("alice") == std::string::npos);  // a digest, not the token
+  REQUIRE(io.run(cache.get(jobset_path, jobset_uid, 2000ms, false, {}, alice)).ok());
+  CHECK(io.run(cache.get(jobset_path, jobset_uid, 2000ms, false, {}, alice)).source ==
+        server::lookup_source::cached);
+  CHECK(io.run(cache.get(jobset_path, jobset_uid, 2000ms, false, {}, bob)).source ==
+        server::lookup_source::fetched);
+  CHECK(api.gets_with("alice") == 1);
+  CHECK(api.gets_with("bob") == 1);
+  CHECK_FALSE(cache.cached(jobset_path, jobset_uid));  // nothing under the webhook's own rights
 }
 
 TEST_CASE("owner cache: 64 concurrent lookups of one owner share one GET", "[kube]") {

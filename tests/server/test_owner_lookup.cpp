@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "example_owners.hpp"
 #include "fake_apiserver.hpp"
 #include "server_harness.hpp"
 #include "trainenv/inputs/yaml.hpp"
@@ -18,25 +19,14 @@ using namespace std::chrono_literals;
 using Catch::Matchers::Contains;
 using nlohmann::json;
 
-std::string example(const std::string& name) {
-  return std::string(TRAINENV_SOURCE_DIR) + "/examples/owners/" + name;
-}
+using test::example;
 
 json pod_of(const std::string& pod_file) {
-  auto pod = inputs::parse_document(test::read_file(example(pod_file)));
-  REQUIRE(pod.ok());
-  return std::move(*pod);
+  return test::example_pod(pod_file);
 }
 
-// The document of `kind` in an example owners file.
 json owner_of(const std::string& owners_file, const std::string& kind) {
-  auto docs = inputs::parse_documents(test::read_file(example(owners_file)));
-  REQUIRE(docs.ok());
-  for (auto& doc : *docs) {
-    if (doc.value("kind", "") == kind) return std::move(doc);
-  }
-  FAIL("no " << kind << " in " << owners_file);
-  return {};
+  return test::example_owner(owners_file, kind);
 }
 
 json review_of(const std::string& pod_file, const std::string& uid) {

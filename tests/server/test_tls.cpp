@@ -262,3 +262,43 @@ TEST_CASE("with --client-ca, only clients with a certificate from that CA are se
   CHECK(served({TLS1_2_VERSION, server_ca.file.string(), apiserver.cert, apiserver.key}));
   CHECK_FALSE(served({TLS1_2_VERSION, server_ca.file.string()}));
 }
+
+// A CA that signs more than the API server's certificate (a cluster CA signs kubelets' too) lets
+// them all in, unless --client-names says whose (issue 37: a kubelet's certificate got through).
+TEST_CASE("with --client-names, only the named certificates of the CA are served",
+          "[tls][client-auth][adversarial]") {
+  const test_ca server_ca;
+  const test_ca client_ca;
+  secret_dir dir;
+  dir.publish(server_ca.issue());
+  server_options options;
+  options.tls = {dir.file("tls.crt"),
+                 dir.file("tls.key"),
+                 client_ca.file.string(),
+                 {"kube-apiserver", "apiserver.cluster.internal", "system:kube-apiserver"}};
+  running_server server(options);
+  const auto served = [&](const pem_pair& cert) {
+    tls_client c(server.tls_port(), {0, server_ca.file.string(), cert.cert, cert.key});
+    if (c.handshake()) return false;
+    try {
+      return c.send(make_request(http::verb::get, "/healthz", "", "")).result() == http::status::ok;
+    } catch (const std::exception&) {
+      return false;
+    }
+  };
+  // Named by its CN (no DNS name), or by a DNS name.
+  CHECK(served(client_ca.issue({"kube-apiserver", false, true})));
+  CHECK(served(client_ca.issue({"system:kube-apiserver", false, true})));
+  CHECK(served(client_ca.issue(
+      {"system:apiserver", false, true, -60, 3600, "DNS:apiserver.cluster.internal"})));
+  // Leaves of the same CA that are not the API server.
+  CHECK_FALSE(served(client_ca.issue({"system:node:worker-1", false, true})));
+  CHECK_FALSE(served(client_ca.issue({"kubelet", false, true, -60, 3600, "DNS:worker-1"})));
+  // A CN that names it, but DNS names that do not: the DNS names decide.
+  CHECK_FALSE(
+      served(client_ca.issue({"kube-apiserver", false, true, -60, 3600, "DNS:something-else"})));
+  // A wildcard in the certificate matches nothing.
+  CHECK_FALSE(served(client_ca.issue({"x", false, true, -60, 3600, "DNS:*.cluster.internal"})));
+  // The server still serves the named one after all that.
+  CHECK(served(client_ca.issue({"kube-apiserver", false, true})));
+}

@@ -1,19 +1,24 @@
 // A real-shaped fake Kubernetes API server for the owner-lookup tests: HTTPS on 127.0.0.1
-// (port 0) with a CA and serving certificate minted here, bearer tokens checked, objects served
-// by API path from YAML documents, 404 and 401/403/500 answered with real Status objects, and
-// misbehaviour on demand (slow, garbage, huge, dropped mid-answer, refused at accept). It counts
-// the GETs per path and the TCP connections. One thread of its own; every connection bounded
-// in time; the whole server stops by itself after `max_lifetime`.
+// (port 0) with a CA and serving certificate minted here, bearer tokens checked, RBAC by
+// namespace per token (403 Status as the API server words it), TokenReview answered for the
+// tokens it knows, objects served by API path from YAML documents, 404 and 401/403/500 answered
+// with real Status objects, and misbehaviour on demand (slow, garbage, huge, dropped
+// mid-answer, refused at accept). It counts the GETs per path and per token, the TokenReviews
+// and the TCP connections. One thread of its own; every connection bounded in time; the whole
+// server stops by itself after `max_lifetime`.
 #pragma once
 
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -30,6 +35,7 @@
 
 #include "../test_support.hpp"
 #include "test_certs.hpp"
+#include "trainenv/core/model/admission.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
@@ -59,6 +65,9 @@ struct fake_apiserver_options {
   std::set<std::string> tokens = {"test-token"};
   bool require_client_cert = false;  // a client certificate from ca() authenticates instead
   std::chrono::seconds max_lifetime{120};
+  // RBAC: the namespaces a token may GET in; "" stands for cluster-scoped objects. A token not
+  // listed may read everything (the webhook's own, in most tests).
+  std::map<std::string, std::set<std::string>> namespaces_of = {};
 };
 
 class fake_apiserver {
@@ -111,6 +120,21 @@ class fake_apiserver {
     c.token = token;
     c.source = "fake apiserver";
     return c;
+  }
+
+  // A kubeconfig at `path` whose current context is this server, its CA inline, and `user` as
+  // the kubeconfig's user entry (a token, or a tokenFile); its path.
+  std::string write_kubeconfig(const std::filesystem::path& path,
+                               const std::string& user = "token: test-token") const {
+    std::ofstream(path) << "apiVersion: v1\nkind: Config\n"
+                        << "clusters:\n- name: fake\n  cluster:\n    server: https://127.0.0.1:"
+                        << port_
+                        << "\n    certificate-authority-data: " << core::base64_encode(ca_.cert)
+                        << "\n"
+                        << "users:\n- name: tester\n  user:\n    " << user << "\n"
+                        << "contexts:\n- name: fake\n  context: {cluster: fake, user: tester}\n"
+                        << "current-context: fake\n";
+    return path.string();
   }
 
   // The API path of an object, from its apiVersion, kind, namespace and name.
@@ -178,6 +202,19 @@ class fake_apiserver {
     for (const auto& [path, count] : gets_) n += count;
     return n;
   }
+  // GETs made with `token` as their bearer token ("" for those with none, or a client
+  // certificate).
+  [[nodiscard]] std::size_t gets_with(const std::string& token) const {
+    const std::lock_guard lock(mutex_);
+    const auto it = gets_by_token_.find(token);
+    return it == gets_by_token_.end() ? 0 : it->second;
+  }
+  // Every path GET asked for, in order, as it came on the wire (query strings included).
+  [[nodiscard]] std::vector<std::string> targets() const {
+    const std::lock_guard lock(mutex_);
+    return targets_;
+  }
+  [[nodiscard]] std::size_t token_reviews() const { return token_reviews_.load(); }
   [[nodiscard]] std::size_t accepts() const { return accepts_.load(); }
   // Connections whose TLS handshake completed.
   [[nodiscard]] std::size_t handshakes() const { return handshakes_.load(); }
@@ -282,6 +319,8 @@ class fake_apiserver {
       if (request.method() == http::verb::get) {
         const std::lock_guard lock(mutex_);
         ++gets_[path];
+        ++gets_by_token_[bearer_of(request)];
+        targets_.push_back(target);
       }
       const auto m = behaviour_for(path);
       if (m.delay.count() > 0) {
@@ -346,15 +385,64 @@ class fake_apiserver {
     return it->second;
   }
 
+  static std::string bearer_of(
+      const boost::beast::http::request<boost::beast::http::string_body>& request) {
+    const auto header = request[boost::beast::http::field::authorization];
+    return header.starts_with("Bearer ") ? std::string(header.substr(7)) : std::string();
+  }
+
   bool authenticated(const boost::beast::http::request<boost::beast::http::string_body>& request,
                      stream_type& stream) const {
     if (options_.require_client_cert && SSL_get0_peer_certificate(stream.native_handle())) {
       return true;
     }
-    const auto header = request[boost::beast::http::field::authorization];
-    if (!header.starts_with("Bearer ")) return false;
+    const auto token = bearer_of(request);
     const std::lock_guard lock(mutex_);
-    return options_.tokens.contains(std::string(header.substr(7)));
+    return !token.empty() && options_.tokens.contains(token);
+  }
+
+  // Whether the request's token may read in the namespace of `path` (RBAC, by namespace).
+  bool permitted(const boost::beast::http::request<boost::beast::http::string_body>& request,
+                 const std::string& path) const {
+    const std::lock_guard lock(mutex_);
+    const auto rights = options_.namespaces_of.find(bearer_of(request));
+    if (rights == options_.namespaces_of.end()) return true;
+    const auto at = path.find("/namespaces/");
+    std::string ns;
+    if (at != std::string::npos) {
+      ns = path.substr(at + 12);
+      ns = ns.substr(0, ns.find('/'));
+    }
+    return rights->second.contains(ns);
+  }
+
+  // POST .../tokenreviews: {"status": {"authenticated", "user": {"username"}}} for the token in
+  // spec.token, as the API server's TokenReview answers.
+  std::string token_review(const std::string& body) const {
+    ++token_reviews_;
+    const auto review = nlohmann::json::parse(body, nullptr, false);
+    std::string token;
+    if (review.is_object() && review.contains("spec") && review["spec"].is_object())
+      token = review["spec"].value("token", "");
+    bool known = false;
+    {
+      const std::lock_guard lock(mutex_);
+      known = !token.empty() && options_.tokens.contains(token);
+    }
+    nlohmann::json status = {{"authenticated", known}};
+    if (known) {
+      status["user"] = {{"username", "user-" + token},
+                        {"uid", "uid-" + token},
+                        {"groups", {"system:authenticated"}}};
+    } else {
+      status["error"] = "invalid bearer token";
+    }
+    return nlohmann::json{{"kind", "TokenReview"},
+                          {"apiVersion", "authentication.k8s.io/v1"},
+                          {"metadata", {{"creationTimestamp", nullptr}}},
+                          {"spec", {{"token", token}}},
+                          {"status", status}}
+        .dump();
   }
 
   response_type answer(const boost::beast::http::request<boost::beast::http::string_body>& request,
@@ -396,9 +484,20 @@ class fake_apiserver {
         break;
     }
     if (!authenticated(request, stream)) return unauthorized();
+    if (request.method() == http::verb::post &&
+        path == "/apis/authentication.k8s.io/v1/tokenreviews") {
+      return make(http::status::created, token_review(request.body()));
+    }
     if (request.method() != http::verb::get) {
       return status(http::status::method_not_allowed, "MethodNotAllowed",
                     "the server does not allow this method on the requested resource");
+    }
+    if (!permitted(request, path)) {
+      return status(http::status::forbidden, "Forbidden",
+                    qualified(p) + " \"" + p.name + "\" is forbidden: User \"user-" +
+                        bearer_of(request) + "\" cannot get resource \"" + p.resource +
+                        "\" in API group \"" + p.group + "\"",
+                    {{"name", p.name}, {"group", p.group}, {"kind", p.resource}});
     }
     if (auto body = object_body(path)) return make(http::status::ok, std::move(*body));
     nlohmann::json details = {{"name", p.name}};
@@ -422,6 +521,9 @@ class fake_apiserver {
   std::map<std::string, misbehaviour> per_path_;
   misbehaviour global_;
   std::map<std::string, std::size_t> gets_;
+  std::map<std::string, std::size_t> gets_by_token_;
+  std::vector<std::string> targets_;
+  mutable std::atomic<std::size_t> token_reviews_{0};
   std::atomic<std::size_t> accepts_{0};
   std::atomic<std::size_t> handshakes_{0};
 };

@@ -89,7 +89,7 @@ template <class Edit>
 served_job serve(const json& applied, const std::vector<json>& given, std::size_t first_pods,
                  Edit edit, const core::controller_model& model = {}) {
   fake_apiserver api;
-  auto created = core::create_job(applied, given, core::max_preview_pods, model);
+  auto created = core::create_job(applied, given, core::cli_preview_bounds, model);
   INFO((created ? std::string() : created.message()));
   REQUIRE(created.ok());
   for (const auto& object : created->objects) api.add_object(object);

@@ -20,6 +20,7 @@
 
 #include "test_certs.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
+#include "trainenv/server/api_access.hpp"
 #include "trainenv/server/kube_client.hpp"
 #include "trainenv/server/server.hpp"
 #include "trainenv/server/state.hpp"
@@ -70,9 +71,11 @@ struct server_options {
   // Owner lookups through this API server (none: no API access), with this budget.
   std::optional<inputs::kube_credentials> api = std::nullopt;
   std::chrono::milliseconds lookup_timeout{2000};
-  std::optional<std::size_t> owner_cache_entries = std::nullopt;  // its bound, if not the default
+  std::optional<std::size_t> owner_cache_bytes = std::nullopt;  // its bound, if not the default
   int io_threads = 2;
-  std::string cluster_domain = "cluster.local";  // --cluster-domain
+  std::string cluster_domain = "cluster.local";              // --cluster-domain
+  bool previews = false;                                     // --preview-listen, with `api`
+  std::optional<std::size_t> request_memory = std::nullopt;  // --max-request-memory
 };
 
 struct running_server {
@@ -97,21 +100,24 @@ struct running_server {
     }
     state.owners.budget = options.lookup_timeout;
     state.cluster_domain = options.cluster_domain;
+    if (options.request_memory) {
+      state.memory = std::make_unique<server::memory_budget>(
+          server::memory_budget::options{.bytes = *options.request_memory});
+    }
     if (options.api) {
-      server::kube_client_options client_options;
-      client_options.events = &state.metrics;
-      auto client = server::kube_client::create(ioc.get_executor(), *options.api, client_options);
-      REQUIRE(client.ok());
-      server::owner_cache_options cache_options;
-      cache_options.events = &state.metrics;
-      if (options.owner_cache_entries) cache_options.max_entries = *options.owner_cache_entries;
-      state.owners.cache.emplace(ioc.get_executor(), std::move(*client), cache_options);
+      server::api_access_options api;
+      api.lookup_budget = options.lookup_timeout;
+      if (options.owner_cache_bytes) api.cache_bytes = *options.owner_cache_bytes;
+      api.previews = options.previews;
+      REQUIRE(server::connect_api(ioc, state, *options.api, api).ok());
     }
     // As `trainenv serve` lays out its threads: `ioc` on one, each further one with an
     // io_context of its own for admission connections.
     sessions = std::make_unique<server::session_threads>(ioc, options.io_threads);
     server = std::make_unique<server::server>(ioc, limits, state, sessions.get());
-    auto bound = server->start({"127.0.0.1", 0}, {"127.0.0.1", 0});
+    auto bound = server->start(
+        {"127.0.0.1", 0}, {"127.0.0.1", 0},
+        options.previews ? inputs::endpoint_spec{"127.0.0.1", 0} : inputs::endpoint_spec{});
     REQUIRE(bound.ok());
     endpoints = *bound;
     state.set_ready(true);
@@ -123,11 +129,14 @@ struct running_server {
     ioc.stop();
     for (auto& t : threads) t.join();
     sessions->stop();
-    // The API client's pooled connections are sockets of `ioc`: gone before it is.
-    state.owners.cache.reset();
+    // The API clients' pooled connections are sockets of `ioc`: gone before it is.
+    server::disconnect_api(state);
   }
   [[nodiscard]] unsigned short tls_port() const { return endpoints.tls.port(); }
   [[nodiscard]] unsigned short plain_port() const { return endpoints.plain.port(); }
+  [[nodiscard]] unsigned short preview_port() const {
+    return endpoints.preview ? endpoints.preview->port() : 0;
+  }
 
   server::server_state state;
   asio::io_context ioc;

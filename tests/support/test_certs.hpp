@@ -26,6 +26,8 @@ struct cert_options {
   bool client = false;            // clientAuth instead of serverAuth
   long valid_from_seconds = -60;  // relative to now
   long valid_until_seconds = 3600;
+  // A client certificate's subjectAltName ("DNS:kube-apiserver"); empty: none, the CN alone.
+  std::string client_alt_names = {};
 };
 
 inline pem_pair make_cert(const cert_options& o, const pem_pair* issuer = nullptr) {
@@ -78,6 +80,8 @@ inline pem_pair make_cert(const cert_options& o, const pem_pair* issuer = nullpt
     add(NID_key_usage, "critical,digitalSignature");
     add(NID_ext_key_usage, o.client ? "clientAuth" : "serverAuth");
     if (!o.client) add(NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1");
+    if (o.client && !o.client_alt_names.empty())
+      add(NID_subject_alt_name, o.client_alt_names.c_str());
   }
   check(X509_sign(x.get(), issuer_key ? issuer_key.get() : key.get(), EVP_sha256()) > 0, "sign");
 

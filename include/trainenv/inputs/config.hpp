@@ -20,16 +20,28 @@ struct endpoint_spec {
 struct serve_config {
   endpoint_spec listen{"0.0.0.0", 8443};
   endpoint_spec metrics_listen{"0.0.0.0", 9090};
+  // The previews' own listener (docs/security.md); no host: none.
+  endpoint_spec preview_listen{};
   std::string tls_cert = "certs/tls.crt";
   std::string tls_key = "certs/tls.key";
   std::string client_ca;  // empty: no client certificates asked for
+  // With client_ca: the names a client certificate must carry (a DNS SAN, else its CN); empty:
+  // any certificate of that CA.
+  std::vector<std::string> client_names;
   std::string policies = "policies/";
   std::string log_format = "text";  // text | json
   std::string log_level = "info";
-  unsigned threads = 0;  // 0: one per core
-  std::size_t max_body_bytes = std::size_t{7} * 1024 * 1024;
+  unsigned threads = 0;                                          // 0: one per core
+  std::size_t max_body_bytes = std::size_t{7} * 1024 * 1024;     // /mutate
+  std::size_t max_preview_body_bytes = std::size_t{512} * 1024;  // /preview, /preview/job
   std::size_t max_header_bytes = std::size_t{16} * 1024;
-  std::size_t max_connections = 10'000;
+  // What the requests in flight may hold at once: bodies and what is parsed of them, and the API
+  // server's answers (server::memory_budget; docs/security.md, "Budgets").
+  std::size_t max_request_memory = std::size_t{160} * 1024 * 1024;
+  // Open connections per listener: the admission port, the previews', the plain metrics port.
+  std::size_t max_connections = 2048;
+  std::size_t max_preview_connections = 256;
+  std::size_t max_metrics_connections = 64;
   std::chrono::milliseconds drain_delay{5'000};
   std::chrono::milliseconds shutdown_deadline{25'000};
   std::chrono::milliseconds handshake_timeout{10'000};
@@ -40,7 +52,8 @@ struct serve_config {
   std::string kubeconfig;
   std::chrono::milliseconds lookup_timeout{2'000};  // all the lookups of one pod
   std::chrono::milliseconds owner_cache_ttl{10'000};
-  std::size_t owner_cache_entries = 4096;  // server::owner_cache_options::max_entries says why
+  // server::owner_cache_options::max_bytes says why.
+  std::size_t owner_cache_bytes = std::size_t{32} * 1024 * 1024;
   std::string owners;  // --owners FILE: owners from a file instead of the API (no cluster)
   std::string cluster_domain = "cluster.local";  // the pods' full DNS names end in it
   // serve --help states these defaults; the tests parse them back and compare.

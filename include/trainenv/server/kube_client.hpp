@@ -1,6 +1,8 @@
 // A small Kubernetes API client for owner lookups: one GET of one object, over kept-alive TLS
 // connections (the server's certificate checked against the cluster CA and host name), with
-// the bearer token re-read when its file changes and after a 401. No list, no watch.
+// the bearer token re-read when its file changes and after a 401, or a caller's own token sent
+// as it is (docs/security.md: previews read as their caller). One POST: a TokenReview. No list,
+// no watch.
 //
 // Every lookup runs on a strand of the connection it uses and is bounded by its own time
 // budget (resolve, connect, TLS, request and answer together), so it never holds up the
@@ -21,14 +23,19 @@
 #include "trainenv/core/text/result.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
 #include "trainenv/server/lookup_result.hpp"
+#include "trainenv/server/memory_budget.hpp"
 #include "trainenv/server/metrics.hpp"
 
 namespace trainenv::server {
 
 struct kube_client_options {
   // Larger answers are refused (when announced, without reading them). A JobSet or Trainer
-  // runtime with big pod templates is tens of KiB; the API server's own limit is 3 MiB.
-  std::size_t max_response_bytes = std::size_t{4} * 1024 * 1024;
+  // runtime with big pod templates is tens of KiB; etcd keeps no object over 1.5 MiB unless told
+  // to, and the API server takes no request over 3 MiB.
+  std::size_t max_response_bytes = std::size_t{3} * 1024 * 1024;
+  // Where an answer takes its share before its body is read (memory_budget::built_factor per
+  // byte); none: not bounded but by max_response_bytes.
+  memory_budget* memory = nullptr;
   // Connections to the API server open at once, each kept alive between lookups (client-go
   // keeps its connections too, and multiplexes them with HTTP/2; this client speaks HTTP/1.1,
   // one lookup per connection at a time). A lookup that finds them all busy waits for one,
@@ -47,6 +54,27 @@ struct kube_client_options {
   metrics* events = nullptr;
 };
 
+// Whose rights a request to the API server uses (docs/security.md).
+struct read_rights {
+  // Empty: the client's own credentials (the webhook's service account, or the kubeconfig's
+  // user). Else a caller's bearer token, sent as it is, so that the API server's RBAC decides.
+  std::string bearer;
+  // What a cache keys what these rights read by: "" for the client's own, "caller:" and a
+  // SHA-256 digest of the token for a caller's (never the token itself).
+  std::string key;
+
+  [[nodiscard]] static read_rights of_caller(std::string_view token);
+  [[nodiscard]] bool is_callers() const { return !bearer.empty(); }
+};
+
+// What a TokenReview said of a token.
+struct token_review {
+  bool authenticated = false;
+  std::string username;  // when authenticated
+  std::string error;     // the API's status.error, or why the review itself failed
+  bool failed = false;   // the review could not be had (network, 5xx, 403): not the token's fault
+};
+
 class kube_client {
  public:
   // Builds the TLS context from the credentials' PEM text: an error names what is wrong.
@@ -58,9 +86,27 @@ class kube_client {
   // and message. Never throws for network or server trouble. The client may be destroyed
   // while lookups are in flight (they hold its state); the io_context must outlive them.
   // `read` makes the owner_object; none: one read as no kind.
+  // With a caller's `rights`, the caller's token is sent instead of the client's own, and a 401
+  // is the caller's answer (no token re-read); a client that presents a certificate of its own
+  // refuses to (the API server would authenticate the certificate, not the token). The object is
+  // kept without what no reading uses (metadata.managedFields, status, the last-applied
+  // annotation).
+  [[nodiscard]] boost::asio::awaitable<lookup_result> get(std::string path,
+                                                          std::chrono::milliseconds budget,
+                                                          object_reader read,
+                                                          read_rights rights) const;
+  // With the client's own rights. (An overload, not a default argument: GCC 12 destroys twice a
+  // defaulted argument of class type in a co_await'ed call.)
   [[nodiscard]] boost::asio::awaitable<lookup_result> get(
       std::string path, std::chrono::milliseconds budget = std::chrono::milliseconds(2000),
-      object_reader read = {}) const;
+      object_reader read = {}) const {
+    return get(std::move(path), budget, std::move(read), read_rights{});
+  }
+
+  // POST /apis/authentication.k8s.io/v1/tokenreviews with the client's own credentials (RBAC:
+  // create tokenreviews, as system:auth-delegator grants): who `token` is, if anyone.
+  [[nodiscard]] boost::asio::awaitable<token_review> review_token(
+      std::string token, std::chrono::milliseconds budget) const;
 
   [[nodiscard]] const inputs::kube_credentials& credentials() const;
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <unistd.h>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -26,6 +27,9 @@ void stop_logging();
 
 // Whether an info line would be written: callers skip gathering fields when not.
 [[nodiscard]] bool info_enabled();
+
+// A string field longer than this is cut there and marked with its length.
+inline constexpr std::size_t max_log_field_bytes = 512;
 
 // A field whose value is std::monostate is left out of the line.
 struct log_field {

@@ -56,6 +56,8 @@ enum class counter : std::uint8_t {
   api_token_reloads,
   owner_cache_evictions,
   log_lines_dropped,
+  preview_auth_failures,
+  budget_refusals,
 };
 enum class gauge : std::uint8_t {
   requests_in_flight,
@@ -73,7 +75,9 @@ struct series_info {
 
 inline constexpr std::array counter_series = {
     series_info<counter>{counter::refused_connections, "trainenv_refused_connections_total",
-                         "Connections closed at once: --max-connections was reached."},
+                         "Connections closed at once: their listener's connection cap "
+                         "(--max-connections, --max-preview-connections, "
+                         "--max-metrics-connections) was reached."},
     series_info<counter>{counter::policy_reloads, "trainenv_policy_reloads_total",
                          "Policy sets loaded after a change on disk."},
     series_info<counter>{counter::policy_reload_errors, "trainenv_policy_reload_errors_total",
@@ -101,6 +105,12 @@ inline constexpr std::array counter_series = {
                          "time to live)."},
     series_info<counter>{counter::log_lines_dropped, "trainenv_log_lines_dropped_total",
                          "Log lines dropped: standard error stalled, or its reader went away."},
+    series_info<counter>{counter::preview_auth_failures, "trainenv_preview_auth_failures_total",
+                         "Previews refused on --preview-listen: no bearer token, one the API "
+                         "server rejected, or a TokenReview that could not be had."},
+    series_info<counter>{counter::budget_refusals, "trainenv_budget_refusals_total",
+                         "Requests refused for a budget: no room in --max-request-memory within "
+                         "the read timeout, or a preview's answer over its bound."},
 };
 inline constexpr std::array gauge_series = {
     series_info<gauge>{gauge::requests_in_flight, "trainenv_requests_in_flight",
@@ -120,7 +130,7 @@ constexpr bool in_enum_order(const std::array<series_info<Id>, n>& table) {
   return true;
 }
 static_assert(in_enum_order(counter_series) &&
-                  counter_series.size() == static_cast<std::size_t>(counter::log_lines_dropped) + 1,
+                  counter_series.size() == static_cast<std::size_t>(counter::budget_refusals) + 1,
               "counter_series lists every counter, in the enum's order");
 static_assert(in_enum_order(gauge_series) &&
                   gauge_series.size() == static_cast<std::size_t>(gauge::ready) + 1,

@@ -28,6 +28,10 @@
 
 namespace trainenv::server {
 
+// The webhook's own rights: the client's credentials (a named object, for the defaults below,
+// which are taken by reference).
+inline const read_rights own_rights{};
+
 struct owner_lookup {
   std::optional<owner_cache> cache;        // none: no API access (every needed owner is no_access)
   std::chrono::milliseconds budget{2000};  // --lookup-timeout: for all the lookups of one pod
@@ -37,19 +41,21 @@ struct owner_lookup {
   std::string no_access = "the webhook has no API access (serve --kubeconfig, or run in a cluster)";
 };
 
-// core::decide, with each owner fetched through `lookup` and counted in `m`. Every argument is
-// taken by reference and must outlive the coroutine: named objects of the caller's, not
-// temporaries (a coroutine spawned to run later would read them after they are gone).
+// core::decide, with each owner fetched through `lookup` with `rights` (the webhook's own, or a
+// preview's caller's) and counted in `m`. Every argument is taken by reference and must outlive
+// the coroutine: named objects of the caller's, not temporaries (a coroutine spawned to run later
+// would read them after they are gone).
 [[nodiscard]] boost::asio::awaitable<core::decision> decide_with_owners(
     const core::subject& what, const core::policy_set& policies,
-    const core::mutate_options& options, const owner_lookup& lookup, metrics& m);
+    const core::mutate_options& options, const owner_lookup& lookup, metrics& m,
+    const read_rights& rights = own_rights);
 
 // The one preview of a pod for the edges (POST /preview, `trainenv preview`): read the Pod or
 // AdmissionReview in `text`, decide it with owners read through `lookup`, answer with the
 // patched pod. An error: the input itself is unusable (not JSON or YAML, not a Pod or a review).
 [[nodiscard]] boost::asio::awaitable<core::result<inputs::preview_answer>> preview_with_owners(
     std::string_view text, const core::policy_set& policies, const core::mutate_options& options,
-    const owner_lookup& lookup, metrics& m);
+    const owner_lookup& lookup, metrics& m, const read_rights& rights = own_rights);
 
 // `work`'s result, stored in `out` (co_spawn's completion needs a default-constructible value;
 // a result<T> has none).
@@ -74,10 +80,11 @@ T run_to_end(boost::asio::io_context& ioc, boost::asio::awaitable<T> work) {
 }
 
 // The objects `refs` name (a TrainJob's runtime, for a job preview), as the webhook reads owners:
-// from the --owners file, else through the cache within the lookup budget. One that cannot be
-// had is left out; the caller names what is missing.
+// from the --owners file, else through the cache within the lookup budget, with `rights`. One
+// that cannot be had (or may not be read: core::unreadable_reference) is left out; the caller
+// names what is missing.
 [[nodiscard]] boost::asio::awaitable<std::vector<nlohmann::json>> fetch_objects(
-    std::vector<core::owner_ref> refs, const core::policy_set& policies,
-    const owner_lookup& lookup);
+    std::vector<core::owner_ref> refs, const core::policy_set& policies, const owner_lookup& lookup,
+    const read_rights& rights = own_rights);
 
 }  // namespace trainenv::server

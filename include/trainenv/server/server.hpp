@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -19,7 +20,8 @@
 namespace trainenv::server {
 
 struct session_limits {
-  std::size_t max_body_bytes = 0;
+  std::size_t max_body_bytes = 0;          // /mutate
+  std::size_t max_preview_body_bytes = 0;  // /preview, /preview/job
   std::size_t max_header_bytes = 0;
   std::chrono::milliseconds handshake_timeout{};
   std::chrono::milliseconds read_timeout{};
@@ -28,7 +30,13 @@ struct session_limits {
   // After refusing a body (413 and the like), how long to keep reading and discarding what the
   // client still sends, so that it sees the answer instead of a connection reset.
   std::chrono::milliseconds linger_timeout{2000};
-  std::size_t max_connections = 0;  // both listeners together; 0: no limit
+  // Open connections per listener; more are closed at once. 0: no limit.
+  std::size_t max_connections = 0;  // the admission port
+  std::size_t max_preview_connections = 0;
+  std::size_t max_metrics_connections = 0;
+  // A header-refused request's body (404, 405, 415, 401) is read and dropped up to this size so
+  // that the connection stays usable; past it the connection is closed after the answer.
+  std::size_t max_refused_body_bytes = std::size_t{16} * 1024;
 };
 
 [[nodiscard]] session_limits limits_from(const inputs::serve_config& config);
@@ -64,6 +72,7 @@ class server {
   struct endpoints {
     boost::asio::ip::tcp::endpoint tls;
     boost::asio::ip::tcp::endpoint plain;
+    std::optional<boost::asio::ip::tcp::endpoint> preview;  // with --preview-listen
   };
 
   // Serves with the policies and certificate `state` publishes, and counts into its metrics.
@@ -75,14 +84,18 @@ class server {
   server(const server&) = delete;
   server& operator=(const server&) = delete;
 
-  // Binds and starts accepting; a bind failure is a start-up error.
+  // Binds and starts accepting; a bind failure is a start-up error. `preview_listen` with no
+  // host: no previews' port.
   [[nodiscard]] core::result<endpoints> start(const inputs::endpoint_spec& tls_listen,
-                                              const inputs::endpoint_spec& plain_listen);
-  // The SIGTERM drain: /readyz answers 503 at once so that endpoints drop this pod; serving
-  // goes on for `delay`, then new connections are refused, idle keep-alive ones closed and busy
-  // ones closed after the answer they are giving. `drained` runs once, on the io_context, with
-  // true when no connection is left, or with false at `deadline` (counted from now). A second
-  // call while draining does nothing.
+                                              const inputs::endpoint_spec& plain_listen,
+                                              const inputs::endpoint_spec& preview_listen = {});
+  // The SIGTERM drain: /readyz answers 503 at once so that endpoints drop this pod, and every
+  // answer from now on says Connection: close, so that keep-alive clients leave after their next
+  // request instead of having a connection closed under one. Serving goes on for `delay`, then
+  // new connections are refused, connections idle since before the drain began (which no answer
+  // could tell) are closed, and busy ones close after the answer they are giving. `drained` runs
+  // once, on the io_context, with true when no connection is left, or with false at `deadline`
+  // (counted from now). A second call while draining does nothing.
   void drain(std::chrono::milliseconds delay, std::chrono::milliseconds deadline,
              std::function<void(bool in_time)> drained);
   // Stops accepting new connections; connections already open run to their end.

@@ -5,14 +5,17 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <boost/asio/io_context.hpp>
 
 #include "trainenv/server/file_reloader.hpp"
+#include "trainenv/server/memory_budget.hpp"
 #include "trainenv/server/metrics.hpp"
 #include "trainenv/server/owner_lookup.hpp"
 #include "trainenv/server/policies.hpp"
+#include "trainenv/server/preview_access.hpp"
 #include "trainenv/server/tls.hpp"
 
 namespace trainenv::server {
@@ -21,10 +24,22 @@ struct server_state {
   policy_snapshot policies;
   tls_snapshot certificate;
   server::metrics metrics;
-  // How /mutate and /preview read pods' owners; set before the server starts.
+  // What the requests in flight may hold at once; replaced (--max-request-memory) before the
+  // server starts and before any API client is made, which hold it by pointer.
+  std::unique_ptr<memory_budget> memory = std::make_unique<memory_budget>(memory_budget::options{});
+  // How /mutate reads pods' owners (and the previews, on a server without API access: the
+  // --owners file or nothing); set before the server starts.
   owner_lookup owners;
+  // --preview-listen: who a preview's caller is (TokenReview), and the reads made with the
+  // caller's token, through a client and a cache of their own. Both or neither.
+  std::optional<preview_access> preview_callers;
+  owner_lookup preview_owners;
   // The cluster's DNS domain (--cluster-domain): the pods' full names end in it.
   std::string cluster_domain = "cluster.local";
+
+  // Whether the webhook reads the cluster with its own rights: then no preview is served on the
+  // admission port (docs/security.md).
+  [[nodiscard]] bool reads_cluster() const { return owners.cache.has_value(); }
 
   // Whether /readyz answers 200; the metrics report it too.
   [[nodiscard]] bool ready() const { return ready_.load(std::memory_order_relaxed); }

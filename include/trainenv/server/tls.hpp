@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -21,6 +22,10 @@ struct tls_files {
   std::string cert;
   std::string key;
   std::string client_ca;  // empty: no client certificate asked for
+  // With client_ca, the names a client certificate must carry, one of them: a DNS SAN, or its
+  // common name when it has no DNS SAN (OpenSSL's host check; wildcards in the certificate do not
+  // match). Empty: any certificate the CA signed.
+  std::vector<std::string> client_names = {};
 };
 
 // A loaded, checked context and what operators want to know about its certificate.

@@ -14,6 +14,7 @@
 #include "trainenv/core/job/topology.hpp"
 #include "trainenv/core/model/pod_view.hpp"
 #include "trainenv/core/text/keys.hpp"
+#include "trainenv/core/text/names.hpp"
 
 namespace trainenv::core {
 namespace {
@@ -226,11 +227,34 @@ decision owner_chain_too_long(const owner_ref& last) {
               std::string(keys::num_nodes) + " and " + std::string(keys::policy));
 }
 
+namespace {
+
+// The namespace the pod's owners are read in: the request's, which the pod's own must be (the
+// API server makes them so; a review where they differ is forged), and a DNS label. A bare pod's
+// own. An error names both.
+result<std::string_view> read_namespace(const subject& what) {
+  const auto* own = what.pod.namespace_name();
+  std::string_view ns = own != nullptr ? std::string_view(*own) : std::string_view();
+  if (what.request != nullptr) {
+    if (own != nullptr && ns != what.request->namespace_name) {
+      return error{"trainenv: the pod's metadata.namespace " + quote(ns) +
+                   " is not the request's namespace " + quote(what.request->namespace_name) +
+                   "; the API server never sends such a review"};
+    }
+    ns = what.request->namespace_name;
+  }
+  if (!ns.empty() && !is_dns_label(ns)) {
+    return error{"trainenv: the namespace " + quote(ns) +
+                 " is not a DNS label (lower-case letters, digits and '-', at most 63)"};
+  }
+  return ns;
+}
+
 // The decision's steps in the order the contract gives them (docs/architecture.md, "Data flows
 // one way"), each a possible answer of its own: kept as one sequence, longer than 80 lines, so
 // that the order is read in one place; each step is a function of its own above.
-owner_step<decision> evaluate(const subject& what, const policy_set& policies,
-                              const owner_values& owners, const mutate_options& options) {
+owner_step<decision> decide_steps(const subject& what, const policy_set& policies,
+                                  const owner_values& owners, const mutate_options& options) {
   if (what.request != nullptr && !what.request->is_pod_create()) {
     return pass(pass_reason::not_a_pod_create,
                 "not a pod CREATE: " + what.request->operation + " of " + what.request->resource);
@@ -324,6 +348,24 @@ owner_step<decision> evaluate(const subject& what, const policy_set& policies,
   for (const auto r : layout.nodes) d.world_roles.push_back(layout.roles[r].name);
   d.world_of_workers = p.every_role_trains;
   return d;
+}
+
+}  // namespace
+
+owner_step<decision> evaluate(const subject& what, const policy_set& policies,
+                              const owner_values& owners, const mutate_options& options) {
+  if (what.request != nullptr && !what.request->is_pod_create())
+    return decide_steps(what, policies, owners, options);
+  const auto ns = read_namespace(what);
+  if (!ns) return deny(error{ns.message(), ns.code()});
+  auto step = decide_steps(what, policies, owners, options);
+  // Every read the walk asks for is checked here, before the shell may make it: bound to the
+  // request's namespace, by a uid, under a DNS name (docs/security.md).
+  if (const auto* ref = needed(step)) {
+    if (auto refused = unreadable_reference(*ref, policies.owner_kinds(), *ns))
+      return deny(*refused);
+  }
+  return step;
 }
 
 decision mutate_pod(const subject& what, const policy_set& policies,

@@ -4,6 +4,7 @@
 
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
+#include "trainenv/core/text/names.hpp"
 
 namespace trainenv::core {
 namespace {
@@ -131,6 +132,16 @@ result<host_group> job_layout::names_of(std::size_t role) const {
   }
   group.pods_per_job = group.jobs ? r.pods_per_job() : r.pods;
   group.suffix = "." + *domain;
+  // Only DNS names reach a hostfile line, an address or a search domain. Numbers are all that
+  // vary within a group, so its longest name stands for all of them.
+  const auto longest = group.name(std::max<std::int64_t>(group.pods() - 1, 0));
+  const auto host = std::string_view(longest).substr(0, longest.find('.'));
+  if (!is_dns_label(*domain) || !is_dns_label(host)) {
+    return error{"trainenv: the pods of role " + quote(r.name) + " would be named " +
+                 quote(longest.substr(0, 120)) +
+                 ", not a DNS name (a hostname and a subdomain, each a DNS label of at most 63 "
+                 "characters)"};
+  }
   return group;
 }
 

@@ -4,6 +4,7 @@
 
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
+#include "trainenv/core/text/names.hpp"
 
 namespace trainenv::core {
 namespace {
@@ -11,8 +12,14 @@ namespace {
 using nlohmann::json;
 
 // What could not be read, in the words a message uses: "JobSet team-a/bert: forbidden (403):
-// <the API's words>".
+// <the API's words>". Gone and recreated read alike, in the walk's own words: an answer to a
+// guessed uid must tell neither which names exist nor the object's real uid (docs/security.md).
 std::string failed(const owner_fetch& f) {
+  if (*f.failure == lookup_failure::not_found || *f.failure == lookup_failure::uid_mismatch) {
+    return f.ref.display() + ": not found" +
+           (f.ref.uid.empty() ? std::string() : " with uid " + quote(f.ref.uid)) +
+           " (deleted, or recreated under another uid)";
+  }
   std::string out = f.ref.display() + ": " + std::string(failure_name(*f.failure));
   if (!f.detail.empty()) out += ": " + f.detail.substr(0, 160);
   return out;
@@ -82,6 +89,29 @@ owner_step<result<std::optional<owner_counts>>> counts_of(const owner_ref& ref,
 }
 
 }  // namespace
+
+std::optional<error> unreadable_reference(const owner_ref& ref, const owner_kind_set& kinds,
+                                          std::string_view ns) {
+  const auto refused = [&](const std::string& why) {
+    return error{"trainenv: owner reference " + ref.kind + " " + quote(ref.name) + ": " + why +
+                     "; trainenv reads nothing for it",
+                 400};
+  };
+  if (!is_dns_subdomain(ref.name)) return refused("its name is not a DNS subdomain");
+  if (ref.uid.empty() && !ref.by_name)
+    return refused("its uid is empty (an ownerReference must carry the owner's uid)");
+  const auto* kind = kinds.find(ref.api_version, ref.kind);
+  if (kind != nullptr && kind->cluster_scoped) {
+    if (!ref.by_name || !ref.namespace_name.empty())
+      return refused("a cluster-scoped object is read only as a TrainJob's runtimeRef");
+    return std::nullopt;
+  }
+  if (ns.empty()) return refused("the pod has no namespace to read it in");
+  if (!is_dns_label(ns)) return refused("the namespace " + quote(ns) + " is not a DNS label");
+  if (ref.namespace_name != ns)
+    return refused("it is read only in the pod's namespace " + quote(ns));
+  return std::nullopt;
+}
 
 owner_step<recognition> recognise(const pod_view& pod, const owner_values& owners) {
   const auto* step = pod.label(keys::ancestor_step);
@@ -181,7 +211,8 @@ owner_step<result<trainer_settings_ptr>> trainer_runtime(const pod_view& pod,
       runtime_kind,
       runtime_kind_info->cluster_scoped ? std::string() : std::string(namespace_of(pod)),
       *name,
-      {}};
+      {},
+      true};
   const auto* runtime_fetch = owners.find(runtime);
   if (runtime_fetch == nullptr) return runtime;
   if (runtime_fetch->failure) return unreadable(*runtime_fetch);

@@ -6,6 +6,7 @@
 #include "topology_detail.hpp"
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
+#include "trainenv/core/text/names.hpp"
 #include "trainenv/core/text/quantity.hpp"
 
 namespace trainenv::core {
@@ -28,6 +29,11 @@ result<std::string> resolve_job(const pod_view& pod) {
                  " (or label " + std::string(keys::trainjob_name) + ", label " +
                  std::string(keys::volcano_job) + ", label " + std::string(keys::job_name) +
                  ", or spec.subdomain)"};
+  }
+  // It names hosts, hostfile lines, Secrets and ConfigMaps: a DNS name, or nothing of it is used.
+  if (!is_dns_subdomain(*found.value)) {
+    return error{"trainenv: " + found.source() + " is " + quote(*found.value) +
+                 ": not a DNS name (lower-case letters, digits, '-' and '.')"};
   }
   return std::string(*found.value);
 }

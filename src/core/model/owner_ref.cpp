@@ -39,9 +39,9 @@ std::optional<owner_ref> controller_in(const Json& object, std::string_view name
     const auto kind = string_member(ref, "kind");
     const auto name = string_member(ref, "name");
     const auto uid = string_member(ref, "uid");
-    if (!api_version || !kind || !name || !uid) return std::nullopt;
+    if (!api_version || !kind || !name) return std::nullopt;
     return owner_ref{std::string(*api_version), std::string(*kind), std::string(namespace_name),
-                     std::string(*name), std::string(*uid)};
+                     std::string(*name), uid ? std::string(*uid) : std::string()};
   }
   return std::nullopt;
 }

@@ -261,10 +261,9 @@ const owner_fetch& owner_values::push(owner_ref ref, std::shared_ptr<const owner
   const auto* metadata = object != nullptr ? member(object->json(), "metadata") : nullptr;
   const auto* uid = metadata != nullptr ? string_member(*metadata, "uid") : nullptr;
   if (!ref.uid.empty() && (uid == nullptr || *uid != ref.uid)) {
-    auto detail = ref.display() + " has uid " + (uid != nullptr ? *uid : std::string("none")) +
-                  ", the reference names " + ref.uid;
+    // The object's own uid is not said: an answer never echoes one (docs/security.md).
     return keep(owner_fetch{std::move(ref), nullptr, lookup_failure::uid_mismatch,
-                            std::move(detail), cached});
+                            "its metadata.uid is not the reference's", cached});
   }
   return keep(owner_fetch{std::move(ref), std::move(object), std::nullopt, {}, cached});
 }

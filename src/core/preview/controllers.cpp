@@ -8,6 +8,7 @@
 #include "trainenv/core/job/resources.hpp"
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
+#include "trainenv/core/text/names.hpp"
 
 namespace trainenv::core {
 
@@ -107,18 +108,41 @@ std::set<std::string> run_to_completion_first(const json& replicated_jobs) {
   return prerequisites;
 }
 
+// The bytes of a template's text, as the bounds count them.
+std::size_t text_bytes(const json* value) {
+  return value != nullptr ? value->dump(-1, ' ', false, json::error_handler_t::replace).size() : 0;
+}
+
 struct job_builder {
   created_job& out;
   uid_source& uids;
   std::string ns;
-  std::size_t max_pods;
+  preview_bounds bounds;
   controller_model model;
+  std::size_t bytes = 0;  // the text of the templates laid out so far
 
-  // Whether `more` pods fit the preview's bound: it lays out every pod, each decided.
+  // Whether `more` pods fit the preview's bounds: it lays out every pod, each decided.
   result<bool> room_for(std::int64_t more) const {
-    if (more >= 0 && out.pods.size() + static_cast<std::size_t>(more) <= max_pods) return true;
-    return error{"trainenv: the job runs more than " + std::to_string(max_pods) +
+    if (more >= 0 && out.pods.size() + static_cast<std::size_t>(more) <= bounds.pods) return true;
+    return error{"trainenv: the job runs more than " + std::to_string(bounds.pods) +
                  " pods; this preview lays out at most that many"};
+  }
+  // Whether `count` more objects (pods, Jobs) made from a template of `text` bytes fit; counted.
+  result<bool> make(std::int64_t count, std::size_t text) {
+    const auto n = static_cast<std::size_t>(std::max<std::int64_t>(count, 0));
+    const auto made = out.pods.size() + out.objects.size();
+    if (made + n > bounds.objects) {
+      return error{"trainenv: the job makes more than " + std::to_string(bounds.objects) +
+                   " objects (pods and Jobs); this preview lays out at most that many"};
+    }
+    if (text != 0 && n > (bounds.bytes - std::min(bounds.bytes, bytes)) / text) {
+      return error{
+          "trainenv: the job's pods and Jobs, made from their templates, come to more "
+          "than " +
+          std::to_string(bounds.bytes) + " bytes; this preview lays out at most that much"};
+    }
+    bytes += n * text;
+    return true;
   }
 
   // The Job controller (pkg/controller/job): min(parallelism, completions) pods run at once; an
@@ -135,6 +159,8 @@ struct job_builder {
     const auto completions = int_at(spec, {"completions"}).value_or(parallelism);
     const auto pods = std::min(parallelism, completions);
     if (auto ok = room_for(pods); !ok) return ok;
+    const auto* pod_template = member(spec, "template");
+    if (auto ok = make(pods, text_bytes(pod_template)); !ok) return ok;
     const bool indexed = text_at(spec, {"completionMode"}) == "Indexed";
     const std::string name = text_at(job, {"metadata", "name"});
     const std::string uid = text_at(job, {"metadata", "uid"});
@@ -210,6 +236,8 @@ struct job_builder {
       if (replicas < 0 || replicas > 1024)
         return error{"trainenv: replicatedJob " + rj_name + " has " + std::to_string(replicas) +
                      " replicas; JobSet allows 0 to 1024"};
+      const auto* job_template = member(rj, "template");
+      if (auto ok = make(replicas, text_bytes(job_template)); !ok) return ok;
       for (std::int64_t j = 0; j < replicas; ++j, ++global_index) {
         const json tmpl = rj.value("template", json::object());
         json job = {{"apiVersion", "batch/v1"}, {"kind", "Job"}};
@@ -282,6 +310,8 @@ struct job_builder {
       const auto task_name = text_at(task, {"name"}, "default" + std::to_string(t));
       const auto replicas = int_at(task, {"replicas"}).value_or(0);
       if (auto ok = room_for(replicas); !ok) return ok;
+      const auto* task_template = member(task, "template");
+      if (auto ok = make(replicas, text_bytes(task_template)); !ok) return ok;
       for (std::int64_t i = 0; i < replicas; ++i) {
         const json tmpl = task.value("template", json::object());
         json metadata = tmpl.value("metadata", json::object());
@@ -325,7 +355,8 @@ owner_ref runtime_of(const json& tj) {
           kind,
           kind == "ClusterTrainingRuntime" ? std::string() : text_at(tj, {"metadata", "namespace"}),
           text_at(r, {"name"}),
-          {}};
+          {},
+          true};
 }
 
 }  // namespace
@@ -336,7 +367,7 @@ std::vector<owner_ref> job_needs(const json& job) {
 }
 
 result<created_job> create_job(const json& job_object, const std::vector<json>& given,
-                               std::size_t max_pods, const controller_model& model) {
+                               const preview_bounds& bounds, const controller_model& model) {
   if (!job_object.is_object()) return error{"trainenv: the job is not an object"};
   const auto kind = text_at(job_object, {"kind"});
   const auto api_version = text_at(job_object, {"apiVersion"});
@@ -348,13 +379,19 @@ result<created_job> create_job(const json& job_object, const std::vector<json>& 
   created_job out;
   out.name = name;
   out.namespace_name = text_at(job_object, {"metadata", "namespace"}, "default");
+  // Its names become pods' names, API paths and hostfile lines: DNS names, or nothing is laid out.
+  if (!is_dns_subdomain(name))
+    return error{"trainenv: metadata.name " + quote(name) + " is not a DNS name"};
+  if (!is_dns_label(out.namespace_name))
+    return error{"trainenv: metadata.namespace " + quote(out.namespace_name) +
+                 " is not a DNS label"};
   uid_source uids;
   json job = job_object;
   job["metadata"]["namespace"] = out.namespace_name;
   if (text_at(job, {"metadata", "uid"}).empty())
     job["metadata"]["uid"] = uids.next("applied", name);
   out.objects.push_back(job);
-  job_builder b{out, uids, out.namespace_name, max_pods, model};
+  job_builder b{out, uids, out.namespace_name, bounds, model};
   const auto group = api_version.substr(0, api_version.find('/'));
   if (kind == "JobSet" && group == "jobset.x-k8s.io") {
     out.kind = "JobSet";

@@ -276,10 +276,10 @@ std::vector<job_problem> check_job(const created_job& job, std::vector<previewed
 }
 
 result<job_preview> preview_job(const json& job, const std::vector<json>& given,
-                                const policy_set& policies, std::size_t max_pods,
+                                const policy_set& policies, const preview_bounds& bounds,
                                 const mutate_options& options) {
   try {
-    auto created = create_job(job, given, max_pods);
+    auto created = create_job(job, given, bounds);
     if (!created) return std::move(created).take_error();
     job_preview out;
     out.job = std::move(*created);

@@ -25,6 +25,15 @@ template <class T>
   return std::get_if<owner_ref>(&step);
 }
 
+// Why the shell may not read `ref` for a pod of namespace `ns`, or nothing (docs/contract.md §5:
+// reads are bound to the request): its name must be a DNS subdomain; a namespaced kind is read
+// only in `ns`, a DNS label; a cluster-scoped one only when named by a TrainJob's runtimeRef; and
+// a reference without a uid reads nothing but a runtimeRef's object. The error's code is 400 and
+// its message names the reference and the form expected.
+[[nodiscard]] std::optional<error> unreadable_reference(const owner_ref& ref,
+                                                        const owner_kind_set& kinds,
+                                                        std::string_view ns);
+
 // Whether a pod is a training pod: its own ancestor-step label, or (Kubeflow Trainer's layout)
 // its controlling Job's.
 struct recognition {

@@ -19,6 +19,9 @@ struct owner_ref {
   std::string namespace_name;  // empty for a cluster-scoped object
   std::string name;
   std::string uid;  // empty when the reference names no uid
+  // Named by name alone, not by an ownerReference (a TrainJob's runtimeRef): the one kind of
+  // reference that may carry no uid (docs/contract.md §5). Any other without one reads nothing.
+  bool by_name = false;
   // Asked of the shell: read it anew, past any cache, as the copy held is contradicted by the
   // pod (docs/contract.md §2.1: a pod created right after a resize). Not part of its identity.
   bool fresh = false;
@@ -33,7 +36,9 @@ struct owner_ref {
   }
 };
 
-// The ownerReference with `controller: true` of an object in `namespace_name`, if it has one.
+// The ownerReference with `controller: true` of an object in `namespace_name`, if it has one. A
+// uid left out reads as empty: the walk refuses such a reference rather than treat the object as
+// ownerless.
 [[nodiscard]] std::optional<owner_ref> controller_of(const nlohmann::json& object,
                                                      std::string_view namespace_name);
 [[nodiscard]] std::optional<owner_ref> controller_of(const json_ref& object,

@@ -74,7 +74,7 @@ struct job_preview {
 [[nodiscard]] result<job_preview> preview_job(const nlohmann::json& job,
                                               const std::vector<nlohmann::json>& given,
                                               const policy_set& policies,
-                                              std::size_t max_pods = max_preview_pods,
+                                              const preview_bounds& bounds = cli_preview_bounds,
                                               const mutate_options& options = {});
 
 // The checks alone, over pods already decided (what preview_job runs last).

@@ -19,7 +19,26 @@ struct error {
 // `s` in double quotes for a message, cut at `max` characters.
 inline std::string quote(std::string_view s, std::size_t max = 64) {
   std::string out = "\"";
-  out += s.size() > max ? std::string(s.substr(0, max)) + "..." : std::string(s);
+  // Control characters written as escapes: a value quoted in a message or a log line cannot
+  // start a line of its own.
+  for (const char c : s.substr(0, max)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (u < 0x20 || u == 0x7f) {
+      constexpr std::string_view hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[u >> 4U];
+      out += hex[u & 0xfU];
+    } else {
+      out += c;
+    }
+  }
+  if (s.size() > max) out += "...";
   return out + "\"";
 }
 
