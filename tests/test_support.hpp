@@ -31,4 +31,18 @@ inline nlohmann::json fixture(const std::string& name) {
   return nlohmann::json::parse(read_file(std::string(TRAINENV_FIXTURES_DIR) + "/" + name));
 }
 
+// An AdmissionReview of a pod CREATE, as the kube-apiserver sends it for `pod`.
+inline nlohmann::json pod_review(const nlohmann::json& pod, const std::string& uid) {
+  return {{"apiVersion", "admission.k8s.io/v1"},
+          {"kind", "AdmissionReview"},
+          {"request",
+           {{"uid", uid},
+            {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+            {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+            {"namespace", pod["metadata"].value("namespace", "default")},
+            {"operation", "CREATE"},
+            {"userInfo", {{"username", "system:serviceaccount:kube-system:job-controller"}}},
+            {"object", pod}}}};
+}
+
 }  // namespace trainenv::test

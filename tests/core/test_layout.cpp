@@ -264,6 +264,39 @@ TEST_CASE("layout: DNS hostnames off leave only the templates' subdomains", "[la
   CHECK(l.dns_name(0, 1).value() == "bert-node-0-1.mine");
 }
 
+TEST_CASE("layout: a subdomain that is no DNS label names no pod", "[layout]") {
+  // It would go into every host name and the pods' DNS search domain (issue 37: an owner's
+  // garbage subdomain was written into MASTER_ADDR).
+  job_layout l;
+  l.source = "JobSet team-a/bert";
+  l.roles = {role("node", 2, 0)};
+  settle_roles(l, unit_policy(), world_rules{true, false}, std::nullopt);
+  const json owner = json::parse(R"({"metadata": {"name": "bert"},
+                                     "spec": {"network": {"subdomain": "svc\nx"}}})");
+  set_naming(l, jobset_kind(), &owner, "bert", nullptr, true);
+  const auto bad = l.subdomain_of(0);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.message() ==
+        "trainenv: the pods of role \"node\" would have the subdomain \"svc\\nx\", not a DNS "
+        "label (at most 63 of a-z, 0-9 and '-')");
+  CHECK(l.dns_name(0, 1).message() == bad.message());
+  CHECK(l.master().message() == bad.message());
+  CHECK(l.host_groups().message() == bad.message());
+
+  // From the role's pod template (DNS hostnames off): the same check; 64 letters are too many.
+  const json off = json::parse(R"({"metadata": {"name": "bert"},
+      "spec": {"network": {"enableDNSHostnames": false}}})");
+  job_layout t = l;
+  t.subdomain.clear();
+  set_naming(t, jobset_kind(), &off, "bert", nullptr, true);
+  const json tmpl = {{"spec", {{"subdomain", std::string(64, 'a')}}}};
+  t.roles[0].pod_template = &tmpl;
+  REQUIRE_FALSE(t.dns_name(0, 0));
+  const json fine = {{"spec", {{"subdomain", std::string(63, 'a')}}}};
+  t.roles[0].pod_template = &fine;
+  CHECK(t.dns_name(0, 0).value() == "bert-node-0-0." + std::string(63, 'a'));
+}
+
 TEST_CASE("layout: pods without names, and a world of one that needs none", "[layout]") {
   const auto trainjob = layout_kind("trainjob", R"({"apiGroup": "trainer.kubeflow.org",
       "versions": ["v1alpha1"], "kind": "TrainJob", "resource": "trainjobs",

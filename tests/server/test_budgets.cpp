@@ -16,8 +16,10 @@
 #include <boost/asio/detached.hpp>
 
 #include <spdlog/spdlog.h>
+#include "anonymous_crowd.hpp"
 #include "fake_apiserver.hpp"
 #include "hostile_clients.hpp"
+#include "indexed_jobs.hpp"
 #include "server_harness.hpp"
 
 #include "trainenv/server/logging.hpp"
@@ -34,47 +36,6 @@ constexpr int slow = 4;
 #else
 constexpr int slow = 1;
 #endif
-
-// An Indexed Job `name` of `pods` pods in team-a whose template carries the ancestor label, and
-// pod `index` of it as the Job controller creates it.
-json indexed_job(const std::string& name, int pods) {
-  return {{"apiVersion", "batch/v1"},
-          {"kind", "Job"},
-          {"metadata",
-           {{"name", name},
-            {"namespace", "team-a"},
-            {"uid", "uid-" + name},
-            {"labels", {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"}}}}},
-          {"spec",
-           {{"parallelism", pods},
-            {"completions", pods},
-            {"completionMode", "Indexed"},
-            {"template", {{"spec", {{"subdomain", name}}}}}}}};
-}
-
-json job_pod(const std::string& job, int index) {
-  const auto i = std::to_string(index);
-  return {{"apiVersion", "v1"},
-          {"kind", "Pod"},
-          {"metadata",
-           {{"generateName", job + "-" + i + "-"},
-            {"namespace", "team-a"},
-            {"labels",
-             {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"},
-              {"batch.kubernetes.io/job-name", job},
-              {"batch.kubernetes.io/job-completion-index", i}}},
-            {"annotations", {{"batch.kubernetes.io/job-completion-index", i}}},
-            {"ownerReferences",
-             {{{"apiVersion", "batch/v1"},
-               {"kind", "Job"},
-               {"name", job},
-               {"uid", "uid-" + job},
-               {"controller", true}}}}}},
-          {"spec",
-           {{"hostname", job + "-" + i},
-            {"subdomain", job},
-            {"containers", {{{"name", "node"}, {"image", "pytorch"}}}}}}};
-}
 
 struct answered {
   unsigned status = 0;
@@ -281,74 +242,8 @@ TEST_CASE("anonymous load on every other port and route never starves real admis
   options.lookup_timeout = 2000ms;
   running_server server(options);
 
-  std::atomic<bool> stop{false};
-  std::atomic<int> anonymous_requests{0};
-  asio::io_context crowd_ioc;
-  auto ctx = verifying_client_context();
-  // One anonymous client: a kept connection to one port, one kind of request, again and again
-  // until told to stop (each request bounded in time; a refused or closed one reconnects).
-  const auto anonymous = [&](int kind) -> asio::awaitable<void> {
-    std::mt19937 rng(static_cast<unsigned>(kind));
-    while (!stop) {
-      const bool plain = kind % 6 == 4;
-      const unsigned short port = plain                            ? server.plain_port()
-                                  : kind % 6 == 2 || kind % 6 == 3 ? server.preview_port()
-                                                                   : server.tls_port();
-      std::string target = "/preview";
-      // A pod of a Job that does not exist, another each time: before the fix, each preview of
-      // it was a GET on /mutate's API connections, and a 404 was never remembered.
-      std::string body = job_pod("gone-" + std::to_string(rng()), 1).dump();
-      std::string token;
-      switch (kind % 6) {
-        case 0:  // the admission port: no previews
-        case 1:
-          break;
-        case 2:
-          break;  // the previews' port: no token
-        case 3:
-          token = "bogus-" + std::to_string(rng());
-          break;  // a token no one has
-        case 4:
-          target = "/metrics";
-          body.clear();
-          break;
-        default:
-          target = "/nope";
-          break;  // the admission port: 404
-      }
-      auto req = make_request(body.empty() ? http::verb::get : http::verb::post, target, body,
-                              body.empty() ? "" : "application/json");
-      if (!token.empty()) req.set(http::field::authorization, "Bearer " + token);
-      if (plain) {
-        beast::tcp_stream s(crowd_ioc);
-        s.expires_after(5s);
-        auto [ec] = co_await s.async_connect(loopback(port), nothrow_awaitable);
-        if (!ec) {
-          std::tie(ec, std::ignore) = co_await http::async_write(s, req, nothrow_awaitable);
-          beast::flat_buffer b;
-          http::response<http::string_body> res;
-          if (!ec)
-            std::tie(ec, std::ignore) = co_await http::async_read(s, b, res, nothrow_awaitable);
-        }
-      } else {
-        beast::ssl_stream<beast::tcp_stream> s(crowd_ioc, ctx);
-        prepare_client_stream(s);
-        beast::get_lowest_layer(s).expires_after(5s);
-        auto [ec] =
-            co_await beast::get_lowest_layer(s).async_connect(loopback(port), nothrow_awaitable);
-        if (!ec)
-          std::tie(ec) = co_await s.async_handshake(ssl::stream_base::client, nothrow_awaitable);
-        if (!ec) std::tie(ec, std::ignore) = co_await http::async_write(s, req, nothrow_awaitable);
-        beast::flat_buffer b;
-        http::response<http::string_body> res;
-        if (!ec)
-          std::tie(ec, std::ignore) = co_await http::async_read(s, b, res, nothrow_awaitable);
-      }
-      ++anonymous_requests;
-    }
-  };
-  for (int i = 0; i < 200; ++i) asio::co_spawn(crowd_ioc, anonymous(i), asio::detached);
-  std::thread crowd([&] { crowd_ioc.run(); });
+  anonymous_crowd crowd({server.tls_port(), server.plain_port(), server.preview_port()}, 200,
+                        cert_dir() + "/ca.crt");
   std::this_thread::sleep_for(1s);  // the crowd is at it
 
   // The real admissions: one pod of each Job, each needing its Job read (0.4 s).
@@ -364,14 +259,13 @@ TEST_CASE("anonymous load on every other port and route never starves real admis
     if (!allowed(a)) ++denied;
     CHECK(a.text.find("patch") != std::string::npos);
   }
-  stop = true;
-  crowd.join();
+  crowd.stop();
   std::sort(took.begin(), took.end());
   INFO("real admissions: median " << took[took.size() / 2].count() << " ms, slowest "
                                   << took.back().count() << " ms; anonymous requests "
-                                  << anonymous_requests.load());
+                                  << crowd.requests());
   CHECK(denied == 0);
-  CHECK(anonymous_requests > 200);
+  CHECK(crowd.requests() > 200);
   // Every one is its own GET at 0.4 s, and none waited behind the crowd's.
   CHECK(api.gets_with("test-token") == static_cast<std::size_t>(real_jobs));
 }

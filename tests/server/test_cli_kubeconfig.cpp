@@ -140,7 +140,8 @@ TEST_CASE("serve --kubeconfig with a tokenFile: a rotated token reaches the runn
   std::ofstream(dir.path / "review.json") << test::pod_review(*pod, "u-rotation").dump();
   // A cache that keeps nothing for long: each admission reads the owners again.
   test::server_process serve(test::built_binary(), dir.path / "serve.log",
-                             {"--kubeconfig", kubeconfig, "--owner-cache-ttl", "0.001"});
+                             {"--kubeconfig", kubeconfig, "--owner-cache-ttl", "0.001"},
+                             test::cert_dir());
   const auto admit = [&] {
     const auto out = output_of("curl -s --cacert " + test::cert_dir() +
                                "/ca.crt -H 'Content-Type: application/json' --data-binary @" +

@@ -224,7 +224,8 @@ TEST_CASE("200,000 mixed requests: no leak at exit, RSS within 5% of that after 
       fs::temp_directory_path() / ("trainenv-growth-" + std::to_string(::getpid()) + ".log");
   server_process server(binary, log,
                         {"--threads", "2", "--drain-delay", "0", "--max-body-bytes",
-                         std::to_string(max_body), "--shutdown-deadline", "10"});
+                         std::to_string(max_body), "--shutdown-deadline", "10"},
+                        cert_dir());
   const auto kinds = keep_alive_kinds();
 
   constexpr int connections = 4;

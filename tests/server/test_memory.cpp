@@ -233,7 +233,8 @@ TEST_CASE("no request, and no flood within the limits, takes serve past its mani
   server_process server(built_binary(), dir.path / "serve.log",
                         {"--threads", manifest_threads(), "--drain-delay", "0", "--kubeconfig",
                          api.write_kubeconfig(dir.path / "kubeconfig"), "--preview-listen",
-                         "127.0.0.1:0", "--lookup-timeout", "10"});
+                         "127.0.0.1:0", "--lookup-timeout", "10"},
+                        cert_dir());
   REQUIRE(server.preview_port() != 0);
   const auto base = server.rss_kib();
 

@@ -268,7 +268,7 @@ TEST_CASE("a rolling upgrade of two replicas under keep-alive load loses no admi
     std::vector<std::shared_ptr<balancer::replica>> seen;
     const auto start_replica = [&](const std::string& name) {
       replicas.push_back(std::make_unique<server_process>(
-          built_binary(), dir / (name + "-" + std::to_string(round) + ".log"), flags));
+          built_binary(), dir / (name + "-" + std::to_string(round) + ".log"), flags, cert_dir()));
       seen.push_back(lb.add(*replicas.back()));
       REQUIRE(balancer::wait_until(*seen.back(), true, std::chrono::seconds(10)));
     };

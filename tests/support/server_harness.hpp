@@ -18,6 +18,7 @@
 #include <boost/beast/ssl.hpp>
 #include <catch2/catch.hpp>
 
+#include "../test_support.hpp"
 #include "test_certs.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/server/api_access.hpp"
@@ -149,20 +150,6 @@ struct running_server {
 };
 
 using response = http::response<http::string_body>;
-
-// An AdmissionReview of a pod CREATE, as the kube-apiserver sends it for `pod`.
-inline nlohmann::json pod_review(const nlohmann::json& pod, const std::string& uid) {
-  return {{"apiVersion", "admission.k8s.io/v1"},
-          {"kind", "AdmissionReview"},
-          {"request",
-           {{"uid", uid},
-            {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
-            {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-            {"namespace", pod["metadata"].value("namespace", "default")},
-            {"operation", "CREATE"},
-            {"userInfo", {{"username", "system:serviceaccount:kube-system:job-controller"}}},
-            {"object", pod}}}};
-}
 
 inline http::request<http::string_body> make_request(
     http::verb verb, const std::string& target, std::string body = {},

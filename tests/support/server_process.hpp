@@ -1,6 +1,7 @@
-// The built `trainenv serve` as a process of its own, for the tests that measure it from outside
-// (its RSS, its descriptors, its exit status) or run several: loopback ports picked by the
-// kernel, read back from its log line; SIGKILLed if the test leaves early.
+// The built `trainenv serve` as a process of its own, for the tests and benchmarks that measure
+// it from outside (its RSS, its descriptors, its exit status) or run several: loopback ports
+// picked by the kernel, read back from its log line; SIGKILLed if the caller leaves early. No
+// Catch2 here (the benchmarks use it too): a failure to start throws, naming the log.
 #pragma once
 
 #include <fcntl.h>
@@ -9,17 +10,16 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include <catch2/catch.hpp>
-
 #include "../test_support.hpp"
-#include "hostile_clients.hpp"
-#include "server_harness.hpp"
+#include "process_stats.hpp"
 
 extern char** environ;
 
@@ -28,16 +28,16 @@ namespace trainenv::test {
 // The built binary the hidden process tests drive (their ctest entries set it).
 inline std::string built_binary() {
   const char* binary = std::getenv("TRAINENV_BINARY");
-  REQUIRE(binary != nullptr);
+  if (binary == nullptr) throw std::runtime_error("TRAINENV_BINARY is not set");
   return binary;
 }
 
 class server_process {
  public:
-  // `trainenv serve` with the test certificates and the shipped policies on loopback, plus
-  // `flags`; its standard error into `log`.
+  // `trainenv serve` with the certificates in `certs` (certs/mint.sh's tls.crt and tls.key) and
+  // the shipped policies on loopback, plus `flags`; its standard error into `log`.
   server_process(const std::string& binary, const std::filesystem::path& log,
-                 const std::vector<std::string>& flags = {})
+                 const std::vector<std::string>& flags, const std::string& certs)
       : log_(log) {
     std::vector<std::string> args = {binary,
                                      "serve",
@@ -46,9 +46,9 @@ class server_process {
                                      "--metrics-listen",
                                      "127.0.0.1:0",
                                      "--tls-cert",
-                                     cert_dir() + "/tls.crt",
+                                     certs + "/tls.crt",
                                      "--tls-key",
-                                     cert_dir() + "/tls.key",
+                                     certs + "/tls.key",
                                      "--policies",
                                      TRAINENV_POLICIES_DIR};
     args.insert(args.end(), flags.begin(), flags.end());
@@ -61,7 +61,7 @@ class server_process {
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     const int rc = posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
-    REQUIRE(rc == 0);
+    if (rc != 0) throw std::runtime_error("cannot start " + binary);
     // The bound ports, from the log line "listening https=127.0.0.1:P http=127.0.0.1:Q
     // [previews=127.0.0.1:R]".
     static const std::regex listening(
@@ -74,8 +74,7 @@ class server_process {
       if (std::regex_search(text, m, listening)) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    INFO(text);
-    REQUIRE(!m.empty());
+    if (m.empty()) throw std::runtime_error("serve did not start; its log:\n" + text);
     port_ = static_cast<unsigned short>(std::stoi(m[1]));
     plain_port_ = static_cast<unsigned short>(std::stoi(m[2]));
     if (m[3].matched) preview_port_ = static_cast<unsigned short>(std::stoi(m[3]));

@@ -88,26 +88,40 @@ const std::string& template_subdomain(const layout_role& r) {
   return subdomain != nullptr ? *subdomain : none;
 }
 
+// The subdomain by the controller's rule, before it is checked as a DNS label.
+result<std::string> rule_subdomain(const job_layout& layout, std::size_t role) {
+  if (layout.naming == nullptr || !layout.unnamed.empty()) return error{layout.unnamed};
+  const auto& r = layout.roles[role];
+  const auto& own = template_subdomain(r);
+  if (!layout.templates_only.empty()) {
+    if (!own.empty()) return own;
+    return error{"trainenv: the pods of role " + quote(r.name) + " of " + layout.naming_kind + " " +
+                 layout.job + " have no DNS names: " + layout.templates_only +
+                 ", and the role's pod template sets no spec.subdomain; set one, with a headless " +
+                 "Service of that name"};
+  }
+  if (layout.template_first && !own.empty()) return own;
+  if (!layout.subdomain.empty()) return layout.subdomain;
+  if (!own.empty()) return own;
+  const auto& rule = layout.naming->subdomain;
+  return error{"trainenv: the pods of " + layout.naming_kind + " " + layout.job +
+               " have no DNS names: it sets no subdomain" +
+               (rule.empty() ? std::string() : " (" + path_text(rule) + ")") +
+               "; set one, with a headless Service of that name"};
+}
+
 }  // namespace
 
 result<std::string> job_layout::subdomain_of(std::size_t role) const {
-  if (naming == nullptr || !unnamed.empty()) return error{unnamed};
-  const auto& r = roles[role];
-  const auto& own = template_subdomain(r);
-  if (!templates_only.empty()) {
-    if (!own.empty()) return own;
-    return error{"trainenv: the pods of role " + quote(r.name) + " of " + naming_kind + " " + job +
-                 " have no DNS names: " + templates_only + ", and the role's pod template sets " +
-                 "no spec.subdomain; set one, with a headless Service of that name"};
+  auto domain = rule_subdomain(*this, role);
+  // It becomes a part of host names and a DNS search domain: a DNS label, or nothing of it is
+  // used.
+  if (domain && !is_dns_label(*domain)) {
+    return error{"trainenv: the pods of role " + quote(roles[role].name) +
+                 " would have the subdomain " + quote(*domain) +
+                 ", not a DNS label (at most 63 of a-z, 0-9 and '-')"};
   }
-  if (template_first && !own.empty()) return own;
-  if (!subdomain.empty()) return subdomain;
-  if (!own.empty()) return own;
-  return error{
-      "trainenv: the pods of " + naming_kind + " " + job +
-      " have no DNS names: it sets no subdomain" +
-      (naming->subdomain.empty() ? std::string() : " (" + path_text(naming->subdomain) + ")") +
-      "; set one, with a headless Service of that name"};
+  return domain;
 }
 
 result<host_group> job_layout::names_of(std::size_t role) const {
@@ -136,7 +150,7 @@ result<host_group> job_layout::names_of(std::size_t role) const {
   // vary within a group, so its longest name stands for all of them.
   const auto longest = group.name(std::max<std::int64_t>(group.pods() - 1, 0));
   const auto host = std::string_view(longest).substr(0, longest.find('.'));
-  if (!is_dns_label(*domain) || !is_dns_label(host)) {
+  if (!is_dns_label(host)) {
     return error{"trainenv: the pods of role " + quote(r.name) + " would be named " +
                  quote(longest.substr(0, 120)) +
                  ", not a DNS name (a hostname and a subdomain, each a DNS label of at most 63 "

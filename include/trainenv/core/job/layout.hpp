@@ -100,7 +100,7 @@ struct job_layout {
   [[nodiscard]] std::optional<std::int64_t> node_rank(std::size_t role,
                                                       std::int64_t position) const;
   // The subdomain of role `role`'s pods, by the controller's rule; an error says why they have
-  // none.
+  // none, or that it is no DNS label.
   [[nodiscard]] result<std::string> subdomain_of(std::size_t role) const;
   // "<hostname>.<subdomain>" of the pod at `position` in role `role`, by the controller's rule.
   [[nodiscard]] result<std::string> dns_name(std::size_t role, std::int64_t position) const;
