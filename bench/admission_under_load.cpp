@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,10 +60,18 @@ struct settings {
   bool previews_port = true;
 };
 
-settings parse(int argc, char** argv) {
+constexpr const char* usage =
+    "usage: admission_under_load [--binary build/trainenv] [--rounds 3] [--admissions 160]\n"
+    "                            [--concurrency 8] [--crowd 200] [--delay-ms 400]\n"
+    "                            [--previews-port on|off]\n";
+
+// The settings, or nullopt after --help.
+std::optional<settings> parse(int argc, char** argv) {
   settings s;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
     const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") return std::nullopt;
+    if (i + 1 == argc) throw std::runtime_error(flag + " needs a value\n" + usage);
     const std::string value = argv[i + 1];
     if (flag == "--binary") {
       s.binary = value;
@@ -79,7 +88,7 @@ settings parse(int argc, char** argv) {
     } else if (flag == "--previews-port") {
       s.previews_port = value != "off";
     } else {
-      throw std::runtime_error("unknown flag " + flag);
+      throw std::runtime_error("unknown flag " + flag + "\n" + usage);
     }
   }
   return s;
@@ -169,7 +178,12 @@ std::string spread(const std::vector<double>& v) {
 
 int main(int argc, char** argv) {
   try {
-    const auto s = parse(argc, argv);
+    const auto parsed = parse(argc, argv);
+    if (!parsed) {
+      std::cout << usage;
+      return 0;
+    }
+    const auto& s = *parsed;
     const auto dir =
         fs::temp_directory_path() / ("trainenv-under-load-" + std::to_string(::getpid()));
     fs::create_directories(dir);
