@@ -10,6 +10,7 @@
 #include "example_owners.hpp"
 #include "fake_apiserver.hpp"
 #include "server_harness.hpp"
+#include "trainenv/core/model/admission.hpp"
 #include "trainenv/core/text/names.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
@@ -242,6 +243,49 @@ TEST_CASE("names that are not DNS names never reach an API path", "[adversarial]
   check_denied(a, 400);
   for (const auto& target : t.api.targets()) CHECK(target.find("..") == std::string::npos);
   CHECK(t.api.total_gets() == 0);
+}
+
+TEST_CASE("a job name with a newline never reaches a hostfile line", "[adversarial][trust]") {
+  // The job name of the pod's labels names hosts, hostfile lines and Secrets: a newline in it
+  // wrote extra hostfile lines ("<job>\nevil-0.ds slots=64") before issue 37.
+  test::fake_apiserver api;
+  for (const auto& file : {"deepspeed-owners.yaml", "volcano-owners.yaml"}) {
+    for (const auto& doc : test::example_documents(file)) api.add_object(doc);
+  }
+  test::server_options o;
+  o.api = api.credentials();
+  test::running_server server(o);
+  const std::string forged = "ds\nevil-0.ds slots=64";
+
+  SECTION("JobSet's label on an MPI launcher") {
+    auto pod = pod_of("deepspeed-launcher-pod.yaml");
+    // Untouched, the launcher gets a hostfile: the forged name would have something to reach.
+    const auto real = post(server.tls_port(), "/mutate", test::pod_review(pod, "real").dump());
+    REQUIRE(allowed(real));
+    const auto patch = core::base64_decode(response_field(real, "patch").get<std::string>());
+    REQUIRE(patch);
+    CHECK_THAT(*patch, Contains("hostfile"));
+    for (auto* where : {"labels", "annotations"})
+      pod["metadata"][where]["jobset.sigs.k8s.io/jobset-name"] = forged;
+    const auto a = post(server.tls_port(), "/mutate", test::pod_review(pod, "forged").dump());
+    check_denied(a, 400);
+    CHECK(status_message(a) ==
+          "trainenv: label jobset.sigs.k8s.io/jobset-name is \"ds\\nevil-0.ds slots=64\": not a "
+          "DNS name (lower-case letters, digits, '-' and '.')");
+    CHECK(response_field(a, "patch").is_null());
+  }
+  SECTION("Volcano's label on a worker") {
+    auto pod = pod_of("volcano-worker-pod.yaml");
+    REQUIRE(allowed(post(server.tls_port(), "/mutate", test::pod_review(pod, "real").dump())));
+    for (auto* where : {"labels", "annotations"}) {
+      if (pod["metadata"][where].contains("volcano.sh/job-name"))
+        pod["metadata"][where]["volcano.sh/job-name"] = forged;
+    }
+    const auto a = post(server.tls_port(), "/mutate", test::pod_review(pod, "forged").dump());
+    check_denied(a, 400);
+    CHECK_THAT(status_message(a), Contains("volcano.sh/job-name") && Contains("not a DNS name"));
+    CHECK(response_field(a, "patch").is_null());
+  }
 }
 
 namespace {
