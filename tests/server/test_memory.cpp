@@ -268,19 +268,22 @@ TEST_CASE("no request, and no flood within the limits, takes serve past its mani
   const auto mutate_body = padded_review(7 * 1024 * 1024 - 4096);
   const auto preview_body = json::parse(padded_review(500 * 1024))["request"]["object"].dump();
   const auto job_body = jobset(2, 1, 250);  // 500 pods: the served preview's bound
-  std::atomic<int> mutate_ok{0}, mutate_busy{0}, preview_ok{0}, job_ok{0}, owners_ok{0}, other{0};
+  // Per kind of request: answered, refused for the budget (503), anything else (no answer, 500).
+  struct tally {
+    std::atomic<int> ok{0}, busy{0}, other{0};
+    void add(unsigned status) { status == 200 ? ++ok : status == 503 ? ++busy : ++other; }
+  };
+  tally mutate, preview, job, owners;
   at_once(92, [&](int i) {
     if (i < 24) {
-      const auto s = post(server.port(), "/mutate", mutate_body);
-      s == 200 ? ++mutate_ok : s == 503 ? ++mutate_busy : ++other;
+      mutate.add(post(server.port(), "/mutate", mutate_body));
     } else if (i < 48) {
-      post_as(server.preview_port(), "/preview", preview_body, "alice") == 200 ? ++preview_ok
-                                                                               : ++other;
+      preview.add(post_as(server.preview_port(), "/preview", preview_body, "alice"));
     } else if (i < 56) {
-      post_as(server.preview_port(), "/preview/job", job_body, "alice") == 200 ? ++job_ok : ++other;
+      job.add(post_as(server.preview_port(), "/preview/job", job_body, "alice"));
     } else {
       const auto& pod = huge_pods[static_cast<std::size_t>(i) % huge_pods.size()];
-      post(server.port(), "/mutate", pod_review(pod, "huge").dump()) == 200 ? ++owners_ok : ++other;
+      owners.add(post(server.port(), "/mutate", pod_review(pod, "huge").dump()));
     }
   });
   handshakes.clear();
@@ -291,15 +294,22 @@ TEST_CASE("no request, and no flood within the limits, takes serve past its mani
                           << " half-done handshakes, 24 /mutate of 7 MiB, 24 "
                           << "previews of 500 KiB, 8 job previews of 500 pods, 36 pods of 2.5 MB "
                           << "owners) " << peak / 1024 << " MiB (limit " << limit / 1024
-                          << " MiB); /mutate 7 MiB: " << mutate_ok << " ok, " << mutate_busy
-                          << " 503; other answers " << other);
-  CHECK(mutate_ok + mutate_busy == 24);
-  CHECK(mutate_ok >= 1);
-  CHECK(preview_ok == 24);
-  CHECK(job_ok == 8);
-  CHECK(owners_ok == 36);
-  CHECK(other == 0);
-  if (!sanitized) CHECK(peak < limit);
+                          << " MiB); answered / 503: /mutate 7 MiB " << mutate.ok << " / "
+                          << mutate.busy << ", previews " << preview.ok << " / " << preview.busy
+                          << ", job previews " << job.ok << " / " << job.busy << ", owners "
+                          << owners.ok << " / " << owners.busy);
+  // Every request is answered or refused for the budget, never dropped.
+  for (const auto* t : {&mutate, &preview, &job, &owners}) CHECK(t->other == 0);
+  CHECK(mutate.ok >= 1);
+  if (!sanitized) {
+    // As built, the budget holds all of them but the 7 MiB reviews at once; under a sanitizer
+    // (ten times slower) some wait past their read timeout and are refused, which is the
+    // budget's answer too, and RSS means nothing.
+    CHECK(preview.ok == 24);
+    CHECK(job.ok == 8);
+    CHECK(owners.ok == 36);
+    CHECK(peak < limit);
+  }
   // Still serving.
   CHECK(post(server.port(), "/mutate", padded_review(1000)) == 200);
   CHECK(server.terminate(std::chrono::seconds(30)) == 0);
