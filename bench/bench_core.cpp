@@ -80,7 +80,7 @@ void render(benchmark::State& state, const std::string& body) {
   const auto request = decoded(body);
   const auto& pod = request.pod();
   for (auto _ : state) {
-    auto want = core::render(torch(), topology_of(pod), pod);
+    auto want = core::render(torch(), topology_of(pod), pod, {});
     benchmark::DoNotOptimize(want);
   }
 }
@@ -88,7 +88,7 @@ void render(benchmark::State& state, const std::string& body) {
 void patch(benchmark::State& state, const std::string& body) {
   const auto request = decoded(body);
   const auto& pod = request.pod();
-  const auto want = core::render(torch(), topology_of(pod), pod).value();
+  const auto want = core::render(torch(), topology_of(pod), pod, {}).value();
   for (auto _ : state) {
     auto d = core::build_patch(pod, want, "torch");
     benchmark::DoNotOptimize(d);

@@ -1,7 +1,10 @@
 // Helpers shared by the tests: fixtures, policies, and the independent patch oracle.
 #pragma once
 
+#include <cstdint>
+#include <cstdlib>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -17,6 +20,14 @@ inline nlohmann::json as_json(const core::string_map& map) {
   for (const auto& e : map.entries())
     out[std::string(e.key)] = e.is_string ? nlohmann::json(std::string(e.value)) : nlohmann::json();
   return out;
+}
+
+// The seed of a property test's run: TRAINENV_PROPERTY_SEED repeats one, else a fresh one (each
+// test prints it with its failures).
+inline std::uint64_t property_seed() {
+  if (const char* given = std::getenv("TRAINENV_PROPERTY_SEED"))
+    return std::strtoull(given, nullptr, 10);
+  return std::random_device{}();
 }
 
 inline std::string read_file(const std::string& path) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <map>
 #include <memory>
 #include <optional>
 
@@ -95,8 +96,45 @@ std::string at_line(const yaml_mark_t& mark) {
   return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
 }
 
+// What aliases may expand to in one text (SPEC §5): past either bound the text is refused, so a
+// few hundred bytes cannot stand for billions of values ("billion laughs").
+constexpr std::size_t max_alias_bytes = std::size_t{1} << 20;  // 1 MiB, all expansions together
+constexpr std::size_t max_aliases = 10'000;
+
+// The bytes a value takes as JSON text, and how deep it nests, without recursion.
+struct value_extent {
+  std::size_t bytes = 0;
+  int depth = 0;
+};
+value_extent extent_of(const json& value) {
+  value_extent out;
+  std::vector<std::pair<const json*, int>> stack{{&value, 1}};
+  while (!stack.empty()) {
+    const auto [v, depth] = stack.back();
+    stack.pop_back();
+    if (v->is_structured()) {
+      out.depth = std::max(out.depth, depth);
+      out.bytes += 2;
+      for (auto it = v->begin(); it != v->end(); ++it) {
+        if (v->is_object()) out.bytes += it.key().size() + 4;
+        stack.emplace_back(&*it, depth + 1);
+      }
+    } else {
+      out.bytes += v->is_string() ? v->get_ref<const std::string&>().size() + 2 : 8;
+    }
+  }
+  return out;
+}
+
+std::string anchor_name(const yaml_char_t* anchor) {
+  return anchor != nullptr ? std::string(reinterpret_cast<const char*>(anchor)) : std::string();
+}
+
 // libyaml's event stream -> JSON values, without recursion: an explicit stack of the open
-// sequences and mappings.
+// sequences and mappings. Anchors (&name) keep a copy of their node's value; an alias (*name)
+// delivers that copy, within max_alias_bytes and max_aliases for the whole text and the nesting
+// bound; a mapping's merge key (<<: *name, or a list of them) adds the merged mappings' keys that
+// the mapping does not set itself, as Kubernetes' YAML reader (YAML 1.1) does.
 class document_builder {
  public:
   // Takes one event; an error ends the parse.
@@ -104,6 +142,7 @@ class document_builder {
     switch (event.type) {
       case YAML_DOCUMENT_START_EVENT:
         root_.reset();
+        anchors_.clear();  // an anchor names a node of its own document only
         return true;
       case YAML_DOCUMENT_END_EVENT:
         // An empty document (between two "---") holds a null: skipped, as nothing was written.
@@ -111,23 +150,23 @@ class document_builder {
         root_.reset();
         return true;
       case YAML_ALIAS_EVENT:
-        // Expanding aliases lets a few hundred bytes stand for billions of values.
-        return core::error{at_line(event.start_mark) +
-                           ": YAML aliases (*name) are not supported; write the value out"};
+        return alias(anchor_name(event.data.alias.anchor), event.start_mark);
       case YAML_SCALAR_EVENT: {
         const std::string text(reinterpret_cast<const char*>(event.data.scalar.value),
                                event.data.scalar.length);
+        const bool quoted = event.data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
         if (!open_.empty() && open_.back().value.is_object() && !open_.back().key) {
-          return key(text, event.start_mark);
+          if (event.data.scalar.anchor != nullptr)
+            return core::error{at_line(event.start_mark) + ": an anchor on a mapping key"};
+          return key(text, !quoted && text == "<<", event.start_mark);
         }
         const auto* tag = reinterpret_cast<const char*>(event.data.scalar.tag);
-        const bool quoted = event.data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
         if (quoted || (tag != nullptr && std::string_view(tag) == YAML_STR_TAG)) {
-          return deliver(json(text));
+          return deliver(json(text), anchor_name(event.data.scalar.anchor), event.start_mark);
         }
         auto value = plain_scalar(text);
         if (!value) return core::error{at_line(event.start_mark) + ": " + value.message()};
-        return deliver(std::move(*value));
+        return deliver(std::move(*value), anchor_name(event.data.scalar.anchor), event.start_mark);
       }
       case YAML_SEQUENCE_START_EVENT:
       case YAML_MAPPING_START_EVENT: {
@@ -137,15 +176,25 @@ class document_builder {
           return core::error{"document nests deeper than " + std::to_string(core::max_json_depth) +
                              " levels"};
         }
-        open_.push_back({event.type == YAML_MAPPING_START_EVENT ? json::object() : json::array(),
-                         std::nullopt});
+        const bool mapping = event.type == YAML_MAPPING_START_EVENT;
+        container c;
+        c.value = mapping ? json::object() : json::array();
+        c.anchor = anchor_name(mapping ? event.data.mapping_start.anchor
+                                       : event.data.sequence_start.anchor);
+        c.start = event.start_mark;
+        open_.push_back(std::move(c));
         return true;
       }
       case YAML_SEQUENCE_END_EVENT:
       case YAML_MAPPING_END_EVENT: {
-        json done = std::move(open_.back().value);
+        container done = std::move(open_.back());
         open_.pop_back();
-        return deliver(std::move(done));
+        for (auto& merged : done.merges) {  // the first merged mapping wins over later ones
+          for (auto it = merged.begin(); it != merged.end(); ++it) {
+            if (!done.value.contains(it.key())) done.value.emplace(it.key(), std::move(*it));
+          }
+        }
+        return deliver(std::move(done.value), done.anchor, done.start);
       }
       default:
         return true;
@@ -158,22 +207,67 @@ class document_builder {
   struct container {
     json value;
     std::optional<std::string> key;  // a mapping's key awaiting its value
+    bool merge_key = false;          // the mapping has a merge key << (one at most)
+    bool merging = false;            // the key awaiting its value is that merge key
+    json merges = json::array();     // the mappings merged in, in order
+    std::string anchor;              // the anchor on this node, if any
+    yaml_mark_t start{};
+  };
+  struct anchored {
+    json value;
+    value_extent extent;
   };
 
-  core::result<bool> key(const std::string& text, const yaml_mark_t& mark) {
-    if (open_.back().value.contains(text)) {
+  core::result<bool> key(const std::string& text, bool merge, const yaml_mark_t& mark) {
+    auto& top = open_.back();
+    if ((merge && top.merge_key) || (!merge && top.value.contains(text))) {
       return core::error{"line " + std::to_string(mark.line + 1) + ": duplicate key " +
                          core::quote(text) + " (the first would be silently lost)"};
     }
-    open_.back().key = text;
+    top.key = text;
+    top.merging = merge;
+    top.merge_key = top.merge_key || merge;
     return true;
   }
 
-  core::result<bool> deliver(json value) {
+  core::result<bool> alias(const std::string& name, const yaml_mark_t& mark) {
+    if (!open_.empty() && open_.back().value.is_object() && !open_.back().key)
+      return core::error{at_line(mark) + ": mapping keys must be plain strings, not aliases"};
+    const auto found = anchors_.find(name);
+    if (found == anchors_.end()) {
+      return core::error{at_line(mark) + ": alias *" + name + " names no anchor before it"};
+    }
+    const auto& [value, extent] = found->second;
+    if (++aliases_ > max_aliases) {
+      return core::error{at_line(mark) + ": more than " + std::to_string(max_aliases) +
+                         " aliases (*name) in one text; write the values out"};
+    }
+    alias_bytes_ += extent.bytes;
+    if (alias_bytes_ > max_alias_bytes) {
+      return core::error{at_line(mark) + ": aliases (*name) expand to more than 1 MiB; write " +
+                         "the values out"};
+    }
+    if (open_.size() + static_cast<std::size_t>(extent.depth) >
+        static_cast<std::size_t>(core::max_json_depth)) {
+      return core::error{at_line(mark) + ": alias *" + name + " nests the document deeper than " +
+                         std::to_string(core::max_json_depth) + " levels"};
+    }
+    return deliver(json(value), {}, mark);
+  }
+
+  core::result<bool> deliver(json value, const std::string& anchor, const yaml_mark_t& mark) {
+    if (!anchor.empty()) {
+      const auto extent = extent_of(value);
+      anchors_.insert_or_assign(anchor, anchored{value, extent});  // a later one shadows it
+    }
     if (open_.empty()) {
       root_ = std::move(value);
     } else if (auto& top = open_.back(); top.value.is_array()) {
       top.value.push_back(std::move(value));
+    } else if (top.merging) {
+      top.merging = false;
+      top.key.reset();
+      return merge(top, std::move(value), mark);
     } else {
       top.value.emplace(std::move(*top.key), std::move(value));
       top.key.reset();
@@ -181,9 +275,29 @@ class document_builder {
     return true;
   }
 
+  // The value of a merge key: a mapping, or a list of mappings.
+  static core::result<bool> merge(container& into, json value, const yaml_mark_t& mark) {
+    const auto refused = [&] {
+      return core::error{at_line(mark) + ": the merge key << takes a mapping or a list of them"};
+    };
+    if (value.is_object()) {
+      into.merges.push_back(std::move(value));
+      return true;
+    }
+    if (!value.is_array()) return refused();
+    for (auto& each : value) {
+      if (!each.is_object()) return refused();
+      into.merges.push_back(std::move(each));
+    }
+    return true;
+  }
+
   std::vector<container> open_;
   std::optional<json> root_;
   std::vector<json> documents_;
+  std::map<std::string, anchored, std::less<>> anchors_;
+  std::size_t aliases_ = 0;      // in the whole text
+  std::size_t alias_bytes_ = 0;  // what they expanded to, in the whole text
 };
 
 core::result<std::vector<json>> parse_yaml(std::string_view text) {

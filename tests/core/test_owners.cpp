@@ -371,6 +371,61 @@ TEST_CASE("an OwnerKind's naming, replicas default, default policy and wiredBy p
   CHECK(wired->resource.empty());  // never read
 }
 
+TEST_CASE("a list entry without a name takes nameDefault over its position", "[owners]") {
+  // Volcano's admission names a task without a name "default<i>" (its mutateSpec), and the
+  // controller names its pods with it: tj-default0-0, tj-default1-0, ...
+  const auto parse = [](const std::string& roles) {
+    return parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",
+        "kind": "OwnerKind", "metadata": {"name": "vc"}, "spec": {"apiGroup": "batch.volcano.sh",
+        "versions": ["v1alpha1"], "kind": "Job", "resource": "jobs", "roles": )" +
+                                        roles + "}}"),
+                            "o.yaml");
+  };
+  const auto kind = parse(R"({"list": "spec.tasks", "name": "name", "nameDefault":
+      "default${index}", "replicas": "replicas", "replicasDefault": 0, "podTemplate": "template"})");
+  REQUIRE(kind);
+  const owner_ref ref{"batch.volcano.sh/v1alpha1", "Job", "team-a", "tj", "u"};
+  const auto roles = read_roles(*kind, json::parse(R"({"spec": {"tasks": [
+      {"replicas": 1, "template": {}}, {"name": "worker", "replicas": 2, "template": {}},
+      {"name": "", "replicas": 3, "template": {}}]}})"),
+                                ref, "x");
+  REQUIRE(roles);
+  REQUIRE(roles->size() == 3);
+  CHECK((*roles)[0].role == "default0");
+  CHECK((*roles)[0].source == "Job team-a/tj spec.tasks[default0]");
+  CHECK((*roles)[1].role == "worker");
+  CHECK((*roles)[2].role == "default2");
+  CHECK((*roles)[2].pods == 3);
+  // A default that collides with a named entry is the same role twice, as Volcano's own
+  // validation refuses it.
+  CHECK(read_roles(*kind, json::parse(R"({"spec": {"tasks": [{"replicas": 1, "template": {}},
+      {"name": "default0", "replicas": 1, "template": {}}]}})"),
+                   ref, "x")
+            .message() == "Job team-a/tj names role \"default0\" twice");
+
+  // Without nameDefault an unnamed entry is refused, naming it.
+  const auto strict = parse(R"({"list": "spec.tasks", "name": "name", "podTemplate": "template"})");
+  REQUIRE(strict);
+  CHECK(read_roles(*strict, json::parse(R"({"spec": {"tasks": [{"template": {}}]}})"), ref, "x")
+            .message() == "Job team-a/tj spec.tasks[0] has no name");
+
+  // It must use ${index} and nothing else, and only with list.
+  CHECK(parse(R"({"list": "spec.tasks", "name": "name", "nameDefault": "default",
+      "podTemplate": "template"})")
+            .message() ==
+        "o.yaml: spec.roles.nameDefault: must use ${index} and nothing else (e.g. "
+        "\"default${index}\")");
+  CHECK(parse(R"({"list": "spec.tasks", "name": "name", "nameDefault": "${job}-${index}",
+      "podTemplate": "template"})")
+            .message() ==
+        "o.yaml: spec.roles.nameDefault: must use ${index} and nothing else (e.g. "
+        "\"default${index}\")");
+  CHECK(parse(R"({"map": "spec.replicaSpecs", "nameDefault": "r${index}",
+      "podTemplate": "template"})")
+            .message() ==
+        "o.yaml: spec.roles.nameDefault: not used with map: the keys name the roles");
+}
+
 TEST_CASE("a naming rule must end with the index and name a Job at most once", "[owners][naming]") {
   const auto parse = [](const std::string& naming) {
     return parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",

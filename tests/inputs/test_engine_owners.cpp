@@ -228,3 +228,37 @@ TEST_CASE("a Volcano worker counts master and workers only, from its Volcano Job
   CHECK(env.at("RANK") == "1");
   CHECK(source_of(d, "replicas") == "master=1,worker=2,evaluator=1 from Job team-a/mnist");
 }
+
+TEST_CASE("a policy that writes every container leaves a mesh's proxy alone, before and after",
+          "[engine][owners]") {
+  // volcano-pytorch writes every container, as Volcano's plugin does; a known sidecar is not one
+  // of them (docs/contract.md §3), whether the mesh put it in before trainenv or after.
+  const auto file = owners("volcano-owners.yaml");
+  auto pod = example("volcano-worker-pod.yaml");
+  auto exporter = pod["spec"]["containers"][0];
+  exporter["name"] = "metrics-exporter";  // the user's own second container: it gets them
+  exporter.erase("env");
+  pod["spec"]["containers"].push_back(exporter);
+  const json proxy = {{"name", "istio-proxy"}, {"image", "istio/proxyv2"}};
+
+  SECTION("the proxy already there") {
+    pod["spec"]["containers"].insert(pod["spec"]["containers"].begin(), proxy);
+    const auto [d, fetched] = decide(pod, file);
+    INFO(d.message);
+    const auto admitted = applied(pod, d, file);
+    CHECK_FALSE(admitted["spec"]["containers"][0].contains("env"));
+    CHECK(env_of(admitted, 1).at("WORLD_SIZE") == "3");
+    CHECK(env_of(admitted, 2).at("WORLD_SIZE") == "3");
+  }
+  SECTION("the proxy put first after trainenv, which is invoked again") {
+    const auto [d, fetched] = decide(pod, file);
+    INFO(d.message);
+    auto admitted = applied(pod, d, file);
+    CHECK(env_of(admitted, 1).at("RANK") == "1");
+    admitted["spec"]["containers"].insert(admitted["spec"]["containers"].begin(), proxy);
+    const auto again = decide(admitted, file).d;
+    INFO(again.message);
+    CHECK(again.allowed);
+    CHECK(again.patch().empty());
+  }
+}

@@ -323,8 +323,8 @@ bool check_elastic(const job_plan& plan, const core::policy& pol, const core::jo
 }
 
 // The pods feed back in, each with a proxy put in front of its containers, as a service mesh's
-// webhook would before trainenv is invoked again: nothing more is added, or (a policy that
-// writes every container) only to the proxy.
+// webhook would before trainenv is invoked again: nothing more is added, also by a policy that
+// writes every container (the proxy is a known sidecar, docs/contract.md §3).
 void check_reinvocation(const core::job_preview& preview, const std::vector<json>& runtimes,
                         run_counts& counts) {
   std::vector<json> objects = preview.job.objects;
@@ -345,12 +345,8 @@ void check_reinvocation(const core::job_preview& preview, const std::vector<json
         });
     INFO("reinvoked " << p.created.name << ": " << again.message);
     REQUIRE(again.allowed);
-    const auto* policy = policies.by_name(p.d.policy);
-    for (const auto& op : again.patch()) {
-      INFO(op.dump());
-      CHECK((policy->all_containers &&
-             op["path"].get<std::string>().rfind("/spec/containers/0/", 0) == 0));
-    }
+    INFO("policy " << p.d.policy);
+    CHECK(again.patch().empty());
     ++counts.reinvoked;
   }
 }
@@ -469,17 +465,11 @@ void check_one(const job_plan& plan, const std::string& policy, const std::vecto
   check_reinvocation(*preview, runtimes, counts);
 }
 
-std::uint64_t seed_for_run() {
-  if (const char* given = std::getenv("TRAINENV_PROPERTY_SEED"))
-    return std::strtoull(given, nullptr, 10);
-  return std::random_device{}();
-}
-
 }  // namespace
 
 TEST_CASE("every generated layout, for every shipped policy, passes the whole-job checks",
           "[property][layout]") {
-  const auto seed = seed_for_run();
+  const auto seed = test::property_seed();
   generator g(seed);
   const auto runtimes = test::owner_file_at("examples/jobs/runtimes.yaml").objects();
   run_counts counts;

@@ -85,6 +85,23 @@ TEST_CASE("a Volcano Job without a policy annotation, one task at zero: volcano-
   CHECK(env_of(s.pod("mnist-evaluator-0").admitted, "WORLD_SIZE") == "<absent>");
 }
 
+TEST_CASE("a Volcano Job whose tasks have no name: default0, default1, as Volcano names them",
+          "[layouts][server]") {
+  // Volcano's admission names a task without a name default<i> (shapes people write by hand,
+  // docs/contract.md §2.2); the Job served here is the file as written, without the names.
+  auto vj = document("examples/jobs/volcano-job.yaml");
+  for (auto& task : vj["spec"]["tasks"]) task.erase("name");
+  vj["spec"]["plugins"]["pytorch"] = json::array({"--master=default0", "--worker=default1"});
+  const auto s = serve(vj);
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  REQUIRE(s.pods.size() == 4);
+  CHECK(env_of(s.pod("mnist-default1-1").admitted, "MASTER_ADDR") == "mnist-default0-0.mnist");
+  CHECK(env_of(s.pod("mnist-default1-1").admitted, "WORLD_SIZE") == "3");
+  CHECK(env_of(s.pod("mnist-default1-1").admitted, "RANK") == "2");
+  CHECK(env_of(s.pod("mnist-default2-0").admitted, "WORLD_SIZE") == "<absent>");
+}
+
 TEST_CASE("a TrainJob on Trainer's flux runtime passes unchanged, with a warning",
           "[layouts][server]") {
   const json tj = {

@@ -108,10 +108,10 @@ std::optional<std::int64_t> placed_index(const topology& t) {
 // as its controller set them, must be the name the layout gives its place, and the coordinator
 // JobSet names on every pod must be the layout's master. A disagreement means trainenv's rule for
 // this owner is wrong: denied loudly (500), never a silently wrong address. Bare pods and worlds
-// of one pod are not checked, nor pods whose policy names no pod.
-std::optional<error> check_own_name(const pod_view& view, const policy& p, const topology& t) {
+// of one pod are not checked. A pod whose policy injects no name is checked too: a rule that names
+// it wrong names the peers it is told about wrong (a hostfile, a master), and says so first here.
+std::optional<error> check_own_name(const pod_view& view, const topology& t) {
   if (!has_controller(view) || t.layout.node_count() <= 1) return std::nullopt;
-  if ((p.variables_used_for(t.role, t.training_role) & naming_variables) == 0) return std::nullopt;
   const auto report = [&](const std::string& what) {
     return error{"trainenv: " + what + ": trainenv's naming rule for " + t.layout.naming_kind +
                      " is wrong here; a retry will not help, report it",
@@ -315,9 +315,9 @@ owner_step<decision> decide_steps(const subject& what, const policy_set& policie
   if (const auto* ref = needed(placed)) return *ref;
   const auto& [topo, layout_owner] = std::get<placement>(placed);
   if (!topo) return deny(error{topo.message(), topo.code()}, p.name);
-  if (auto wrong = check_own_name(view, p, *topo)) return deny(*wrong, p.name);
+  if (auto wrong = check_own_name(view, *topo)) return deny(*wrong, p.name);
   const auto written = controller_written(view, kinds, trainer.get(), layout_owner, *topo);
-  auto want = render(p, *topo, view, written ? &*written : nullptr);
+  auto want = render(p, *topo, view, policies.sidecars(), written ? &*written : nullptr);
   if (want && !want->applies) {
     return pass(pass_reason::not_applying, "policy " + quote(p.name) +
                                                " does not apply: its condition " +

@@ -57,11 +57,6 @@ std::optional<std::size_t> named(const json_ref& containers, std::string_view na
   return std::nullopt;
 }
 
-bool is_sidecar(const json_ref& container, const std::vector<std::string>& sidecars) {
-  const auto n = container_name(container);
-  return n && std::find(sidecars.begin(), sidecars.end(), *n) != sidecars.end();
-}
-
 // The container holding the most of the policy's variables, on a pod trainenv already mutated:
 // another webhook (a service mesh) may have put its proxy first since. A known sidecar holds them
 // too when the policy or a controller (Volcano's plugin) writes every container: any other
@@ -107,6 +102,11 @@ std::string names_of(const json_ref& containers) {
 
 }  // namespace
 
+bool is_sidecar(const json_ref& container, const std::vector<std::string>& sidecars) {
+  const auto n = container_name(container);
+  return n && std::find(sidecars.begin(), sidecars.end(), *n) != sidecars.end();
+}
+
 container_choice choose_container(const pod_view& pod, const policy& p,
                                   const std::vector<std::string>& sidecars) {
   container_choice out;
@@ -146,14 +146,14 @@ container_choice choose_container(const pod_view& pod, const policy& p,
 
 namespace {
 
-// The containers the policy writes into: the target (every one with allContainers) and the
-// extra containers it names.
+// The containers the policy writes into: the target (every one but the known sidecars with
+// allContainers) and the extra containers it names.
 std::string check_written_containers(const json_ref& spec, const pod_view& pod, const policy& p,
-                                     std::size_t target) {
+                                     const std::vector<std::string>& sidecars, std::size_t target) {
   std::size_t i = 0;
   for (const auto c : pod.containers()) {
     const auto at = i++;
-    if (at != target && !p.all_containers) continue;
+    if (at != target && (!p.all_containers || is_sidecar(c, sidecars))) continue;
     if (auto problem = check_container(c, "containers", at); !problem.empty()) return problem;
   }
   for (const auto& extra : p.extra_containers) {
@@ -211,7 +211,7 @@ std::string check_pod_shape(const pod_view& pod, const policy& p,
   target = *choice.index;
   warning = std::move(choice.warning);
   const auto& spec = pod.spec();  // an object: choose_container found a list in it
-  if (auto problem = check_written_containers(spec, pod, p, target); !problem.empty())
+  if (auto problem = check_written_containers(spec, pod, p, sidecars, target); !problem.empty())
     return problem;
   return check_pod_lists(spec, p);
 }

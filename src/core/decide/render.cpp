@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "trainenv/core/decide/pod_shape.hpp"
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/json_text.hpp"
 #include "trainenv/core/text/keys.hpp"
@@ -189,14 +190,18 @@ result<bool> render_args(const policy& p, const topology& t, const variable_valu
 }
 
 // Extra containers (a sidecar, an init container) get the env and mounts too; with
-// allContainers, every container of the pod does.
+// allContainers, every container of the pod does but the known sidecars: a mesh's proxy that
+// another webhook inserts later, and then reinvokes trainenv, is left alone.
 void add_extra_containers(const policy& p, const topology& t, const pod_view& pod,
-                          const container_wants& target, std::vector<container_wants>& out) {
+                          const std::vector<std::string>& sidecars, const container_wants& target,
+                          std::vector<container_wants>& out) {
   if (p.all_containers) {
-    for (std::size_t i = 0; i < pod.containers().size(); ++i) {
-      if (i == t.container) continue;
+    std::size_t i = 0;
+    for (const auto c : pod.containers()) {
+      const auto at = i++;
+      if (at == t.container || is_sidecar(c, sidecars)) continue;
       container_wants more;
-      more.index = i;
+      more.index = at;
       more.env = target.env;
       more.mounts = target.mounts;
       out.push_back(std::move(more));
@@ -433,7 +438,7 @@ void env_want::append_json(std::string& out) const {
 }
 
 result<wants> render(const policy& p, const topology& t, const pod_view& pod,
-                     const written_env* written) {
+                     const std::vector<std::string>& sidecars, const written_env* written) {
   const auto values = t.variables();
   wants out;
   if (p.when) {
@@ -460,7 +465,7 @@ result<wants> render(const policy& p, const topology& t, const pod_view& pod,
                    "sshAuthMountPath)"};
     }
   }
-  add_extra_containers(p, t, pod, target, out.containers);
+  add_extra_containers(p, t, pod, sidecars, target, out.containers);
   out.containers.insert(out.containers.begin(), std::move(target));
   if (auto ok = render_json_items(p.volumes, &volume_item::volume, t, values, out.volumes); !ok)
     return std::move(ok).take_error();

@@ -179,10 +179,10 @@ result<std::string> job_layout::rank0_name() const {
 }
 
 result<std::string> job_layout::master() const {
-  auto name = rank0_name();
-  // A world of one pod needs no name: it rendezvous with itself.
-  if (!name && node_count() == 1) return std::string("localhost");
-  return name;
+  // A world of one pod rendezvous with itself: its own hostname.subdomain would resolve only once
+  // its DNS record is published (the pod Ready, or the Service publishing not-ready addresses).
+  if (node_count() == 1) return std::string("localhost");
+  return rank0_name();
 }
 
 result<std::string> job_layout::launcher_subdomain() const {

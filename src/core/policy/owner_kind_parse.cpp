@@ -119,11 +119,34 @@ class owner_kind_parser {
     return object(document, "spec", "spec");
   }
 
+  // roles.nameDefault, a list's: over ${index} and nothing else. False on a bad one (failed).
+  bool parse_name_default(const json& roles, role_layout& out) {
+    const auto* fallback = text(roles, "nameDefault", "spec.roles.nameDefault", true);
+    if (fallback == nullptr) return !failed_;
+    if (out.kind != role_layout::shape::list) {
+      fail("spec.roles.nameDefault", "not used with map: the keys name the roles");
+      return false;
+    }
+    auto compiled = template_string::compile(*fallback);
+    if (!compiled) {
+      fail("spec.roles.nameDefault", compiled.message());
+      return false;
+    }
+    if (!compiled->uses(variable::index) ||
+        (compiled->used() & ~variable_bit(variable::index)) != 0) {
+      fail("spec.roles.nameDefault",
+           "must use ${index} and nothing else (e.g. \"default${index}\")");
+      return false;
+    }
+    out.name_default = std::move(*compiled);
+    return true;
+  }
+
   std::optional<role_layout> parse_roles(const json& roles) {
     if (!keep(expect_object(roles, "spec.roles"))) return std::nullopt;
     if (!known(roles, "spec.roles",
-               {"own", "list", "map", "name", "replicas", "replicasDefault", "jobSpec",
-                "podTemplate", "dependsOn"}))
+               {"own", "list", "map", "name", "nameDefault", "replicas", "replicasDefault",
+                "jobSpec", "podTemplate", "dependsOn"}))
       return std::nullopt;
     role_layout out;
     const json* fields = &roles;
@@ -150,6 +173,7 @@ class owner_kind_parser {
       } else if (roles.contains("name")) {
         return fail_layout("spec.roles.name", "not used with map: the keys name the roles");
       }
+      if (!parse_name_default(roles, out)) return std::nullopt;
       if (const auto* replicas = text(roles, "replicas", "spec.roles.replicas", true))
         out.replicas_member = *replicas;
       if (const auto* fallback = member(roles, "replicasDefault")) {

@@ -326,12 +326,20 @@ result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& ob
       }
       for (std::size_t i = 0; i < list->size(); ++i) {
         const auto& entry = (*list)[i];
-        const auto* name = string_member(entry, layout.name_member);
-        if (name == nullptr || name->empty()) {
+        const auto* given = string_member(entry, layout.name_member);
+        std::string name = given != nullptr ? *given : std::string();
+        if (name.empty() && layout.name_default) {
+          variable_values index;
+          index.set(variable::index, static_cast<std::int64_t>(i));
+          auto fallback = layout.name_default->render(index);
+          if (!fallback) return std::move(fallback).take_error();
+          name = std::move(*fallback);
+        }
+        if (name.empty()) {
           return error{who + " " + where + "[" + std::to_string(i) + "] has no " +
                        layout.name_member};
         }
-        auto one = read_entry(entry, *name, where + "[" + *name + "]");
+        auto one = read_entry(entry, name, where + "[" + name + "]");
         if (!one) return std::move(one).take_error();
         roles.push_back(std::move(*one));
       }

@@ -29,6 +29,9 @@ struct container_choice {
 [[nodiscard]] container_choice choose_container(const pod_view& pod, const policy& p,
                                                 const std::vector<std::string>& sidecars);
 
+// Whether the container is one of the known sidecars (policies/sidecars.yaml), by its name.
+[[nodiscard]] bool is_sidecar(const json_ref& container, const std::vector<std::string>& sidecars);
+
 // The violation ("trainenv: spec.containers[0].env must be a list"), or empty when the pod's
 // shape is usable. On success `target` is the index of the container to inject into, and
 // `warning` what the pod should hear about that choice, if anything.

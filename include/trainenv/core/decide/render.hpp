@@ -75,8 +75,11 @@ struct wants {
       warnings;  // things the policy could not do, e.g. a missing command prefix
 };
 
-// `written`: the env the pod's controller wrote, if any (controller_env).
+// `sidecars`: the known sidecars (the policy set's list), which a policy that writes every
+// container leaves alone unless one is the target. `written`: the env the pod's controller
+// wrote, if any (controller_env).
 [[nodiscard]] result<wants> render(const policy& p, const topology& t, const pod_view& pod,
+                                   const std::vector<std::string>& sidecars,
                                    const written_env* written = nullptr);
 
 // The site right after `prefix`, when the container's command line starts with `prefix` (token by

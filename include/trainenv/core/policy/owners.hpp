@@ -42,8 +42,11 @@ struct role_layout {
     map,   // a mapping whose keys, lower-cased, name the roles (PyTorchJob, MPIJob replica specs)
   };
   shape kind = shape::own;
-  member_path entries;          // list, map: where the entries sit
-  std::string name_member;      // list: the entry's member that names the role
+  member_path entries;      // list, map: where the entries sit
+  std::string name_member;  // list: the entry's member that names the role
+  // list: the name of an entry without one, over ${index}, its position in the list (Volcano's
+  // admission names a task without a name "default<i>", and its pods with it). None: refused.
+  std::optional<template_string> name_default;
   std::string replicas_member;  // the entry's multiplier; empty: none (1)
   // An entry without `replicas_member`: JobSet's CRD defaults it to 1, Volcano omits a zero.
   std::int64_t replicas_default = 1;
