@@ -272,10 +272,24 @@ TEST_CASE("a rolling upgrade of two replicas under keep-alive load loses no admi
       seen.push_back(lb.add(*replicas.back()));
       REQUIRE(balancer::wait_until(*seen.back(), true, std::chrono::seconds(10)));
     };
+    // A replica that drained (its log says "stopped") but has not exited yet: the kernel's
+    // teardown of its inotify descriptor (the policy watcher's), which waits for an SRCU grace
+    // period and was seen to block close() for over 14 s on this 2-core machine under the load.
+    // Its listeners are closed by then, so nothing is lost: it is waited for after the round.
+    std::vector<std::size_t> lingering;
     const auto stop_replica = [&](std::size_t i) {
       replicas[i]->signal(SIGTERM);
       CHECK(balancer::wait_until(*seen[i], false, std::chrono::seconds(5)));
-      CHECK(replicas[i]->wait_exit(std::chrono::seconds(15)) == 0);
+      // The drain ends within --drain-delay + --shutdown-deadline (11 s).
+      const auto status = replicas[i]->wait_exit(std::chrono::seconds(15));
+      const auto log = replicas[i]->log_text();
+      if (status == -1 && log.find("info stopped") != std::string::npos) {
+        lingering.push_back(i);
+      } else {
+        INFO("replica " << i << " exit " << status << "; its log ends:\n"
+                        << log.substr(log.size() > 3000 ? log.size() - 3000 : 0));
+        CHECK(status == 0);
+      }
       seen[i]->gone = true;
     };
     start_replica("a");
@@ -299,6 +313,15 @@ TEST_CASE("a rolling upgrade of two replicas under keep-alive load loses no admi
     CHECK(l.answered > 1000);
     for (std::size_t i = 2; i < replicas.size(); ++i)
       CHECK(replicas[i]->terminate(std::chrono::seconds(15)) == 0);
+    for (const auto i : lingering) {
+      const auto start = std::chrono::steady_clock::now();
+      CHECK(replicas[i]->wait_exit(std::chrono::seconds(60)) == 0);
+      WARN("replica " << i << " drained in time but exited "
+                      << std::chrono::duration_cast<std::chrono::seconds>(
+                             std::chrono::steady_clock::now() - start)
+                             .count()
+                      << " s after the round (closing its inotify descriptor)");
+    }
   }
   fs::remove_all(dir);
 }
