@@ -36,6 +36,7 @@ layout_role role(const std::string& name, std::int64_t pods, std::size_t owner_o
                  std::string step = {}, std::int64_t jobs = 1) {
   layout_role r;
   r.name = name;
+  r.entry = name;
   r.pods = pods;
   r.jobs = jobs;
   r.owner_order = owner_order;

@@ -426,6 +426,48 @@ TEST_CASE("a list entry without a name takes nameDefault over its position", "[o
         "o.yaml: spec.roles.nameDefault: not used with map: the keys name the roles");
 }
 
+TEST_CASE("a template's trainenv.io/role names the entry's role, its pods keep the entry's name",
+          "[owners]") {
+  // Volcano's own MPI examples call their tasks mpimaster and mpiworker; the user labels the
+  // launcher's template, as SPEC §2.2 says, and its pods are still <job>-mpimaster-<i>.
+  const auto kind = parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",
+      "kind": "OwnerKind", "metadata": {"name": "vc"}, "spec": {"apiGroup": "batch.volcano.sh",
+      "versions": ["v1alpha1"], "kind": "Job", "resource": "jobs", "roles": {"list": "spec.tasks",
+      "name": "name", "replicas": "replicas", "podTemplate": "template"}}})"),
+                                     "o.yaml");
+  REQUIRE(kind);
+  const owner_ref ref{"batch.volcano.sh/v1alpha1", "Job", "team-a", "lm", "u"};
+  const auto task = [](const std::string& name, const std::string& role, const std::string& map) {
+    json t = {{"name", name}, {"replicas", 2}, {"template", json::object()}};
+    if (!role.empty()) t["template"]["metadata"][map]["trainenv.io/role"] = role;
+    return t;
+  };
+  const auto read = [&](const json& tasks) {
+    return read_roles(*kind, json{{"spec", {{"tasks", tasks}}}}, ref, "x");
+  };
+  const auto roles =
+      read(json::array({task("mpimaster", "launcher", "labels"), task("mpiworker", "", ""),
+                        task("ps", "server", "annotations")}));
+  REQUIRE(roles);
+  CHECK((*roles)[0].role == "launcher");
+  CHECK((*roles)[0].entry == "mpimaster");
+  CHECK((*roles)[1].role == "mpiworker");
+  CHECK((*roles)[1].entry == "mpiworker");
+  CHECK((*roles)[2].role == "server");  // an annotation names it too
+  // Two templates that play one role: a violation naming both.
+  CHECK(
+      read(json::array({task("a", "worker", "labels"), task("b", "worker", "labels")})).message() ==
+      "Job team-a/lm: \"a\" and \"b\" both play role \"worker\" (trainenv.io/role on their "
+      "templates); give each its own");
+  CHECK(read(json::array({task("a", "worker", "labels"), task("worker", "", "")})).message() ==
+        "Job team-a/lm: \"a\" and \"worker\" both play role \"worker\" (trainenv.io/role on "
+        "their templates); give each its own");
+  // A role is a DNS label: it names hosts and messages.
+  CHECK(read(json::array({task("a", "Launcher!", "labels")})).message() ==
+        "Job team-a/lm spec.tasks[a] template's trainenv.io/role is \"Launcher!\"; a role is a "
+        "DNS label (at most 63 of a-z, 0-9 and '-')");
+}
+
 TEST_CASE("a naming rule must end with the index and name a Job at most once", "[owners][naming]") {
   const auto parse = [](const std::string& naming) {
     return parse_owner_kind(json::parse(R"({"apiVersion": "trainenv.io/v1alpha1",

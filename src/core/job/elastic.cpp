@@ -14,12 +14,6 @@ using nlohmann::json;
 // Bounds and restarts above this are not believed (as the owners' counts).
 constexpr std::int64_t max_bound = 1'000'000;
 
-const std::string* annotation_of(const json& object, std::string_view key) {
-  const auto* metadata = member(object, "metadata");
-  const auto* annotations = metadata != nullptr ? member(*metadata, "annotations") : nullptr;
-  return annotations != nullptr ? string_member(*annotations, key) : nullptr;
-}
-
 // An annotation of the pod, else of the first owner the walk read that has it, with where.
 struct found_annotation {
   std::string value;
@@ -31,7 +25,7 @@ std::optional<found_annotation> find_annotation(const pod_view& pod, const owner
   if (const auto* own = pod.annotation(key)) return found_annotation{std::string(*own), "the pod"};
   for (const auto& f : owners.all()) {
     if (!f.fetched) continue;
-    if (const auto* value = annotation_of(f.object(), key))
+    if (const auto* value = object_annotation(&f.object(), key))
       return found_annotation{*value, f.ref.display()};
   }
   return std::nullopt;
@@ -47,8 +41,8 @@ void note_partial_admission(const owner_values& owners, std::vector<std::string>
   for (const auto& f : owners.all()) {
     if (!f.fetched || f.ref.kind != "Job" || f.ref.group() != "batch") continue;
     const auto& job = f.object();
-    if (annotation_of(job, keys::kueue_min_parallelism) == nullptr) continue;
-    const auto* equal = annotation_of(job, keys::kueue_completions_equal);
+    if (object_annotation(&job, keys::kueue_min_parallelism) == nullptr) continue;
+    const auto* equal = object_annotation(&job, keys::kueue_completions_equal);
     if (equal != nullptr && *equal == "true") continue;
     const auto* spec = member(job, "spec");
     const auto* parallelism = spec != nullptr ? member(*spec, "parallelism") : nullptr;

@@ -42,6 +42,13 @@ std::optional<std::size_t> job_layout::index_of(std::string_view role) const {
   return std::nullopt;
 }
 
+std::optional<std::size_t> job_layout::index_of_entry(std::string_view entry) const {
+  for (std::size_t i = 0; i < roles.size(); ++i) {
+    if (roles[i].entry == entry) return i;
+  }
+  return std::nullopt;
+}
+
 std::int64_t job_layout::node_count() const {
   std::int64_t n = 0;
   for (const auto r : nodes) n += roles[r].pods;
@@ -130,7 +137,7 @@ result<host_group> job_layout::names_of(std::size_t role) const {
   const auto& r = roles[role];
   variable_values values;
   values.set(variable::job, job);
-  values.set(variable::role, r.name);
+  values.set(variable::role, r.entry);
   auto marked = naming->hostname.render_marked(
       values, variable_bit(variable::job_index) | variable_bit(variable::index), number_marker);
   if (!marked) return std::move(marked).take_error();
@@ -232,7 +239,7 @@ std::string outside_reason(const layout_role& r) {
 
 // The coordinator's place, when it names a pod of a node role; else why not (a warning).
 void place_coordinator(job_layout& layout, const coordinator_pod& c) {
-  const auto at = layout.index_of(c.role);
+  const auto at = layout.index_of_entry(c.role);
   const std::string named =
       quote(c.role) + " Job " + std::to_string(c.job_index) + " pod " + std::to_string(c.pod_index);
   if (!at) {

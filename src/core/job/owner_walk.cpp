@@ -30,12 +30,6 @@ error cannot_read(const owner_fetch& f) {
   return error{failed(f), failure_code(*f.failure)};
 }
 
-const std::string* object_label(const json& object, std::string_view key) {
-  const auto* metadata = member(object, "metadata");
-  const auto* labels = metadata != nullptr ? member(*metadata, "labels") : nullptr;
-  return labels != nullptr ? string_member(*labels, key) : nullptr;
-}
-
 std::string_view namespace_of(const pod_view& pod) {
   const auto* ns = pod.namespace_name();
   return ns != nullptr ? std::string_view(*ns) : std::string_view();
@@ -143,7 +137,7 @@ owner_step<recognition> recognise(const pod_view& pod, const owner_values& owner
                            std::string(keys::ancestor_step) + ": trainer on the pod template)",
                        nullptr};
   }
-  const auto* job_step = object_label(f->object(), keys::ancestor_step);
+  const auto* job_step = object_label(&f->object(), keys::ancestor_step);
   if (job_step == nullptr || *job_step != "trainer") {
     return not_training("not a training pod: neither the pod nor its " + job->display() +
                         " has label " + std::string(keys::ancestor_step) + ": trainer");

@@ -51,6 +51,14 @@ std::string pod_role(const pod_view& pod) {
   return found.value != nullptr ? std::string(*found.value) : std::string("node");
 }
 
+std::string pod_entry(const pod_view& pod) {
+  const auto found = first_of({
+      {pod.label(keys::replicated_job), "label", keys::replicated_job},
+      label_or_annotation(pod, keys::volcano_task),
+  });
+  return found.value != nullptr ? std::string(*found.value) : pod_role(pod);
+}
+
 namespace {
 
 // nullopt value with no error: no source present.

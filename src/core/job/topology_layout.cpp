@@ -48,6 +48,7 @@ job_layout layout_from_owner(const owner_counts& owners) {
   for (const auto& r : owners.roles) {
     layout_role role;
     role.name = r.role;
+    role.entry = r.entry;
     role.pods = r.pods;
     role.jobs = std::max<std::int64_t>(r.jobs, 1);
     role.step = r.step;
@@ -58,31 +59,34 @@ job_layout layout_from_owner(const owner_counts& owners) {
   }
   // A role another waits for until it is Complete has finished before that one starts.
   for (const auto& r : owners.roles) {
-    for (const auto& [name, status] : r.depends_on) {
-      auto* before = layout.find(name);
-      if (before != nullptr && status == "Complete" && before->completes_before.empty())
-        before->completes_before = r.role;
+    for (const auto& [entry, status] : r.depends_on) {
+      const auto before = layout.index_of_entry(entry);
+      if (before && status == "Complete" && layout.roles[*before].completes_before.empty())
+        layout.roles[*before].completes_before = r.role;
     }
   }
   set_naming(layout, *owners.kind, owners.object, owners.name, nullptr, true);
-  if (owners.kind->arguments) read_plugin_args(*owners.kind->arguments, *owners.object, layout);
+  if (owners.kind->arguments) {
+    read_plugin_args(*owners.kind->arguments, *owners.object, layout);
+    // The plugin names entries; a template's own trainenv.io/role wins over what it says.
+    const auto overruled = [&](const std::string& entry) {
+      const auto at = layout.index_of_entry(entry);
+      return at && layout.roles[*at].name != entry;
+    };
+    if (overruled(layout.master_role)) layout.master_role = "master";
+    if (overruled(layout.worker_role)) layout.worker_role = "worker";
+  }
   return layout;
 }
 
 // Whether a hand-written MPI job runs its launcher as a node: the annotation on the launcher's
 // pod template (read from the owner) or on the launcher pod itself.
 bool launcher_runs_as_node(const pod_view& pod, const std::string& role, const job_layout& layout) {
-  const auto says_so = [](const std::string_view* value) {
-    return value != nullptr && *value == "true";
-  };
+  const auto says_so = [](const auto* value) { return value != nullptr && *value == "true"; };
   if (role == launcher_role && says_so(pod.annotation(keys::run_launcher_as_node))) return true;
   const auto* launcher = layout.find(launcher_role);
-  const auto* tmpl = launcher != nullptr ? launcher->pod_template : nullptr;
-  const auto* metadata = tmpl != nullptr ? member(*tmpl, "metadata") : nullptr;
-  const auto* annotations = metadata != nullptr ? member(*metadata, "annotations") : nullptr;
-  const auto* value =
-      annotations != nullptr ? string_member(*annotations, keys::run_launcher_as_node) : nullptr;
-  return value != nullptr && *value == "true";
+  return says_so(object_annotation(launcher != nullptr ? launcher->pod_template : nullptr,
+                                   keys::run_launcher_as_node));
 }
 
 // The roles the pod's annotations give, else (a pod with no owner to ask) the policy's defaults,
@@ -91,6 +95,7 @@ result<bool> roles_from_pod(const pod_view& pod, const policy& p, const std::str
                             std::int64_t num_nodes, bool has_owner, job_layout& layout) {
   const auto add = [&](std::string name, std::int64_t pods) {
     layout_role r;
+    r.entry = name == role ? pod_entry(pod) : name;
     r.name = std::move(name);
     r.pods = pods;
     r.jobs_known = !has_owner;  // only the owner knows how many Jobs another role runs
@@ -165,6 +170,7 @@ result<bool> apply_replicas_annotation(const pod_view& pod, job_layout& layout) 
       r->pods = count;
     } else {
       layout_role added;
+      added.entry = name == pod_role(pod) ? pod_entry(pod) : name;
       added.name = std::move(name);
       added.pods = count;
       added.owner_order = layout.roles.size();
@@ -242,6 +248,7 @@ result<bool> find_own_role(const pod_view& pod, const policy& p, const topology_
   }
   layout_role unlisted;
   unlisted.name = role;
+  unlisted.entry = pod_entry(pod);
   unlisted.listed = false;
   unlisted.owner_order = layout.roles.size();
   layout.roles.push_back(std::move(unlisted));

@@ -54,19 +54,13 @@ result<std::int64_t> spec_pods(const json& spec, const Where& where) {
   return std::min(*parallelism, *completions);
 }
 
-// The trainjob-ancestor-step label of a template ({metadata: {labels}}), if it has one.
-const std::string* step_label(const json* object) {
-  const auto* metadata = object != nullptr ? member(*object, "metadata") : nullptr;
-  const auto* labels = metadata != nullptr ? member(*metadata, "labels") : nullptr;
-  return labels != nullptr ? string_member(*labels, keys::ancestor_step) : nullptr;
-}
-
 // One role: the pods of one entry (or of the object itself), its replicas times its Job's, named
 // `who` `where` in messages.
 result<role_pods> read_role(const role_layout& layout, const json& entry, std::string role,
                             const std::string& who, const std::string& where) {
   role_pods out;
-  out.role = std::move(role);
+  out.entry = std::move(role);
+  out.role = out.entry;
   out.source = who + " " + where;
   std::int64_t replicas = 1;
   if (!layout.replicas_member.empty()) {
@@ -85,7 +79,8 @@ result<role_pods> read_role(const role_layout& layout, const json& entry, std::s
     out.pods = replicas * *per_job;
     // Trainer puts its ancestor-step label on the Job template (which holds the JobSpec).
     const member_path job_template(layout.job_spec.begin(), layout.job_spec.end() - 1);
-    if (const auto* step = step_label(find_path(entry, job_template))) out.step = *step;
+    if (const auto* step = object_label(find_path(entry, job_template), keys::ancestor_step))
+      out.step = *step;
   } else {
     // One pod per replica, all in one job (a Volcano task).
     out.pods_per_job = replicas;
@@ -97,15 +92,17 @@ result<role_pods> read_role(const role_layout& layout, const json& entry, std::s
   }
   if (!layout.pod_template.empty()) out.pod_template = find_path(entry, layout.pod_template);
   if (out.step.empty()) {
-    if (const auto* step = step_label(out.pod_template)) out.step = *step;
+    if (const auto* step = object_label(out.pod_template, keys::ancestor_step)) out.step = *step;
   }
-  if (const auto* metadata =
-          out.pod_template != nullptr ? member(*out.pod_template, "metadata") : nullptr) {
-    const auto* annotations = member(*metadata, "annotations");
-    const auto* inject =
-        annotations != nullptr ? string_member(*annotations, keys::inject) : nullptr;
-    out.opted_out = inject != nullptr && *inject == "false";
+  if (const auto* named = object_label_or_annotation(out.pod_template, keys::role)) {
+    if (!is_dns_label(*named)) {
+      return error{out.source + " template's " + std::string(keys::role) + " is " + quote(*named) +
+                   "; a role is a DNS label (at most 63 of a-z, 0-9 and '-')"};
+    }
+    out.role = *named;
   }
+  const auto* inject = object_annotation(out.pod_template, keys::inject);
+  out.opted_out = inject != nullptr && *inject == "false";
   if (!layout.depends_on_member.empty()) {
     const auto* list = member(entry, layout.depends_on_member);
     if (list != nullptr && list->is_array()) {
@@ -361,9 +358,13 @@ result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& ob
   }
   for (std::size_t i = 0; i < roles.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
-      if (roles[i].role == roles[j].role) {
+      if (roles[i].role != roles[j].role) continue;
+      if (roles[i].entry == roles[j].entry) {
         return error{who + " names role " + quote(roles[i].role) + " twice"};
       }
+      return error{who + ": " + quote(roles[j].entry) + " and " + quote(roles[i].entry) +
+                   " both play role " + quote(roles[i].role) + " (" + std::string(keys::role) +
+                   " on their templates); give each its own"};
     }
   }
   return roles;

@@ -63,9 +63,7 @@ std::vector<std::string> node_env_names(const json& runtime) {
 trainer_settings read_runtime_settings(const json& runtime, const std::string& runtime_name) {
   trainer_settings out;
   out.runtime = runtime_name;
-  const auto* labels = find_path(runtime, {"metadata", "labels"});
-  if (const auto* framework =
-          labels != nullptr ? string_member(*labels, keys::framework) : nullptr) {
+  if (const auto* framework = object_label(&runtime, keys::framework)) {
     out.framework = *framework;
     out.framework_source = "label " + std::string(keys::framework) + " of " + runtime_name;
   }

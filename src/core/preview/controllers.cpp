@@ -149,8 +149,7 @@ struct job_builder {
   // Indexed Job's pod carries its completion index (annotation and label) and the hostname
   // <job>-<index>; every pod carries the Job's labels and a controller reference.
   result<bool> job_pods(const json& job, const std::string& role, bool prerequisite = false) {
-    const auto* labels = find_path(job, {"metadata", "labels"});
-    const auto* step = labels != nullptr ? string_member(*labels, keys::ancestor_step) : nullptr;
+    const auto* step = object_label(&job, keys::ancestor_step);
     // Read only through member(): a const json's operator[] on a missing key is undefined.
     static const json none = json::object();
     const auto* found_spec = member(job, "spec");

@@ -71,8 +71,7 @@ namespace {
 // --- Kubeflow Trainer ---------------------------------------------------------------------
 
 const std::string* step_of(const json& replicated_job) {
-  const auto* labels = find_path(replicated_job, {"template", "metadata", "labels"});
-  return labels != nullptr ? string_member(*labels, keys::ancestor_step) : nullptr;
+  return object_label(member(replicated_job, "template"), keys::ancestor_step);
 }
 
 // The container Trainer's plugins write into: the one named node in a replicatedJob's pods.

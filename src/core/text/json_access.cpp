@@ -21,4 +21,28 @@ const std::string& string_or_empty(const nlohmann::json& object, std::string_vie
   return value != nullptr ? *value : empty;
 }
 
+namespace {
+
+const std::string* metadata_string(const nlohmann::json* object, std::string_view map,
+                                   std::string_view key) {
+  const auto* metadata = object != nullptr ? member(*object, "metadata") : nullptr;
+  const auto* values = metadata != nullptr ? member(*metadata, map) : nullptr;
+  return values != nullptr ? string_member(*values, key) : nullptr;
+}
+
+}  // namespace
+
+const std::string* object_label(const nlohmann::json* object, std::string_view key) {
+  return metadata_string(object, "labels", key);
+}
+
+const std::string* object_annotation(const nlohmann::json* object, std::string_view key) {
+  return metadata_string(object, "annotations", key);
+}
+
+const std::string* object_label_or_annotation(const nlohmann::json* object, std::string_view key) {
+  const auto* label = object_label(object, key);
+  return label != nullptr ? label : object_annotation(object, key);
+}
+
 }  // namespace trainenv::core

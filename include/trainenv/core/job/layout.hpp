@@ -23,7 +23,8 @@
 namespace trainenv::core {
 
 struct layout_role {
-  std::string name;
+  std::string name;       // the role its pods play (a template's trainenv.io/role, else `entry`)
+  std::string entry;      // the owner's name for it, which its pods' DNS names carry (role_pods)
   std::int64_t pods = 0;  // in all, over its Jobs
   std::int64_t jobs = 1;  // the Jobs it runs (a JobSet replicatedJob's replicas); pods split evenly
   // False for a role whose Job count only its owner knows and the owner was not read: its
@@ -93,6 +94,8 @@ struct job_layout {
   [[nodiscard]] const layout_role* find(std::string_view role) const;
   [[nodiscard]] layout_role* find(std::string_view role);
   [[nodiscard]] std::optional<std::size_t> index_of(std::string_view role) const;
+  // The role whose owner entry is named `entry` (dependsOn, a coordinator, a plugin's arguments).
+  [[nodiscard]] std::optional<std::size_t> index_of_entry(std::string_view entry) const;
   [[nodiscard]] std::int64_t node_count() const;     // the pods of the node roles
   [[nodiscard]] std::int64_t training_pods() const;  // the pods of the training roles
   // The node rank of the pod at `position` in role `role` (an index into roles): its place among

@@ -80,6 +80,9 @@ struct topology {
 // The role the pod plays (docs/contract.md §2): trainenv.io/role, the replicatedJob, the Volcano
 // task, else "node".
 [[nodiscard]] std::string pod_role(const pod_view& pod);
+// The name its controller gives the pod's role entry (JobSet's replicatedjob-name label, Volcano's
+// task-spec), which its DNS name carries; else its role.
+[[nodiscard]] std::string pod_entry(const pod_view& pod);
 
 // The variables whose values come from the job's layout (nodes, replicas, world, ranks, master,
 // hosts, slots): only a policy that uses one for a pod makes its owners worth reading, and only

@@ -234,7 +234,12 @@ class owner_values {
 
 // The pods one role of an owner runs, and where that number was read.
 struct role_pods {
+  // The role its pods play: their template's trainenv.io/role (label, else annotation) when it
+  // has one, else `entry` (docs/contract.md §2.2, "shapes people write by hand").
   std::string role;
+  // The name the owner gives the entry (a replicatedJob's, a Volcano task's): the controller names
+  // the pods, and dependsOn, a coordinator and a plugin's arguments name the entry, by it.
+  std::string entry;
   std::int64_t pods = 0;
   std::int64_t pods_per_job = 1;  // the pods of one Job (JobSet: a replicatedJob has replicas Jobs)
   // The Jobs it runs (a JobSet replicatedJob's replicas): a pod's completion index counts within

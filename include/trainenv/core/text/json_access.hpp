@@ -18,4 +18,14 @@ namespace trainenv::core {
 [[nodiscard]] const std::string& string_or_empty(const nlohmann::json& object,
                                                  std::string_view key);
 
+// A label or an annotation of an object that has metadata (a Job, an owner, a pod template:
+// {metadata: {labels, annotations}}) as a string, or nullptr. A null object has none. (A Pod's
+// own are read through pod_view, which reads them once.)
+[[nodiscard]] const std::string* object_label(const nlohmann::json* object, std::string_view key);
+[[nodiscard]] const std::string* object_annotation(const nlohmann::json* object,
+                                                   std::string_view key);
+// The label `key`, else the annotation `key`.
+[[nodiscard]] const std::string* object_label_or_annotation(const nlohmann::json* object,
+                                                            std::string_view key);
+
 }  // namespace trainenv::core
