@@ -83,6 +83,7 @@ policy_load load_policy_dir(const std::string& dir) {
   std::vector<core::policy> policies;
   std::vector<core::owner_kind> owner_kinds;
   std::vector<std::string> sidecars;
+  std::vector<core::accelerator> accelerators;
   for (const auto& file : read.files) {
     out.files.push_back(file.path);
     auto docs = parse_documents(file.text);
@@ -93,9 +94,19 @@ policy_load load_policy_dir(const std::string& dir) {
     for (std::size_t i = 0; i < docs->size(); ++i) {
       const auto where =
           docs->size() > 1 ? file.path + " (document " + std::to_string(i + 1) + ")" : file.path;
-      // One directory holds three kinds of document (docs/policies.md): policies, the owner
-      // kinds that say where a pod's counts sit, and the known sidecar containers.
+      // One directory holds four kinds of document (docs/policies.md): policies, the owner
+      // kinds that say where a pod's counts sit, the known sidecar containers and the
+      // accelerators processes per node counts.
       const auto* kind = core::string_member((*docs)[i], "kind");
+      if (kind != nullptr && *kind == core::accelerator_list_kind) {
+        auto listed = core::parse_accelerator_list((*docs)[i], where);
+        if (!listed) {
+          out.errors.push_back(listed.message());
+          continue;
+        }
+        for (auto& a : *listed) accelerators.push_back(std::move(a));
+        continue;
+      }
       if (kind != nullptr && *kind == core::sidecar_list_kind) {
         auto names = core::parse_sidecar_list((*docs)[i], where);
         if (!names) {
@@ -135,7 +146,8 @@ policy_load load_policy_dir(const std::string& dir) {
     out.errors.push_back(kinds.message());
     return out;
   }
-  auto set = core::policy_set::build(std::move(policies), std::move(*kinds), std::move(sidecars));
+  auto set = core::policy_set::build(std::move(policies), std::move(*kinds), std::move(sidecars),
+                                     std::move(accelerators));
   if (!set) {
     out.errors.push_back(set.message());
     return out;

@@ -32,7 +32,7 @@ TEST_CASE("an unknown key far from any known one lists the known fields", "[poli
   const auto message = parse_error(doc);
   CHECK(message == std::string(source) +
                        ": spec.defaults: unknown field \"completelyDifferent\"; known fields here: "
-                       "masterPort, numNodes, nprocPerNode, replicas, sshAuthMountPath");
+                       "masterPort, numNodes, nprocPerNode, replicas, sshAuthMountPath, sshSecret");
 }
 
 TEST_CASE("an unknown top-level key is rejected", "[policy]") {

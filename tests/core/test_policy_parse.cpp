@@ -407,3 +407,36 @@ TEST_CASE("a condition joins comparisons with &&, and all must hold", "[policy][
   CHECK_FALSE(condition::compile("numNodes > 1 &&"));
   CHECK_FALSE(condition::compile("&& numNodes > 1"));
 }
+
+TEST_CASE("an AcceleratorList parses in order, and a bad one is refused naming the field",
+          "[policy][accelerators]") {
+  const auto doc = [](const std::string& accelerators) {
+    return nlohmann::json::parse(
+        R"({"apiVersion": "trainenv.io/v1alpha1", "kind": "AcceleratorList",
+        "metadata": {"name": "a"}, "spec": {"accelerators": )" +
+        accelerators + "}}");
+  };
+  const auto listed = trainenv::core::parse_accelerator_list(
+      doc(R"([{"resource": "google.com/tpu", "processesPerDevice": 1},
+              {"resource": "aws.amazon.com/neuron", "processesPerDevice": 2,
+               "byInstanceType": {"trn2.48xlarge": 4}}])"),
+      "a.yaml");
+  REQUIRE(listed);
+  REQUIRE(listed->size() == 2);
+  CHECK((*listed)[1].resource == "aws.amazon.com/neuron");
+  CHECK((*listed)[1].by_instance_type.front().second == 4);
+  const auto refused = [&](const std::string& accelerators) {
+    return trainenv::core::parse_accelerator_list(doc(accelerators), "a.yaml").message();
+  };
+  CHECK(refused(R"([{"resource": "google.com/tpu", "processesPerDevice": 0}])") ==
+        "a.yaml: spec.accelerators[0].processesPerDevice: must be a whole number from 1 to 1024");
+  CHECK(refused(R"([{"resource": "x", "processesPerDevice": 1}, {"resource": "x",
+                     "processesPerDevice": 2}])") ==
+        "a.yaml: spec.accelerators[1].resource: \"x\" is listed twice");
+  CHECK(refused(R"([{"resource": "x", "processesPerDevice": 1, "byInstanceType": {"t": "4"}}])") ==
+        "a.yaml: spec.accelerators[0].byInstanceType.t: must be a whole number from 1 to 1024");
+  CHECK(refused(R"([{"resource": "x", "processPerDevice": 1}])").find("unknown field") !=
+        std::string::npos);
+  CHECK(refused(R"({"resource": "x"})") ==
+        "a.yaml: spec.accelerators: must be a list of {resource, processesPerDevice}");
+}

@@ -144,6 +144,57 @@ TEST_CASE("torch: Kubeflow TestTorch nproc_per_node cases", "[shipped][torch]") 
   }
 }
 
+TEST_CASE("torch: every listed accelerator counts its devices x processes per device",
+          "[shipped][torch][accelerators]") {
+  // policies/accelerators.yaml, entry by entry: `auto` on a container that asks for 3 devices
+  // is 3 x the entry's processes per device (never the CPU count torchrun's auto would take),
+  // on every instance type it lists and, with a warning, on a machine it does not name.
+  const auto& listed = test::shipped_policies().accelerators();
+  REQUIRE(listed.size() >= 4);
+  for (const auto& a : listed) {
+    INFO("accelerator " << a.resource);
+    pod_spec s;
+    s.resources = {{"cpu", "2"}, {a.resource, "3"}};
+    auto pod = make_pod(s);
+    auto o = run(pod);
+    CHECK(o.value("PET_NPROC_PER_NODE") == std::to_string(3 * a.processes_per_device));
+    const bool warned = !o.decision.warnings.empty();
+    CHECK(warned == !a.by_instance_type.empty());
+    for (const auto& [type, per_device] : a.by_instance_type) {
+      INFO("instance type " << type);
+      pod["spec"]["nodeSelector"] = {{"node.kubernetes.io/instance-type", type}};
+      o = run(pod);
+      CHECK(o.value("PET_NPROC_PER_NODE") == std::to_string(3 * per_device));
+      CHECK(o.decision.warnings.empty());
+    }
+    // gpu says the same; an integer or cpu still wins.
+    pod["metadata"]["annotations"]["trainenv.io/nproc-per-node"] = "cpu";
+    CHECK(run(pod).value("PET_NPROC_PER_NODE") == "2");
+  }
+}
+
+TEST_CASE(
+    "torch: a Neuron pod asking for devices and their cores counts the first listed, "
+    "placed by a required affinity",
+    "[shipped][torch][accelerators]") {
+  // aws/aws-k8s-tester's BERT job: 16 aws.amazon.com/neuron and 32 aws.amazon.com/neuroncore
+  // on a trn1.32xlarge, torchrun --nproc_per_node 32: the cores, not 16 x 2 + 32.
+  pod_spec s;
+  s.resources = {
+      {"cpu", "8"}, {"aws.amazon.com/neuron", "16"}, {"aws.amazon.com/neuroncore", "32"}};
+  auto pod = make_pod(s);
+  CHECK(run(pod).value("PET_NPROC_PER_NODE") == "32");
+  s.resources = {{"aws.amazon.com/neuron", "16"}};
+  pod = make_pod(s);
+  pod["spec"]["affinity"] = json::parse(R"({"nodeAffinity": {
+      "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+        "matchExpressions": [{"key": "node.kubernetes.io/instance-type", "operator": "In",
+                              "values": ["trn2.48xlarge"]}]}]}}})");
+  const auto o = run(pod);
+  CHECK(o.value("PET_NPROC_PER_NODE") == "64");
+  CHECK(o.decision.warnings.empty());
+}
+
 TEST_CASE("torch: Kubeflow 'multi-node multi-GPU training with complete info'",
           "[shipped][torch]") {
   pod_spec s;
@@ -420,6 +471,32 @@ TEST_CASE("mpi: node pods get the SSH keys only", "[shipped][mpi]") {
   check_ssh_volume(o, "trainjob");
 }
 
+TEST_CASE("mpi: trainenv.io/ssh-secret names the keys' Secret, ssh-keys: image mounts none",
+          "[shipped][mpi]") {
+  // SPEC §2.2, SSH keys for a hand-written MPI job: the user's Secret, or the image's own keys.
+  pod_spec s;
+  s.role = "node";
+  s.framework = "mpi";
+  s.index = 1;
+  s.annotations = {{"trainenv.io/num-nodes", "2"}, {"trainenv.io/ssh-secret", "team-keys"}};
+  auto o = run(s);
+  const auto* volume = find_named(o.pod["spec"]["volumes"], "name", "mpi-ssh-auth");
+  REQUIRE(volume != nullptr);
+  CHECK((*volume)["secret"]["secretName"] == "team-keys");
+  s.annotations = {{"trainenv.io/num-nodes", "2"}, {"trainenv.io/ssh-keys", "image"}};
+  o = run(s);
+  CHECK(o.decision.allowed);
+  CHECK(find_named(o.pod["spec"]["volumes"], "name", "mpi-ssh-auth") == nullptr);
+  CHECK_FALSE(o.pod.dump().find("/root/.ssh") != std::string::npos);
+  for (const auto& [key, value] : {std::pair{"trainenv.io/ssh-keys", "yes"},
+                                   std::pair{"trainenv.io/ssh-secret", "Not_A_Name"}}) {
+    s.annotations = {{"trainenv.io/num-nodes", "2"}, {key, value}};
+    const auto d = core::mutate_pod(make_pod(s), test::shipped_policies());
+    CHECK_FALSE(d.allowed);
+    CHECK_THAT(d.message, Catch::Contains(key));
+  }
+}
+
 // Kubeflow Trainer's mpi plugin (deepspeed-distributed, mlx-distributed runtimes): the launcher
 // already has its hostfile ConfigMap at /etc/mpi and the SSH keys at the runtime's
 // sshAuthMountPath, /home/mpiuser/.ssh, with the OMPI_MCA_* it writes. Only what is missing is
@@ -655,11 +732,13 @@ TEST_CASE("volcano-pytorch: Volcano TestPytorchPodEnvAndPort, with the WORLD_SIZ
     CHECK(o.env.empty());
     CHECK_FALSE(o.container().contains("ports"));
   }
-  SECTION("test pod without master: a workers-only job is left alone") {
-    const auto d = core::mutate_pod(volcano_pod("worker", 0, "worker=1"), test::shipped_policies());
-    CHECK(d.allowed);
-    CHECK(d.patch().empty());
-    CHECK_THAT(d.message, Catch::Contains("replicas(master) > 0"));
+  SECTION(
+      "test pod without master: Volcano's plugin leaves a workers-only job alone; trainenv "
+      "trains its workers, worker 0 the master (docs/contract.md §2.2)") {
+    const auto o = run(volcano_pod("worker", 1, "worker=2"));
+    CHECK(o.value("RANK") == "1");
+    CHECK(o.value("WORLD_SIZE") == "2");
+    CHECK(o.value("MASTER_PORT") == "23456");
   }
 }
 

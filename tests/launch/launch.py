@@ -97,7 +97,8 @@ class Case:
         self.image = data.get("image", "root")
         if self.image not in IMAGES:
             raise HarnessError(f"{path}: image {self.image} is not one of {sorted(IMAGES)}")
-        # Roles whose pods serve the others (sshd, a TensorBoard): killed once the rest end.
+        # Roles, or single pods by name, that serve the others (sshd, a TensorBoard): killed once
+        # the rest end (an MPI job with no launcher role: every pod but node rank 0's).
         self.background = set(data.get("background", []))
         # The user's own objects applied with the job: headless Services named like a subdomain.
         self.services = data.get("services", [])
@@ -114,6 +115,9 @@ class Case:
         self.hosts = expect.get("hosts")  # the hostname of each rank, in rank order
         self.timeout = data.get("timeout", 60)
 
+    def in_background(self, pod):
+        return pod.role in self.background or pod.created_name in self.background
+
 
 class Pod:
     """One pod of the job: its object as trainenv admitted it, its place in the network, and
@@ -122,6 +126,7 @@ class Pod:
     def __init__(self, index, answer):
         self.object = answer["object"]
         self.role = answer["role"]
+        self.created_name = answer["name"]  # as preview names it: no generated suffix
         metadata, spec = self.object["metadata"], self.object["spec"]
         self.name = metadata["name"] = kubelet.pod_name(metadata)
         self.namespace = metadata.get("namespace", "default")
@@ -401,7 +406,7 @@ class Run:
         should finish has (then the background pods are killed), one fails, or time runs out."""
         waits = self._dependencies()
         deadline = time.monotonic() + self.case.timeout
-        finishing = [p for p in self.pods if p.role not in self.case.background]
+        finishing = [p for p in self.pods if not self.case.in_background(p)]
         while True:
             starting = [p for p in self.pods if p.state == "waiting" and self._startable(p, waits)]
             for pod in starting:
@@ -448,7 +453,7 @@ class Run:
             first = failed[0]
             return False, f"pod {first.name} ({first.role}): {first.failure}", self._details(failed)
         if self.timed_out:
-            running = [p for p in self.pods if p.alive() and p.role not in self.case.background]
+            running = [p for p in self.pods if p.alive() and not self.case.in_background(p)]
             waiting = [p for p in self.pods if p.state == "waiting"]
             containers = [(p, c, log) for p in running for c, log in p.logs.items() if c not in p.exits]
             what = ", ".join(f"{p.name} ({c})" for p, c, _ in containers)

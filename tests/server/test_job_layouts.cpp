@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <thread>
 
 #include "served_jobs.hpp"
@@ -365,4 +366,139 @@ TEST_CASE("replicas alone on an MPI launcher: the workers' names and GPUs still 
   CHECK(env_of(p.admitted, "OMPI_MCA_orte_set_default_slots") == "2");
   CHECK(p.hostfile == std::vector<std::string>{"rl-node-0-0.rl", "rl-node-0-1.rl", "rl-node-1-0.rl",
                                                "rl-node-1-1.rl"});
+}
+
+TEST_CASE("an MPI JobSet with no launcher role: node rank 0 launches, listing itself first",
+          "[layouts][server]") {
+  // GPU vendors' NCCL JobSets: every pod runs sshd, the pod of completion index 0 calls mpirun.
+  auto workers = replicated("worker", 1, 3);
+  workers["template"]["spec"]["template"]["metadata"]["labels"]["trainer.kubeflow.org/framework"] =
+      "mpi";
+  const auto s = serve(jobset("nccl", json::array({workers})));
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  const auto& first = s.pod("nccl-worker-0-0");
+  CHECK(first.d.policy == "mpi");
+  CHECK(env_of(first.admitted, "OMPI_MCA_orte_default_hostfile") == "/etc/mpi/hostfile");
+  REQUIRE(first.hostfile.size() == 3);
+  CHECK(first.hostfile.front() == "nccl-worker-0-0.nccl");
+  CHECK(first.hostfile.back() == "nccl-worker-0-2.nccl");
+  for (const auto& p : s.pods) {
+    CHECK_THAT(p.admitted.dump(), Contains("nccl-mpi-ssh-auth"));  // every pod: the keys
+    if (p.created.name == first.created.name) continue;
+    CHECK(env_of(p.admitted, "OMPI_MCA_orte_default_hostfile") == "<absent>");
+    CHECK_FALSE(p.has_hostfile);
+  }
+}
+
+TEST_CASE("a Volcano MPI job whose tasks the user named: the template's role names the launcher",
+          "[layouts][server]") {
+  // Volcano's own example: tasks mpimaster and mpiworker; the master's template is labelled.
+  const auto task = [](const std::string& name, int replicas, const std::string& role) {
+    json labels = {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"},
+                   {"trainer.kubeflow.org/framework", "mpi"}};
+    if (!role.empty()) labels["trainenv.io/role"] = role;
+    return json{{"name", name},
+                {"replicas", replicas},
+                {"template",
+                 {{"metadata", {{"labels", labels}}},
+                  {"spec", {{"containers", {{{"name", "node"}, {"image", "mpi:1"}}}}}}}}};
+  };
+  const json vj = {{"apiVersion", "batch.volcano.sh/v1alpha1"},
+                   {"kind", "Job"},
+                   {"metadata", {{"name", "lm"}, {"namespace", "team-a"}}},
+                   {"spec",
+                    {{"plugins", {{"ssh", json::array()}, {"svc", json::array()}}},
+                     {"tasks", {task("mpimaster", 1, "launcher"), task("mpiworker", 2, "")}}}}};
+  const auto s = serve(vj);
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  const auto& launcher = s.pod("lm-mpimaster-0");
+  CHECK(launcher.d.allowed);
+  REQUIRE(launcher.hostfile.size() == 2);
+  CHECK(launcher.hostfile.front() == "lm-mpiworker-0.lm");
+  CHECK(launcher.hostfile.back() == "lm-mpiworker-1.lm");
+  CHECK_FALSE(s.pod("lm-mpiworker-0").has_hostfile);
+}
+
+TEST_CASE("a worker-only Volcano Job: every task trains, worker 0 the master",
+          "[layouts][server]") {
+  // Volcano's pytorch plugin writes nothing without a master task; users wire worker 0 by hand.
+  auto vj = document("examples/jobs/volcano-job.yaml");
+  auto& tasks = vj["spec"]["tasks"];
+  tasks.erase(0);  // the master task
+  REQUIRE(tasks[0]["name"] == "worker");
+  const auto s = serve(vj);
+  INFO(s.problem_text());
+  CHECK(s.problems.empty());
+  for (const auto& p : s.pods) {
+    CHECK(p.d.policy == "volcano-pytorch");
+    CHECK(env_of(p.admitted, "MASTER_ADDR") == "mnist-worker-0.mnist");
+  }
+  CHECK(env_of(s.pod("mnist-worker-0").admitted, "RANK") == "0");
+  CHECK(env_of(s.pod("mnist-worker-1").admitted, "RANK") == "1");
+  // With no master, the strict roles do not hold: the evaluator's task trains too.
+  CHECK(env_of(s.pod("mnist-evaluator-0").admitted, "RANK") == "2");
+  CHECK(env_of(s.pod("mnist-evaluator-0").admitted, "WORLD_SIZE") == "3");
+}
+
+namespace {
+
+// The env of the container that got trainenv's values, as the kubelet reads it (the last entry
+// of a name wins): the first whose env gained one of `names` at admission.
+json told_env(const trainenv::core::previewed_pod& p, const json& names) {
+  const auto env_of_container = [](const json& c) {
+    json values = json::object();
+    for (const auto& e : c.value("env", json::array()))
+      values[e.value("name", "")] = e.value("value", json());
+    return values;
+  };
+  const auto& created = p.created.pod["spec"]["containers"];
+  for (const auto& c : p.admitted["spec"]["containers"]) {
+    json before = json::object();
+    for (const auto& o : created)
+      if (o.value("name", "") == c.value("name", "")) before = env_of_container(o);
+    const auto after = env_of_container(c);
+    for (const auto& [name, value] : names.items()) {
+      if (after.contains(name) && (!before.contains(name) || before[name] != after[name]))
+        return after;
+    }
+  }
+  return env_of_container(p.admitted["spec"]["containers"][0]);
+}
+
+}  // namespace
+
+TEST_CASE("every corpus manifest, served, gives its pods the values their authors wired by hand",
+          "[layouts][server][corpus]") {
+  // tests/corpus: published jobs, their hand-wired values taken out and given back by trainenv,
+  // here through /mutate with the owners from the fake API server (check.py runs preview --job).
+  namespace fs = std::filesystem;
+  std::size_t entries = 0;
+  for (const auto& dir :
+       fs::directory_iterator(std::string(TRAINENV_SOURCE_DIR) + "/tests/corpus")) {
+    if (!fs::exists(dir.path() / "expect.json")) continue;
+    const auto id = dir.path().filename().string();
+    INFO("corpus entry " << id);
+    ++entries;
+    const auto expect = json::parse(test::read_file((dir.path() / "expect.json").string()));
+    REQUIRE_FALSE(expect.contains("refused"));  // none yet: add the refusal check with the first
+    const auto s = serve(document("tests/corpus/" + id + "/job.yaml"));
+    INFO(s.problem_text());
+    CHECK(s.problems.empty());
+    const auto pods = expect.value("pods", json::object());
+    const auto hostfiles = expect.value("hostfile", json::object());
+    for (const auto& [pod, values] : pods.items()) {
+      const auto& p = s.pod(pod);
+      INFO("pod " << pod << ": " << p.d.message);
+      REQUIRE(p.d.allowed);
+      const auto env = told_env(p, values);
+      for (const auto& [name, value] : values.items()) {
+        INFO("variable " << name);
+        CHECK(env.value(name, json("<absent>")) == value);
+      }
+    }
+    for (const auto& [pod, hosts] : hostfiles.items()) CHECK(json(s.pod(pod).hostfile) == hosts);
+  }
+  CHECK(entries >= 15);
 }

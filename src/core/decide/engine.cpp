@@ -164,10 +164,12 @@ struct placement {
 // API call); else from its owners, asking for the next one to read. An owner already at hand
 // (read to recognise the pod, or cached) is always used.
 owner_step<placement> place(const pod_view& view, const policy& p, std::size_t target,
-                            const owner_values& owners, const owner_kind_set& kinds,
+                            const owner_values& owners, const policy_set& policies,
                             const trainer_settings* trainer, const mutate_options& options) {
+  const auto& kinds = policies.owner_kinds();
   topology_sources src;
   src.kinds = &kinds;
+  src.accelerators = &policies.accelerators();
   src.trainer = trainer;
   src.has_owner = has_controller(view);
   src.cluster_domain = options.cluster_domain;
@@ -206,7 +208,15 @@ owner_step<placement> place(const pod_view& view, const policy& p, std::size_t t
   // itself says wrong (a bad annotation) is its own violation, owners or not.
   auto alone = with_elastic([&] { return resolve_topology(view, p, target, src); });
   if (!alone) return placement{std::move(alone), std::nullopt};
-  const auto used = p.variables_used_for(alone->role, alone->training_role);
+  auto used = p.variables_used_for(alone->role, alone->training_role);
+  // A node of an MPI job may launch it too (node rank 0 of a job with no launcher role): only
+  // its owner tells.
+  if (p.hostfile && alone->role != launcher_role && alone->index.value_or(0) == 0)
+    used |= p.variables_used_for(launcher_role, false);
+  // A role strict training roles leave out trains after all in a job with no master: only its
+  // owner tells.
+  if (p.strict_training_roles && !alone->training_role)
+    used |= p.variables_used_for(alone->role, true);
   if ((alone->owner_open & used) == 0) return placement{std::move(alone), std::nullopt};
   if (const auto* ref = needed(found)) return *ref;
   if (read != nullptr && !*read) {
@@ -311,7 +321,7 @@ owner_step<decision> decide_steps(const subject& what, const policy_set& policie
       !problem.empty())
     return deny(std::move(problem), p.name);
 
-  const auto placed = place(view, p, target, owners, kinds, trainer.get(), options);
+  const auto placed = place(view, p, target, owners, policies, trainer.get(), options);
   if (const auto* ref = needed(placed)) return *ref;
   const auto& [topo, layout_owner] = std::get<placement>(placed);
   if (!topo) return deny(error{topo.message(), topo.code()}, p.name);

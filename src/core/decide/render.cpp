@@ -15,7 +15,7 @@ using nlohmann::json;
 
 // Whether an item applies to this pod: its roles, then its condition.
 result<bool> applies(const item_scope& scope, const topology& t, const variable_values& values) {
-  if (!scope.roles.matches(t.role, t.training_role)) return false;
+  if (!t.in_scope(scope.roles)) return false;
   if (!scope.when) return true;
   return scope.when->evaluate(values);
 }

@@ -276,6 +276,14 @@ void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
                      return order_of(layout.as_policy_role(a.name)) <
                             order_of(layout.as_policy_role(b.name));
                    });
+  // Strict training roles hold where their master is: a job with no master role (a worker-only
+  // Volcano Job, whose pytorch plugin then writes nothing) trains every role the world rule
+  // leaves, its first pod the master, as any other owner's.
+  const bool strict =
+      p.strict_training_roles &&
+      std::any_of(layout.roles.begin(), layout.roles.end(), [&layout](const layout_role& r) {
+        return r.listed && r.pods > 0 && layout.as_policy_role(r.name) == "master";
+      });
   // The label rule: where some roles carry Trainer's trainer label, the others are side roles.
   const bool some_labelled =
       std::any_of(layout.roles.begin(), layout.roles.end(),
@@ -292,9 +300,10 @@ void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
                     ": trainer, which other roles' do";
       }
       r.training = r.outside.empty() && candidate &&
-                   (!p.strict_training_roles || p.is_training_role(layout.as_policy_role(r.name)));
+                   (!strict || p.is_training_role(layout.as_policy_role(r.name)));
     } else {
-      r.training = candidate && p.is_training_role(layout.as_policy_role(r.name));
+      r.training = candidate && ((p.strict_training_roles && !strict) ||
+                                 p.is_training_role(layout.as_policy_role(r.name)));
     }
   }
   layout.nodes.clear();
@@ -317,7 +326,7 @@ void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
     }
     std::string trains = p.every_role_trains ? std::string("every role but the launcher") : "";
     for (const auto& r : p.training_roles) trains += (trains.empty() ? "" : ", ") + r;
-    if (!p.strict_training_roles && rules.read_from_owner && !p.every_role_trains)
+    if (!strict && rules.read_from_owner && !p.every_role_trains)
       trains = "every role in the world";
     layout.no_nodes = "trainenv: " + layout.source + " runs no pod in a node role (it has " +
                       (roles.empty() ? std::string("no role") : roles) + "; policy " +
@@ -332,6 +341,7 @@ void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
 void set_naming(job_layout& layout, const owner_kind& kind, const json* owner, std::string_view job,
                 const std::string_view* pod_subdomain, bool has_owner) {
   layout.naming_kind = kind.kind;
+  layout.kind = &kind;
   layout.job = job;
   if (!kind.naming) {
     layout.unnamed = "trainenv: trainenv has no naming rule for the pods of a " + kind.kind +

@@ -5,6 +5,7 @@
 
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/json_ref.hpp"
+#include "trainenv/core/text/keys.hpp"
 #include "trainenv/core/text/quantity.hpp"
 
 namespace trainenv::core {
@@ -127,24 +128,77 @@ result<std::int64_t> gpu_count_of(const Json& container) {
   return std::max<std::int64_t>(count, 0);
 }
 
+// The processes of the first listed accelerator the container asks for (a count above 0):
+// its count x processes per device, by the instance type where the list keys it. nullopt: none.
 template <class Json>
-result<resolved_nproc> resolve_nproc_of(const nproc_setting& setting, const Json& container) {
+result<std::optional<resolved_nproc>> accelerator_processes(const Json& container,
+                                                            const nproc_context& context) {
+  if (context.accelerators == nullptr) return std::optional<resolved_nproc>();
+  for (const auto& a : *context.accelerators) {
+    std::string where;
+    const auto value = container_resource(container, a.resource, where);
+    if (!value) continue;
+    const std::string text = quantity_text(value);
+    const auto q = value->is_string() || is_number(value) ? parse_quantity(text) : std::nullopt;
+    const auto devices = q ? q->ceil() : std::nullopt;
+    if (!devices || *devices < 0) {
+      return error{"trainenv: " + where + " of container " + quote(container_name(container)) +
+                   " is " + quote(text) + "; expected a whole number of devices"};
+    }
+    if (*devices == 0) continue;
+    resolved_nproc out;
+    auto per_device = a.processes_per_device;
+    std::string machine;
+    if (!a.by_instance_type.empty()) {
+      const auto known =
+          std::find_if(a.by_instance_type.begin(), a.by_instance_type.end(),
+                       [&](const auto& t) { return t.first == context.instance_type; });
+      if (known != a.by_instance_type.end()) {
+        per_device = known->second;
+        machine = " on " + context.instance_type;
+      } else {
+        out.warning =
+            "trainenv: " + std::to_string(*devices) + " " + a.resource + " devices at " +
+            std::to_string(per_device) + " processes each (the list's default): " +
+            (context.instance_type.empty()
+                 ? std::string("the pod names no instance type (node.kubernetes.io/instance-type)")
+                 : "instance type " + quote(context.instance_type) + " is not in the list") +
+            "; set annotation " + std::string(keys::nproc_per_node) +
+            ", or ask for a resource that counts cores directly";
+      }
+    }
+    out.count = *devices * per_device;
+    out.counted_from = std::to_string(*devices) + " " + a.resource + " x " +
+                       std::to_string(per_device) + " per device" + machine + " (" + where + ")";
+    return std::optional(std::move(out));
+  }
+  return std::optional<resolved_nproc>();
+}
+
+template <class Json>
+result<resolved_nproc> resolve_nproc_of(const nproc_setting& setting, const Json& container,
+                                        const nproc_context& context) {
   using mode = nproc_setting::mode;
+  if (setting.kind == mode::automatic || setting.kind == mode::gpu) {
+    auto counted = accelerator_processes(container, context);
+    if (!counted) return std::move(counted).take_error();
+    if (*counted) return std::move(**counted);
+  }
   switch (setting.kind) {
     case mode::count:
-      return resolved_nproc{setting.count, {}};
+      return resolved_nproc{setting.count, {}, {}, {}};
     case mode::gpu:
-      return resolved_nproc{std::nullopt, "gpu"};
+      return resolved_nproc{std::nullopt, "gpu", {}, {}};
     case mode::automatic:
-      if (asks_for_gpu(container)) return resolved_nproc{std::nullopt, "auto"};
+      if (asks_for_gpu(container)) return resolved_nproc{std::nullopt, "auto", {}, {}};
       [[fallthrough]];
     case mode::cpu: {
       auto n = cpu_count(container);
       if (!n) return std::move(n).take_error();
-      return resolved_nproc{*n, {}};
+      return resolved_nproc{*n, {}, {}, {}};
     }
   }
-  return resolved_nproc{std::nullopt, "auto"};
+  return resolved_nproc{std::nullopt, "auto", {}, {}};
 }
 
 }  // namespace
@@ -161,12 +215,14 @@ std::string resolved_nproc::text() const {
   return count ? std::to_string(*count) : std::string(symbolic);
 }
 
-result<resolved_nproc> resolve_nproc(const nproc_setting& setting, const json& container) {
-  return resolve_nproc_of(setting, container);
+result<resolved_nproc> resolve_nproc(const nproc_setting& setting, const json& container,
+                                     const nproc_context& context) {
+  return resolve_nproc_of(setting, container, context);
 }
 
-result<resolved_nproc> resolve_nproc(const nproc_setting& setting, const json_ref& container) {
-  return resolve_nproc_of(setting, container);
+result<resolved_nproc> resolve_nproc(const nproc_setting& setting, const json_ref& container,
+                                     const nproc_context& context) {
+  return resolve_nproc_of(setting, container, context);
 }
 
 }  // namespace trainenv::core

@@ -51,6 +51,10 @@ std::string pod_role(const pod_view& pod) {
   return found.value != nullptr ? std::string(*found.value) : std::string("node");
 }
 
+bool topology::in_scope(const role_scope& roles) const {
+  return roles.matches(role, training_role) || (launches && roles.matches(launcher_role, false));
+}
+
 std::string pod_entry(const pod_view& pod) {
   const auto found = first_of({
       {pod.label(keys::replicated_job), "label", keys::replicated_job},
@@ -121,8 +125,31 @@ namespace {
 // Processes per node, the processes-per-node count and the GPUs: the annotation, else what the
 // TrainJob or its runtime sets (so that Trainer's own PET_NPROC_PER_NODE agrees), else the
 // policy's default, resolved against the target container's resources.
+// The instance type the pod asks to be placed on: its node selector's, else the one value of a
+// required node affinity term on node.kubernetes.io/instance-type; empty when it names none.
+std::string instance_type(const pod_view& pod) {
+  constexpr std::string_view key = "node.kubernetes.io/instance-type";
+  const auto& spec = pod.spec();
+  if (const auto chosen = string_member(member(spec, "nodeSelector"), key))
+    return std::string(*chosen);
+  const auto terms = member(member(member(member(spec, "affinity"), "nodeAffinity"),
+                                   "requiredDuringSchedulingIgnoredDuringExecution"),
+                            "nodeSelectorTerms");
+  for (const auto term : terms) {
+    for (const auto e : member(term, "matchExpressions")) {
+      const auto values = member(e, "values");
+      if (string_member(e, "key") != key || string_member(e, "operator") != "In" ||
+          values.size() != 1)
+        continue;
+      if (values[0].is_string()) return std::string(values[0].string());
+    }
+  }
+  return {};
+}
+
 result<bool> resolve_processes(const pod_view& pod, const policy& p, const json_ref& target,
-                               const trainer_settings* trainer, topology& t) {
+                               const trainer_settings* trainer,
+                               const std::vector<accelerator>* accelerators, topology& t) {
   nproc_setting nproc = p.default_nproc;
   std::optional<std::string_view> text;
   if (const auto* given = pod.annotation(keys::nproc_per_node)) text = *given;
@@ -148,9 +175,13 @@ result<bool> resolve_processes(const pod_view& pod, const policy& p, const json_
   } else {
     t.gpus_unknown_reason = gpus.message();
   }
-  auto resolved = resolve_nproc(nproc, target);
+  const nproc_context context{accelerators, instance_type(pod)};
+  auto resolved = resolve_nproc(nproc, target, context);
   if (!resolved) return std::move(resolved).take_error();
   t.nproc_per_node = *resolved;
+  if (!resolved->counted_from.empty())
+    t.sources.push_back({"nprocPerNode", resolved->text(), resolved->counted_from});
+  if (!resolved->warning.empty()) t.notes.push_back(resolved->warning);
   return true;
 }
 
@@ -218,11 +249,14 @@ std::uint32_t open_without_owner(const pod_view& pod, const policy& p, const top
   const bool replicas_given = pod.annotation(keys::replicas) != nullptr;
   const bool nodes_given = pod.annotation(keys::num_nodes) != nullptr;
   const auto& own = t.layout.roles[t.role_at];
+  // Whether the owner's controller mounts the SSH keys (Volcano's ssh plugin) only it tells.
+  std::uint32_t open = 0;
+  if (!t.ssh_keys_provided && t.layout.kind != nullptr && !t.layout.kind->ssh_keys.empty())
+    open |= variable_bit(variable::ssh_keys_provided);
   // Only the replicas annotation names every role; the number of nodes alone names the pod's
   // own role, for a policy whose layout is that one role.
   if (!replicas_given && !(nodes_given && own.node && p.default_replicas.empty()))
-    return roles_open;
-  std::uint32_t open = 0;
+    return open | roles_open;
   if (!t.layout.unnamed.empty()) {
     open |= variable_bit(variable::master_addr) | variable_bit(variable::host) |
             variable_bit(variable::subdomain);
@@ -248,6 +282,40 @@ std::int64_t ssh_key_mode(const pod_view& pod, const std::string& mount_path) {
   const auto fs_group = member(member(pod.spec(), "securityContext"), "fsGroup");
   const bool under_root = mount_path == "/root" || mount_path.rfind("/root/", 0) == 0;
   return fs_group.is_integer() && !under_root ? 0640 : 0600;
+}
+
+// Where an MPI job's SSH keys come from (docs/contract.md §2.2): the image (trainenv.io/ssh-keys:
+// "image") or the owner's controller (Volcano's ssh plugin) bring them, and nothing is mounted;
+// else the Secret trainenv.io/ssh-secret names, else the policy's default over the job's name.
+result<bool> resolve_ssh_keys(const pod_view& pod, const policy& p, topology& t) {
+  if (const auto* keys = non_empty(pod.annotation(keys::ssh_keys))) {
+    if (*keys != "image" && *keys != "secret") {
+      return error{"trainenv: annotation " + std::string(keys::ssh_keys) + " is " + quote(*keys) +
+                   "; expected \"image\" (the image brings its keys) or \"secret\""};
+    }
+    if (*keys == "image") {
+      t.ssh_keys_provided = true;
+      t.sources.push_back({"sshKeys", "image", annotation_name(keys::ssh_keys)});
+    }
+  }
+  if (!t.ssh_keys_provided && !t.layout.ssh_keys_by.empty()) {
+    t.ssh_keys_provided = true;
+    t.sources.push_back({"sshKeys", "the controller's", t.layout.ssh_keys_by});
+  }
+  if (const auto* secret = non_empty(pod.annotation(keys::ssh_secret))) {
+    if (!is_dns_subdomain(*secret)) {
+      return error{"trainenv: annotation " + std::string(keys::ssh_secret) + " is " +
+                   quote(*secret) + "; expected a Secret's name (a DNS subdomain)"};
+    }
+    t.ssh_secret = std::string(*secret);
+  } else if (p.default_ssh_secret) {
+    variable_values job;
+    job.set(variable::job, t.job);
+    auto rendered = p.default_ssh_secret->render(job);
+    if (!rendered) return std::move(rendered).take_error();
+    t.ssh_secret = std::move(*rendered);
+  }
+  return true;
 }
 
 // Whether the pod's index fits the pods its role is given and JobSet's label of its Jobs agrees
@@ -326,12 +394,12 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
 
   auto port = read_int_annotation(pod, keys::master_port, 1, 65535);
   if (!port) return std::move(port).take_error();
-  if (auto nproc = resolve_processes(pod, p, target, src.trainer, t); !nproc)
+  if (auto nproc = resolve_processes(pod, p, target, src.trainer, src.accelerators, t); !nproc)
     return std::move(nproc).take_error();
   if (src.elastic != nullptr) {
     t.elastic = src.elastic->elastic;
     t.c10d = t.elastic || src.elastic->rendezvous_c10d;
-    t.notes = src.elastic->notes;
+    t.notes.insert(t.notes.end(), src.elastic->notes.begin(), src.elastic->notes.end());
   }
   t.job_uid = src.job_uid;
   t.ssh_auth_mount_path = ssh_mount_path(pod, p, src.trainer);
@@ -387,6 +455,9 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   t.counts_known = counts_known;
   if (t.training_role) t.world_size = layout.training_pods();
   if (t.index) t.node_rank = layout.node_rank(t.role_at, *t.index);
+  t.launches = t.role == launcher_role ||
+               (p.hostfile && counts_known && t.node_rank == 0 && !layout.index_of(launcher_role));
+  if (auto ok = resolve_ssh_keys(pod, p, t); !ok) return std::move(ok).take_error();
   name_and_sources(pod, p, src, *nodes_annotation, t);
   if (src.owners == nullptr && src.has_owner) t.owner_open = open_without_owner(pod, p, t);
   return t;

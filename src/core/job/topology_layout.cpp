@@ -66,6 +66,8 @@ job_layout layout_from_owner(const owner_counts& owners) {
     }
   }
   set_naming(layout, *owners.kind, owners.object, owners.name, nullptr, true);
+  if (!owners.kind->ssh_keys.empty() && find_path(*owners.object, owners.kind->ssh_keys) != nullptr)
+    layout.ssh_keys_by = path_text(owners.kind->ssh_keys) + " of " + owners.owner;
   if (owners.kind->arguments) {
     read_plugin_args(*owners.kind->arguments, *owners.object, layout);
     // The plugin names entries; a template's own trainenv.io/role wins over what it says.

@@ -88,6 +88,8 @@ variable_values topology::variables() const {
   set_text(variable::master_addr, layout.master());
   v.set(variable::ssh_auth_mount_path, ssh_auth_mount_path);
   v.set(variable::ssh_key_mode, ssh_key_mode);
+  v.set(variable::ssh_secret, ssh_secret);
+  v.set(variable::ssh_keys_provided, std::int64_t{ssh_keys_provided ? 1 : 0});
   v.set(variable::cluster_domain, cluster_domain);
   set_text(variable::subdomain, layout.launcher_subdomain());
   set_rendezvous(v);

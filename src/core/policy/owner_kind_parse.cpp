@@ -27,7 +27,7 @@ class owner_kind_parser {
     if (!known(*spec, "spec",
                {"apiGroup", "versions", "kind", "resource", "clusterScoped", "roles", "runtimeRef",
                 "framework", "naming", "coordinator", "writes", "pluginArgs", "defaultPolicy",
-                "wiredBy"}))
+                "wiredBy", "sshKeys"}))
       return take();
     const auto* group = text(*spec, "apiGroup", "spec.apiGroup", true);
     if (failed_) return take();
@@ -61,6 +61,8 @@ class owner_kind_parser {
     out.gives_framework = flag(*spec, "framework", "spec.framework");
     if (const auto* ref = text(*spec, "runtimeRef", "spec.runtimeRef", true))
       out.runtime_ref = split(*ref);
+    if (const auto* keys = text(*spec, "sshKeys", "spec.sshKeys", true))
+      out.ssh_keys = split(*keys);
     if (failed_) return take();
     if (const auto* roles = member(*spec, "roles")) {
       auto layout = parse_roles(*roles);

@@ -184,8 +184,18 @@ std::vector<std::string> parser::require_tokens(const json& value, const std::st
 }
 
 void parser::parse_defaults(const json& defaults) {
-  check_keys(defaults, "spec.defaults",
-             {"masterPort", "numNodes", "nprocPerNode", "replicas", "sshAuthMountPath"});
+  check_keys(
+      defaults, "spec.defaults",
+      {"masterPort", "numNodes", "nprocPerNode", "replicas", "sshAuthMountPath", "sshSecret"});
+  if (defaults.contains("sshSecret")) {
+    auto compiled =
+        template_string::compile(require_string(defaults["sshSecret"], "spec.defaults.sshSecret"));
+    if (!compiled) fail("spec.defaults.sshSecret", compiled.message());
+    if ((compiled->used() & ~variable_bit(variable::job)) != 0)
+      fail("spec.defaults.sshSecret",
+           "may use ${job} and nothing else, e.g. \"${job}-mpi-ssh-auth\"");
+    p_.default_ssh_secret = std::move(*compiled);
+  }
   if (defaults.contains("sshAuthMountPath")) {
     p_.default_ssh_auth_mount_path =
         require_string(defaults["sshAuthMountPath"], "spec.defaults.sshAuthMountPath");
@@ -238,7 +248,12 @@ result<policy> parse_policy(const json& document, std::string_view source) {
   return out;
 }
 
-result<std::vector<std::string>> parse_sidecar_list(const json& document, std::string_view source) {
+namespace {
+
+// The one list of a list document (a SidecarList's spec.containers, an AcceleratorList's
+// spec.accelerators): its apiVersion and fields checked, `example` saying what to write.
+result<const json*> list_of(const json& document, std::string_view source, const std::string& name,
+                            std::string_view example) {
   const auto fail_at = [&](const std::string& field, const std::string& problem) {
     return error{std::string(source) + ": " + field + ": " + problem};
   };
@@ -249,14 +264,78 @@ result<std::vector<std::string>> parse_sidecar_list(const json& document, std::s
     return fail_at("apiVersion", "must be \"" + std::string(policy_api_version) + "\"");
   const auto* spec = member(document, "spec");
   if (spec == nullptr || !spec->is_object())
-    return fail_at("spec", "missing; write spec: {containers: [istio-proxy, ...]}");
-  if (auto e = check_fields(*spec, "spec", {"containers"}))
+    return fail_at("spec", "missing; write spec: {" + name + ": " + std::string(example) + "}");
+  if (auto e = check_fields(*spec, "spec", {name}))
     return error{std::string(source) + ": " + e->message};
-  const auto* containers = member(*spec, "containers");
+  return member(*spec, name);
+}
+
+}  // namespace
+
+result<std::vector<std::string>> parse_sidecar_list(const json& document, std::string_view source) {
+  const auto fail_at = [&](const std::string& field, const std::string& problem) {
+    return error{std::string(source) + ": " + field + ": " + problem};
+  };
+  auto found = list_of(document, source, "containers", "[istio-proxy, ...]");
+  if (!found) return std::move(found).take_error();
+  const auto* containers = *found;
   if (containers == nullptr) return fail_at("spec.containers", "missing; list container names");
   auto names = read_names(*containers, "spec.containers");
   if (!names) return error{std::string(source) + ": " + names.message()};
   return std::move(*names);
+}
+
+result<std::vector<accelerator>> parse_accelerator_list(const json& document,
+                                                        std::string_view source) {
+  const auto fail_at = [&](const std::string& field, const std::string& problem) {
+    return error{std::string(source) + ": " + field + ": " + problem};
+  };
+  auto found =
+      list_of(document, source, "accelerators", "[{resource: ..., processesPerDevice: 1}]");
+  if (!found) return std::move(found).take_error();
+  const auto* list = *found;
+  if (list == nullptr || !list->is_array())
+    return fail_at("spec.accelerators", "must be a list of {resource, processesPerDevice}");
+  // A count of processes per device: 1 to 1024 (no device runs more).
+  const auto per_device = [](const json& value) -> std::optional<std::int64_t> {
+    if (!value.is_number_integer()) return std::nullopt;
+    const auto n = value.get<std::int64_t>();
+    return n >= 1 && n <= 1024 ? std::optional(n) : std::nullopt;
+  };
+  std::vector<accelerator> out;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const auto& entry = (*list)[i];
+    const std::string at = "spec.accelerators[" + std::to_string(i) + "]";
+    if (!entry.is_object()) return fail_at(at, "must be an object {resource, processesPerDevice}");
+    if (auto e = check_fields(entry, at, {"resource", "processesPerDevice", "byInstanceType"}))
+      return error{std::string(source) + ": " + e->message};
+    accelerator a;
+    const auto* resource = string_member(entry, "resource");
+    if (resource == nullptr || resource->empty())
+      return fail_at(at + ".resource",
+                     "missing; the extended resource's name, e.g. google.com/tpu");
+    a.resource = *resource;
+    for (const auto& known : out) {
+      if (known.resource == a.resource)
+        return fail_at(at + ".resource", quote(a.resource) + " is listed twice");
+    }
+    const auto* count = member(entry, "processesPerDevice");
+    const auto n = count != nullptr ? per_device(*count) : std::nullopt;
+    if (!n) return fail_at(at + ".processesPerDevice", "must be a whole number from 1 to 1024");
+    a.processes_per_device = *n;
+    if (const auto* types = member(entry, "byInstanceType")) {
+      if (!types->is_object())
+        return fail_at(at + ".byInstanceType", "must map instance types to processes per device");
+      for (const auto& [type, value] : types->items()) {
+        const auto m = per_device(value);
+        if (!m)
+          return fail_at(at + ".byInstanceType." + type, "must be a whole number from 1 to 1024");
+        a.by_instance_type.emplace_back(type, *m);
+      }
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
 }
 
 }  // namespace trainenv::core

@@ -225,10 +225,6 @@ struct job_builder {
     std::int64_t global_index = 0;
     for (const auto& rj : *jobs) {
       const auto rj_name = text_at(rj, {"name"});
-      if (rj_name == launcher_role &&
-          text_at(rj, {"template", "spec", "template", "metadata", "annotations",
-                       std::string(keys::run_launcher_as_node).c_str()}) == "true")
-        out.launcher_is_node = true;
       if (rj_name.empty())
         return error{"trainenv: JobSet " + name + " has a nameless replicatedJob"};
       const auto replicas = int_at(rj, {"replicas"}).value_or(1);
@@ -420,6 +416,15 @@ result<created_job> create_job(const json& job_object, const std::vector<json>& 
         "trainenv: a job preview lays out a TrainJob, a JobSet, a batch/v1 Job or a "
         "Volcano Job; this is " +
         (kind.empty() ? std::string("no kind") : api_version + " " + kind)};
+  }
+  // The role a pod plays: its template's trainenv.io/role wins over its entry's name (§2.2); a
+  // hand-written launcher says on its template whether it runs as a node too.
+  for (auto& c : out.pods) {
+    if (const auto* named = object_label_or_annotation(&c.pod, keys::role)) c.role = *named;
+    const auto* as_node = object_annotation(&c.pod, keys::run_launcher_as_node);
+    if (out.kind != "TrainJob" && c.role == launcher_role && as_node != nullptr &&
+        *as_node == "true")
+      out.launcher_is_node = true;
   }
   return out;
 }

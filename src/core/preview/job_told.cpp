@@ -181,7 +181,7 @@ void read_values(previewed_pod& p, const policy& pol, const std::vector<std::str
     if (source == "${rdzvEndpoint}:${masterPort}") p.rendezvous = value;
     if (source == "${rdzvId}") p.rendezvous_id = value;
   }
-  if (pol.hostfile && (p.created.role == launcher_role || pol.hostfile->scope.roles.all)) {
+  if (pol.hostfile) {
     if (auto text = hostfile_text(view, container, pol.hostfile->path, objects)) {
       p.hostfile = hosts_of(*text);
       p.has_hostfile = true;

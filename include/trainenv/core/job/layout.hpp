@@ -69,7 +69,8 @@ struct job_layout {
   // Naming: the owner kind's rule, the name it starts from (${job}) and where the subdomain comes
   // from. Without a rule, or when the controller names no pod at all, `unnamed` says why.
   const pod_naming* naming = nullptr;
-  std::string naming_kind;  // "JobSet", for messages
+  const owner_kind* kind = nullptr;  // the owner kind whose rule names them, when one does
+  std::string naming_kind;           // "JobSet", for messages
   std::string job;
   std::string unnamed;
   std::string subdomain;        // the owner's (or its default, or the pod's own when not read)
@@ -87,6 +88,8 @@ struct job_layout {
   std::string master_role = "master";
   std::string worker_role = "worker";
   std::optional<std::int64_t> plugin_port;  // the port that plugin names (--port)
+  // Set when the owner's controller mounts the job's SSH keys (owner_kind::ssh_keys): says where.
+  std::string ssh_keys_by;
 
   // The role as a policy knows it: "master" for the one that plays master, and so on.
   [[nodiscard]] std::string_view as_policy_role(std::string_view role) const;

@@ -46,6 +46,8 @@ struct topology {
   bool nproc_one_means_gpus = false;        // Trainer's MPI rule (trainer_settings)
   std::string ssh_auth_mount_path;
   std::int64_t ssh_key_mode = 0600;
+  std::string ssh_secret;          // ${sshSecret}
+  bool ssh_keys_provided = false;  // ${sshKeysProvided}: the image or the controller brings them
   std::string cluster_domain;
   std::optional<elastic_mode> elastic;  // an elastic job's bounds
   bool c10d = false;                    // the job rendezvous with c10d (elastic, or asked)
@@ -56,6 +58,10 @@ struct topology {
   // What the pod should hear about its layout (a coordinator outside the world), as warnings.
   std::vector<std::string> notes;
   bool training_role = false;
+  // It runs the MPI launcher: role launcher, or node rank 0 of an MPI job with no launcher role
+  // (every pod alike, rank 0 calls mpirun; docs/contract.md §2.2). It then gets what a policy
+  // gives role launcher (the hostfile, the launcher's variables) besides its own role's.
+  bool launches = false;
   std::optional<std::int64_t> node_rank;   // a node with a known index
   std::optional<std::int64_t> world_size;  // training roles
   std::size_t container = 0;               // the target container's index
@@ -69,6 +75,9 @@ struct topology {
   bool counts_known = false;
 
   [[nodiscard]] variable_values variables() const;
+  // Whether a policy item for `roles` applies to this pod's role (or, when it launches, to
+  // role launcher).
+  [[nodiscard]] bool in_scope(const role_scope& roles) const;
   // "<hostname>.<subdomain>.<namespace>.svc.<cluster domain>" of node rank 0: where a c10d
   // rendezvous is hosted (docs/contract.md §2.3).
   [[nodiscard]] result<std::string> rendezvous_host() const;
@@ -106,8 +115,9 @@ inline constexpr std::uint32_t naming_variables =
 // What topology reads besides the pod and the policy.
 struct topology_sources {
   const owner_kind_set* kinds = nullptr;  // the naming rules, for a pod whose owners are not read
-  const owner_counts* owners = nullptr;   // the layout owner's roles, when read
-  const trainer_settings* trainer = nullptr;     // a Trainer pod's TrainJob and runtime
+  const std::vector<accelerator>* accelerators = nullptr;  // what processes per node counts
+  const owner_counts* owners = nullptr;                    // the layout owner's roles, when read
+  const trainer_settings* trainer = nullptr;               // a Trainer pod's TrainJob and runtime
   bool has_owner = false;                        // the pod has a controlling owner (read or not)
   std::string cluster_domain = "cluster.local";  // ${clusterDomain}: serve --cluster-domain
   const elastic_reading* elastic = nullptr;      // the job's elastic bounds, read by the engine

@@ -129,6 +129,9 @@ struct owner_kind {
   std::optional<controller_writes> writes;
   std::optional<plugin_args> arguments;
   std::string default_policy;  // for its pods when nothing else names one (Volcano)
+  // Its controller mounts the job's SSH keys itself when the owner has this member (Volcano's
+  // ssh plugin, its Secret <job>-ssh): an MPI policy then mounts none. Empty: never.
+  member_path ssh_keys;
   // Set: pods this kind controls are wired by its own operator (Kubeflow's v1 PyTorchJob,
   // MPIJob, ...) and pass unchanged with this said as a warning; the object is never read.
   std::string wired_by;

@@ -145,6 +145,8 @@ struct policy {
   nproc_setting default_nproc;
   std::vector<std::pair<std::string, template_string>> default_replicas;  // role -> count
   std::string default_ssh_auth_mount_path = "/root/.ssh";  // ${sshAuthMountPath} without a runtime
+  // ${sshSecret} without trainenv.io/ssh-secret: over ${job} ("${job}-mpi-ssh-auth").
+  std::optional<template_string> default_ssh_secret;
   std::vector<env_item> env;
   std::vector<port_item> ports;
   std::vector<std::string> args_after;  // insert args right after these command tokens
@@ -176,6 +178,23 @@ inline constexpr std::string_view sidecar_list_kind = "SidecarList";
 [[nodiscard]] result<std::vector<std::string>> parse_sidecar_list(const nlohmann::json& document,
                                                                   std::string_view source);
 
+// An accelerator that torchrun's own `auto` does not count (docs/contract.md §2, processes per
+// node): a resource name and the processes each device runs, per instance type where the figure
+// depends on the machine (node.kubernetes.io/instance-type). policies/accelerators.yaml.
+struct accelerator {
+  std::string resource;  // "aws.amazon.com/neuron"
+  std::int64_t processes_per_device = 1;
+  // Instance type -> processes per device; when not empty, a pod that names no instance type
+  // listed here gets processes_per_device with a warning.
+  std::vector<std::pair<std::string, std::int64_t>> by_instance_type;
+};
+
+inline constexpr std::string_view accelerator_list_kind = "AcceleratorList";
+// Parses one AcceleratorList document (spec.accelerators, in the order they are counted: a
+// container that asks for several is counted by the first listed).
+[[nodiscard]] result<std::vector<accelerator>> parse_accelerator_list(
+    const nlohmann::json& document, std::string_view source);
+
 // An immutable set of policies with constant-time selection by name and framework value.
 class policy_set {
  public:
@@ -190,7 +209,8 @@ class policy_set {
   // owner kinds (policies/owners.yaml) travel with the policies: one load, one snapshot.
   [[nodiscard]] static result<policy_set> build(std::vector<policy> policies,
                                                 owner_kind_set owner_kinds = {},
-                                                std::vector<std::string> sidecars = {});
+                                                std::vector<std::string> sidecars = {},
+                                                std::vector<accelerator> accelerators = {});
 
   [[nodiscard]] const policy* by_name(std::string_view name) const;
   [[nodiscard]] const policy* by_framework(std::string_view framework) const;
@@ -202,6 +222,8 @@ class policy_set {
   // Container names known as sidecars (a service mesh's proxy, ...): never the target container
   // unless named (policies/sidecars.yaml).
   [[nodiscard]] const std::vector<std::string>& sidecars() const { return sidecars_; }
+  // The accelerators processes per node counts (policies/accelerators.yaml), in their order.
+  [[nodiscard]] const std::vector<accelerator>& accelerators() const { return accelerators_; }
 
  private:
   struct string_hash {
@@ -213,6 +235,7 @@ class policy_set {
   std::vector<policy> policies_;
   owner_kind_set owner_kinds_;
   std::vector<std::string> sidecars_;
+  std::vector<accelerator> accelerators_;
   index_map by_name_;
   index_map by_framework_;
   std::optional<std::size_t> default_;

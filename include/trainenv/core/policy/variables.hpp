@@ -33,6 +33,8 @@ enum class variable : std::uint8_t {
   master_addr,          // the DNS name of node rank 0
   ssh_auth_mount_path,  // where the MPI SSH keys go (the runtime's sshAuthMountPath)
   ssh_key_mode,         // the private key's file mode: 0600, or 0640 read through fsGroup
+  ssh_secret,           // the Secret that holds them (trainenv.io/ssh-secret, else the default)
+  ssh_keys_provided,    // 1 when the image or the owner's controller brings them, else 0
   subdomain,            // the subdomain of the job's launcher, else of its master
   cluster_domain,       // the cluster's DNS domain (serve --cluster-domain)
   elastic,              // 1 for an elastic job (docs/contract.md §2.3), else 0
@@ -70,6 +72,8 @@ inline constexpr std::array variable_table = {
     variable_info{variable::master_addr, "masterAddr", false},
     variable_info{variable::ssh_auth_mount_path, "sshAuthMountPath", false},
     variable_info{variable::ssh_key_mode, "sshKeyMode", true},
+    variable_info{variable::ssh_secret, "sshSecret", false},
+    variable_info{variable::ssh_keys_provided, "sshKeysProvided", true},
     variable_info{variable::subdomain, "subdomain", false},
     variable_info{variable::cluster_domain, "clusterDomain", false},
     variable_info{variable::elastic, "elastic", true},

@@ -34,6 +34,10 @@ inline constexpr std::string_view master_port = "trainenv.io/master-port";
 inline constexpr std::string_view injected = "trainenv.io/injected";
 inline constexpr std::string_view container = "trainenv.io/container";
 inline constexpr std::string_view ssh_auth_mount_path = "trainenv.io/ssh-auth-mount-path";
+// The MPI SSH keys (docs/contract.md §2.2): another Secret than <job>-mpi-ssh-auth, or "image"
+// (the image brings its keys: no Secret is mounted).
+inline constexpr std::string_view ssh_secret = "trainenv.io/ssh-secret";
+inline constexpr std::string_view ssh_keys = "trainenv.io/ssh-keys";
 inline constexpr std::string_view run_launcher_as_node = "trainenv.io/run-launcher-as-node";
 inline constexpr std::string_view elastic = "trainenv.io/elastic";
 inline constexpr std::string_view max_restarts = "trainenv.io/max-restarts";
