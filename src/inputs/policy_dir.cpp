@@ -75,15 +75,65 @@ std::size_t policy_dir_fingerprint(const std::string& dir) {
   return read_policy_files(dir).fingerprint;
 }
 
+namespace {
+
+// What a policy directory's documents hold, before the set is built from them.
+struct policy_documents {
+  std::vector<core::policy> policies;
+  std::vector<core::owner_kind> owner_kinds;
+  std::vector<std::string> sidecars;
+  std::vector<core::accelerator> accelerators;
+
+  // One document, by its kind (docs/policies.md): a policy, an owner kind (where a pod's counts
+  // sit), the known sidecar containers, or the accelerators processes per node counts. A
+  // problem is said in `errors`, naming `where`.
+  void take(const nlohmann::json& document, const std::string& where,
+            std::vector<std::string>& errors) {
+    const auto* kind = core::string_member(document, "kind");
+    const auto given = kind != nullptr ? std::string_view(*kind) : std::string_view();
+    if (given == core::accelerator_list_kind) {
+      auto listed = core::parse_accelerator_list(document, where);
+      if (!listed) {
+        errors.push_back(listed.message());
+        return;
+      }
+      for (auto& a : *listed) accelerators.push_back(std::move(a));
+    } else if (given == core::sidecar_list_kind) {
+      auto names = core::parse_sidecar_list(document, where);
+      if (!names) {
+        errors.push_back(names.message());
+        return;
+      }
+      for (auto& name : *names) {
+        if (std::find(sidecars.begin(), sidecars.end(), name) == sidecars.end())
+          sidecars.push_back(std::move(name));
+      }
+    } else if (given == core::owner_kind_kind) {
+      auto k = core::parse_owner_kind(document, where);
+      if (!k) {
+        errors.push_back(k.message());
+        return;
+      }
+      owner_kinds.push_back(std::move(*k));
+    } else {
+      auto p = core::parse_policy(document, where);
+      if (!p) {
+        errors.push_back(p.message());
+        return;
+      }
+      policies.push_back(std::move(*p));
+    }
+  }
+};
+
+}  // namespace
+
 policy_load load_policy_dir(const std::string& dir) {
   auto read = read_policy_files(dir);
   policy_load out;
   out.errors = std::move(read.errors);
   out.fingerprint = read.fingerprint;
-  std::vector<core::policy> policies;
-  std::vector<core::owner_kind> owner_kinds;
-  std::vector<std::string> sidecars;
-  std::vector<core::accelerator> accelerators;
+  policy_documents found;
   for (const auto& file : read.files) {
     out.files.push_back(file.path);
     auto docs = parse_documents(file.text);
@@ -92,62 +142,24 @@ policy_load load_policy_dir(const std::string& dir) {
       continue;
     }
     for (std::size_t i = 0; i < docs->size(); ++i) {
-      const auto where =
-          docs->size() > 1 ? file.path + " (document " + std::to_string(i + 1) + ")" : file.path;
-      // One directory holds four kinds of document (docs/policies.md): policies, the owner
-      // kinds that say where a pod's counts sit, the known sidecar containers and the
-      // accelerators processes per node counts.
-      const auto* kind = core::string_member((*docs)[i], "kind");
-      if (kind != nullptr && *kind == core::accelerator_list_kind) {
-        auto listed = core::parse_accelerator_list((*docs)[i], where);
-        if (!listed) {
-          out.errors.push_back(listed.message());
-          continue;
-        }
-        for (auto& a : *listed) accelerators.push_back(std::move(a));
-        continue;
-      }
-      if (kind != nullptr && *kind == core::sidecar_list_kind) {
-        auto names = core::parse_sidecar_list((*docs)[i], where);
-        if (!names) {
-          out.errors.push_back(names.message());
-          continue;
-        }
-        for (auto& name : *names) {
-          if (std::find(sidecars.begin(), sidecars.end(), name) == sidecars.end())
-            sidecars.push_back(std::move(name));
-        }
-        continue;
-      }
-      if (kind != nullptr && *kind == core::owner_kind_kind) {
-        auto k = core::parse_owner_kind((*docs)[i], where);
-        if (!k) {
-          out.errors.push_back(k.message());
-          continue;
-        }
-        owner_kinds.push_back(std::move(*k));
-        continue;
-      }
-      auto p = core::parse_policy((*docs)[i], where);
-      if (!p) {
-        out.errors.push_back(p.message());
-        continue;
-      }
-      policies.push_back(std::move(*p));
+      found.take(
+          (*docs)[i],
+          docs->size() > 1 ? file.path + " (document " + std::to_string(i + 1) + ")" : file.path,
+          out.errors);
     }
   }
   if (!out.errors.empty()) return out;
-  if (policies.empty()) {
+  if (found.policies.empty()) {
     out.errors.push_back(dir + ": no policy files (*.yaml, *.yml, *.json) found");
     return out;
   }
-  auto kinds = core::owner_kind_set::build(std::move(owner_kinds));
+  auto kinds = core::owner_kind_set::build(std::move(found.owner_kinds));
   if (!kinds) {
     out.errors.push_back(kinds.message());
     return out;
   }
-  auto set = core::policy_set::build(std::move(policies), std::move(*kinds), std::move(sidecars),
-                                     std::move(accelerators));
+  auto set = core::policy_set::build(std::move(found.policies), std::move(*kinds),
+                                     std::move(found.sidecars), std::move(found.accelerators));
   if (!set) {
     out.errors.push_back(set.message());
     return out;

@@ -468,7 +468,7 @@ void check_one(const job_plan& plan, const std::string& policy, const std::vecto
 }  // namespace
 
 TEST_CASE("every generated layout, for every shipped policy, passes the whole-job checks",
-          "[property][layout]") {
+          "[.property][layout]") {
   const auto seed = test::property_seed();
   generator g(seed);
   const auto runtimes = test::owner_file_at("examples/jobs/runtimes.yaml").objects();

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "trainenv/core/policy/owners.hpp"
+#include "trainenv/core/text/names.hpp"
 #include "trainenv/core/text/result.hpp"
 
 namespace trainenv::inputs {
@@ -50,12 +52,13 @@ struct serve_config {
   // Owner lookups (docs/owner-lookup.md). kubeconfig empty: the service account when
   // KUBERNETES_SERVICE_HOST is set, else no API access.
   std::string kubeconfig;
-  std::chrono::milliseconds lookup_timeout{2'000};  // all the lookups of one pod
+  std::chrono::milliseconds lookup_timeout{
+      core::default_lookup_budget};  // all the lookups of one pod
   std::chrono::milliseconds owner_cache_ttl{10'000};
   // server::owner_cache_options::max_bytes says why.
   std::size_t owner_cache_bytes = std::size_t{32} * 1024 * 1024;
   std::string owners;  // --owners FILE: owners from a file instead of the API (no cluster)
-  std::string cluster_domain = "cluster.local";  // the pods' full DNS names end in it
+  std::string cluster_domain{core::default_cluster_domain};  // the pods' full DNS names end in it
   // serve --help states these defaults; the tests parse them back and compare.
   friend bool operator==(const serve_config&, const serve_config&) = default;
 };
@@ -66,8 +69,8 @@ struct preview_config {
   std::string policies = "policies/";
   std::string owners;      // --owners FILE: owner objects, offline
   std::string kubeconfig;  // --kubeconfig FILE: read the owners from that cluster
-  std::chrono::milliseconds lookup_timeout{2'000};
-  std::string cluster_domain = "cluster.local";
+  std::chrono::milliseconds lookup_timeout{core::default_lookup_budget};
+  std::string cluster_domain{core::default_cluster_domain};
   bool job = false;              // --job: FILE is a whole job (TrainJob, JobSet, Job, Volcano Job)
   std::string output = "table";  // -o table|json, for --job (a pod's preview is always JSON)
 };

@@ -10,6 +10,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "trainenv/core/policy/owners.hpp"
 #include "trainenv/core/text/result.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
 #include "trainenv/server/state.hpp"
@@ -17,13 +18,13 @@
 namespace trainenv::server {
 
 struct api_access_options {
-  std::chrono::milliseconds lookup_budget{2'000};           // --lookup-timeout
-  std::chrono::milliseconds cache_ttl{10'000};              // --owner-cache-ttl
-  std::size_t cache_bytes = std::size_t{32} * 1024 * 1024;  // --owner-cache-bytes
-  bool previews = false;                                    // --preview-listen
-  std::size_t owner_connections = 32;                       // /mutate's, to the API server at once
-  std::size_t caller_connections = 8;                       // the previews' reads
-  std::size_t review_connections = 4;                       // the TokenReviews
+  std::chrono::milliseconds lookup_budget{core::default_lookup_budget};  // --lookup-timeout
+  std::chrono::milliseconds cache_ttl{10'000};                           // --owner-cache-ttl
+  std::size_t cache_bytes = std::size_t{32} * 1024 * 1024;               // --owner-cache-bytes
+  bool previews = false;                                                 // --preview-listen
+  std::size_t owner_connections = 32;  // /mutate's, to the API server at once
+  std::size_t caller_connections = 8;  // the previews' reads
+  std::size_t review_connections = 4;  // the TokenReviews
 };
 
 // An API client on `ioc` for `credentials`, counting into state.metrics and holding its answers

@@ -20,6 +20,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 
+#include "trainenv/core/policy/owners.hpp"
 #include "trainenv/core/text/result.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
 #include "trainenv/server/lookup_result.hpp"
@@ -98,7 +99,7 @@ class kube_client {
   // With the client's own rights. (An overload, not a default argument: GCC 12 destroys twice a
   // defaulted argument of class type in a co_await'ed call.)
   [[nodiscard]] boost::asio::awaitable<lookup_result> get(
-      std::string path, std::chrono::milliseconds budget = std::chrono::milliseconds(2000),
+      std::string path, std::chrono::milliseconds budget = core::default_lookup_budget,
       object_reader read = {}) const {
     return get(std::move(path), budget, std::move(read), read_rights{});
   }

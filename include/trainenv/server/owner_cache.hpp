@@ -85,7 +85,7 @@ class owner_cache {
   // a defaulted argument of class type in a co_await'ed call.)
   [[nodiscard]] boost::asio::awaitable<lookup_result> get(
       std::string path, std::string expected_uid,
-      std::chrono::milliseconds budget = std::chrono::milliseconds(2000), bool refresh = false,
+      std::chrono::milliseconds budget = core::default_lookup_budget, bool refresh = false,
       object_reader read = {}) const {
     return get(std::move(path), std::move(expected_uid), budget, refresh, std::move(read),
                read_rights{});

@@ -33,8 +33,9 @@ namespace trainenv::server {
 inline const read_rights own_rights{};
 
 struct owner_lookup {
-  std::optional<owner_cache> cache;        // none: no API access (every needed owner is no_access)
-  std::chrono::milliseconds budget{2000};  // --lookup-timeout: for all the lookups of one pod
+  std::optional<owner_cache> cache;  // none: no API access (every needed owner is no_access)
+  std::chrono::milliseconds budget{
+      core::default_lookup_budget};  // --lookup-timeout: for all the lookups of one pod
   // serve --owners FILE: the owners from a file instead of the API (a local server, no cluster).
   std::shared_ptr<const inputs::owner_file> file;
   // With neither: why a needed owner cannot be read, in the words of the caller's flags.

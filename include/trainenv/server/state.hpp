@@ -10,6 +10,7 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include "trainenv/core/text/names.hpp"
 #include "trainenv/server/file_reloader.hpp"
 #include "trainenv/server/memory_budget.hpp"
 #include "trainenv/server/metrics.hpp"
@@ -35,7 +36,7 @@ struct server_state {
   std::optional<preview_access> preview_callers;
   owner_lookup preview_owners;
   // The cluster's DNS domain (--cluster-domain): the pods' full names end in it.
-  std::string cluster_domain = "cluster.local";
+  std::string cluster_domain{core::default_cluster_domain};
 
   // Whether the webhook reads the cluster with its own rights: then no preview is served on the
   // admission port (docs/security.md).

@@ -260,6 +260,22 @@ void place_coordinator(job_layout& layout, const coordinator_pod& c) {
   layout.coordinator = std::pair(*at, position);
 }
 
+// Why a layout runs no pod in a node role (nothing to train on, no master): its roles and what
+// the policy trains.
+std::string no_nodes_message(const job_layout& layout, const policy& p, bool strict,
+                             const world_rules& rules) {
+  std::string roles;
+  for (const auto& r : layout.roles) {
+    if (r.listed) roles += (roles.empty() ? "" : ", ") + r.name + "=" + std::to_string(r.pods);
+  }
+  std::string trains = p.every_role_trains ? std::string("every role but the launcher") : "";
+  for (const auto& r : p.training_roles) trains += (trains.empty() ? "" : ", ") + r;
+  if (!strict && rules.read_from_owner && !p.every_role_trains) trains = "every role in the world";
+  return "trainenv: " + layout.source + " runs no pod in a node role (it has " +
+         (roles.empty() ? std::string("no role") : roles) + "; policy " + quote(p.name) +
+         " trains " + trains + "): the job has nothing to train on, and no master";
+}
+
 }  // namespace
 
 std::string_view job_layout::as_policy_role(std::string_view role) const {
@@ -319,20 +335,7 @@ void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
     }
   }
   if (launcher) layout.nodes.push_back(*launcher);
-  if (layout.node_count() == 0) {
-    std::string roles;
-    for (const auto& r : layout.roles) {
-      if (r.listed) roles += (roles.empty() ? "" : ", ") + r.name + "=" + std::to_string(r.pods);
-    }
-    std::string trains = p.every_role_trains ? std::string("every role but the launcher") : "";
-    for (const auto& r : p.training_roles) trains += (trains.empty() ? "" : ", ") + r;
-    if (!strict && rules.read_from_owner && !p.every_role_trains)
-      trains = "every role in the world";
-    layout.no_nodes = "trainenv: " + layout.source + " runs no pod in a node role (it has " +
-                      (roles.empty() ? std::string("no role") : roles) + "; policy " +
-                      quote(p.name) + " trains " + trains +
-                      "): the job has nothing to train on, and no master";
-  }
+  if (layout.node_count() == 0) layout.no_nodes = no_nodes_message(layout, p, strict, rules);
   layout.coordinator.reset();
   layout.coordinator_note.clear();
   if (coordinator) place_coordinator(layout, *coordinator);

@@ -14,6 +14,7 @@
 #include "trainenv/core/model/pod_view.hpp"
 #include "trainenv/core/policy/owners.hpp"
 #include "trainenv/core/policy/policy.hpp"
+#include "trainenv/core/text/names.hpp"
 
 namespace trainenv::core {
 
@@ -21,7 +22,7 @@ struct mutate_options {
   // Use this policy regardless of the pod's annotation or framework label (preview ?policy=).
   std::string forced_policy;
   // The cluster's DNS domain (serve --cluster-domain): ${clusterDomain}, for the pods' full names.
-  std::string cluster_domain = "cluster.local";
+  std::string cluster_domain{default_cluster_domain};
 };
 
 // What one evaluation decides: a pod, and the admission request it came in, if it came in one

@@ -20,6 +20,7 @@
 #include "trainenv/core/policy/policy.hpp"
 #include "trainenv/core/policy/variables.hpp"
 #include "trainenv/core/text/keys.hpp"
+#include "trainenv/core/text/names.hpp"
 #include "trainenv/core/text/result.hpp"
 
 namespace trainenv::core {
@@ -118,10 +119,10 @@ struct topology_sources {
   const std::vector<accelerator>* accelerators = nullptr;  // what processes per node counts
   const owner_counts* owners = nullptr;                    // the layout owner's roles, when read
   const trainer_settings* trainer = nullptr;               // a Trainer pod's TrainJob and runtime
-  bool has_owner = false;                        // the pod has a controlling owner (read or not)
-  std::string cluster_domain = "cluster.local";  // ${clusterDomain}: serve --cluster-domain
-  const elastic_reading* elastic = nullptr;      // the job's elastic bounds, read by the engine
-  std::string job_uid;                           // ${rdzvId}
+  bool has_owner = false;  // the pod has a controlling owner (read or not)
+  std::string cluster_domain{default_cluster_domain};  // ${clusterDomain}: serve --cluster-domain
+  const elastic_reading* elastic = nullptr;  // the job's elastic bounds, read by the engine
+  std::string job_uid;                       // ${rdzvId}
 };
 
 // The code of an error that says the pod contradicts the owner it was sized from (its index past

@@ -4,6 +4,7 @@
 // fetches the objects (the API client, or `preview --owners`) and hands them in.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -165,6 +166,9 @@ class owner_kind_set {
  private:
   std::vector<owner_kind> kinds_;
 };
+
+// --lookup-timeout's default: the budget for all the owner reads of one pod's admission.
+inline constexpr std::chrono::milliseconds default_lookup_budget{2'000};
 
 // Why an owner object could not be had: the one name of a lookup's failure, which the shell's
 // API client and cache report directly and its metrics label.

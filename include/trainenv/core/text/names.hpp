@@ -19,6 +19,9 @@ inline constexpr std::string_view policy_api_version = "trainenv.io/v1alpha1";
 
 // An environment variable name as the apiserver accepts it: [A-Za-z_.-][A-Za-z0-9_.-]*.
 [[nodiscard]] bool is_env_name(std::string_view s);
+// The cluster's DNS domain unless serve --cluster-domain says (Kubernetes' own default).
+inline constexpr std::string_view default_cluster_domain = "cluster.local";
+
 // DNS labels joined by dots, at most 253 characters in all: a cluster domain ("cluster.local").
 [[nodiscard]] bool is_dns_subdomain(std::string_view s);
 
