@@ -122,9 +122,6 @@ result<role_counts> parse_replicas(std::string_view text) {
 
 namespace {
 
-// Processes per node, the processes-per-node count and the GPUs: the annotation, else what the
-// TrainJob or its runtime sets (so that Trainer's own PET_NPROC_PER_NODE agrees), else the
-// policy's default, resolved against the target container's resources.
 // The instance type the pod asks to be placed on: its node selector's, else the one value of a
 // required node affinity term on node.kubernetes.io/instance-type; empty when it names none.
 std::string instance_type(const pod_view& pod) {
@@ -147,6 +144,10 @@ std::string instance_type(const pod_view& pod) {
   return {};
 }
 
+// Processes per node, the processes-per-node count and the GPUs: the annotation, else what the
+// TrainJob or its runtime sets (so that Trainer's own PET_NPROC_PER_NODE agrees), else the
+// policy's default, resolved against the target container's resources, and the
+// accelerators of the list.
 result<bool> resolve_processes(const pod_view& pod, const policy& p, const json_ref& target,
                                const trainer_settings* trainer,
                                const std::vector<accelerator>* accelerators, topology& t) {
