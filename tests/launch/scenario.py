@@ -417,7 +417,8 @@ class ScenarioRun(launch.Run):
             if admitted != laid_out["object"]:  # the same engine: they must agree
                 self.notes.append(f"serve's {laid_out['name']} differs from preview's object")
             self._break(index, admitted)
-            pod = launch.Pod(len(self.pods), {"object": admitted, "role": laid_out["role"]})
+            pod = launch.Pod(len(self.pods), {"object": admitted, "role": laid_out["role"],
+                                              "name": laid_out["name"]})
             self.pods.append(pod)
             self.by_index[index] = pod
             self.add_pod(pod)
