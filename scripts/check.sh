@@ -8,7 +8,8 @@
 #   format    clang-format --dry-run -Werror over every tracked .cpp/.hpp
 #   tidy      clang-tidy 14 (root .clang-tidy) over src/**/*.cpp, warnings as errors, each file
 #             alone (a compile database of its own in build-tidy/, configured, never built);
-#             the static analyzer in its shallow mode, TIDY_ANALYZER=deep for the full one
+#             the static analyzer in its shallow mode, TIDY_ANALYZER=deep for the full one;
+#             a file whose whole input passed before is skipped (scripts/tidy.py, .ci/tidy-passed)
 #
 # Environment: TIDY_JOBS (default: the number of CPUs), TIDY_ANALYZER (shallow or deep).
 # Exit status: 0 when every check passed, 1 when any failed, 2 on a usage or set-up error.
@@ -145,33 +146,19 @@ check_tidy() {
   local analyzer="${TIDY_ANALYZER:-shallow}"
   case "$analyzer" in shallow|deep) ;; *) say "tidy: TIDY_ANALYZER is shallow or deep"; exit 2 ;; esac
   local extra=(-extra-arg=-Xclang -extra-arg=-analyzer-config -extra-arg=-Xclang -extra-arg="mode=$analyzer")
+  local clang
+  clang="$(command -v clang++-14 || true)"
+  [ -n "$clang" ] || { say "tidy: clang++-14 not found (apt-get install clang-14)"; exit 2; }
   local jobs="${TIDY_JOBS:-$(nproc)}" files start
   mapfile -t files < <(git ls-files 'src/*.cpp')
   say "tidy: $(basename "$tidy") over ${#files[@]} files in src/, $jobs jobs, analyzer $analyzer, warnings as errors"
   start=$SECONDS
   local status=0
-  if command -v run-clang-tidy-14 >/dev/null; then
-    # run-clang-tidy takes regexes over the compile database's absolute paths; it prints each
-    # invocation and clang-tidy's counts, which only hide the findings.
-    local out
-    out="$(mktemp)"
-    run-clang-tidy-14 -quiet -j "$jobs" -p "$db" -clang-tidy-binary "$tidy" "${extra[@]}" \
-      "^$root/src/.*\.cpp\$" >"$out" 2>&1 || status=1
-    # (run-clang-tidy 14 always asks for colour; strip it so the filter sees plain lines.)
-    sed 's/\x1b\[[0-9;]*m//g' "$out" |
-      grep -vE '^(\S*clang-tidy(-14)? |Running clang-tidy|[0-9]+ warnings? (and [0-9]+ errors? )?generated|Suppressed|Use -header-filter|$)' ||
-      true
-    # A header's finding repeats once per file including it: count each place once, per check.
-    if [ $status -ne 0 ]; then
-      say "tidy: distinct findings per check:"
-      sed 's/\x1b\[[0-9;]*m//g' "$out" | grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error): ' | sort -u |
-        grep -oE '\[[a-z0-9.-]+' | tr -d '[' | sort | uniq -c | sort -rn | sed 's/^/  /'
-    fi
-    rm -f "$out"
-  else
-    printf '%s\n' "${files[@]}" | xargs -P "$jobs" -n 1 "$tidy" --quiet -p "$db" "${extra[@]}" \
-      --warnings-as-errors='*' || status=1
-  fi
+  # scripts/tidy.py checks each file alone and skips those whose whole input (the file expanded
+  # with every header, its flags, .clang-tidy, the tool) passed before: .ci/tidy-passed keeps
+  # those inputs' keys, committed with the change, so CI checks only what changed since.
+  /usr/bin/python3 scripts/tidy.py --tidy "$tidy" --clang "$clang" --db "$db" --jobs "$jobs" \
+    --passed .ci/tidy-passed -- "${extra[@]}" "${files[@]}" || status=1
   if [ $status -eq 0 ]; then
     say "tidy: ok ($((SECONDS - start)) s)"
   else

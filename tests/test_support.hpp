@@ -30,6 +30,14 @@ inline std::uint64_t property_seed() {
   return std::random_device{}();
 }
 
+// How many rounds a property test draws: TRAINENV_PROPERTY_ROUNDS, else `full`. The sanitizer
+// builds' ctest entries ask for fewer (ASan at -O0 is some twenty times slower); the seed is
+// fresh each run, so runs add up to more layouts than any one draws.
+inline int property_rounds(int full) {
+  if (const char* given = std::getenv("TRAINENV_PROPERTY_ROUNDS")) return std::atoi(given);
+  return full;
+}
+
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path);

@@ -376,15 +376,6 @@ TEST_CASE("layout: a job with no pod in a node role says so, and host_group name
   host_group single{"b-", std::nullopt, "", 3, ".t"};
   CHECK(single.pods() == 3);
   CHECK(single.name(2) == "b-2.t");
-
-  // Volcano's --master and --worker rename the roles a policy calls master and worker.
-  job_layout renamed;
-  renamed.master_role = "chief";
-  renamed.worker_role = "replica";
-  CHECK(renamed.as_policy_role("chief") == "master");
-  CHECK(renamed.as_policy_role("replica") == "worker");
-  CHECK(renamed.as_policy_role("master").empty());
-  CHECK(renamed.as_policy_role("ps") == "ps");
 }
 
 }  // namespace layout_tests

@@ -457,11 +457,11 @@ TEST_CASE("a template's trainenv.io/role names the entry's role, its pods keep t
   // Two templates that play one role: a violation naming both.
   CHECK(
       read(json::array({task("a", "worker", "labels"), task("b", "worker", "labels")})).message() ==
-      "Job team-a/lm: \"a\" and \"b\" both play role \"worker\" (trainenv.io/role on their "
-      "templates); give each its own");
+      "Job team-a/lm: \"a\" and \"b\" both play role \"worker\" (by trainenv.io/role on their "
+      "templates or a job plugin's flags); give each its own");
   CHECK(read(json::array({task("a", "worker", "labels"), task("worker", "", "")})).message() ==
-        "Job team-a/lm: \"a\" and \"worker\" both play role \"worker\" (trainenv.io/role on "
-        "their templates); give each its own");
+        "Job team-a/lm: \"a\" and \"worker\" both play role \"worker\" (by trainenv.io/role on "
+        "their templates or a job plugin's flags); give each its own");
   // A role is a DNS label: it names hosts and messages.
   CHECK(read(json::array({task("a", "Launcher!", "labels")})).message() ==
         "Job team-a/lm spec.tasks[a] template's trainenv.io/role is \"Launcher!\"; a role is a "

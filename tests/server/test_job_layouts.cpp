@@ -421,6 +421,71 @@ TEST_CASE("a Volcano MPI job whose tasks the user named: the template's role nam
   CHECK_FALSE(s.pod("lm-mpiworker-0").has_hostfile);
 }
 
+TEST_CASE("a Volcano Job with the mpi plugin: the mpi policy, its flags name launcher and workers",
+          "[layouts][server]") {
+  // Volcano's own MPI example, unlabelled: plugins {mpi: [--master=mpimaster, --worker=mpiworker,
+  // --port=2222], ssh: [], svc: []} (its admission adds ssh and svc) and a third task the plugin
+  // does not name (a TensorBoard), which is no worker.
+  const auto task = [](const std::string& name, int replicas) {
+    return json{
+        {"name", name},
+        {"replicas", replicas},
+        {"template",
+         {{"metadata", {{"labels", {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"}}}}},
+          {"spec", {{"containers", {{{"name", "node"}, {"image", "mpi:1"}}}}}}}}};
+  };
+  json vj = {{"apiVersion", "batch.volcano.sh/v1alpha1"},
+             {"kind", "Job"},
+             {"metadata", {{"name", "lm"}, {"namespace", "team-a"}}},
+             {"spec",
+              {{"plugins",
+                {{"mpi", {"--master=mpimaster", "--worker=mpiworker", "--port=2222"}},
+                 {"ssh", json::array()},
+                 {"svc", json::array()}}},
+               {"tasks", {task("mpimaster", 1), task("mpiworker", 3), task("board", 1)}}}}};
+  SECTION("named tasks, another SSH port, a side task") {
+    const auto s = serve(vj);
+    INFO(s.problem_text());
+    CHECK(s.problems.empty());
+    const auto& launcher = s.pod("lm-mpimaster-0");
+    CHECK(launcher.d.allowed);
+    CHECK(launcher.d.policy == "mpi");
+    REQUIRE(launcher.hostfile.size() == 3);
+    CHECK(launcher.hostfile.front() == "lm-mpiworker-0.lm");
+    CHECK(launcher.hostfile.back() == "lm-mpiworker-2.lm");
+    CHECK(env_of(launcher.admitted, "OMPI_MCA_plm_rsh_args") == "-p 2222 -o ConnectionAttempts=10");
+    CHECK(env_of(launcher.admitted, "PRTE_MCA_plm_ssh_args") == "-p 2222 -o ConnectionAttempts=10");
+    // The plugin's own MPI_HOST lists the same hosts the hostfile does.
+    CHECK(env_of(launcher.created.pod, "MPI_HOST") ==
+          "lm-mpiworker-0.lm,lm-mpiworker-1.lm,lm-mpiworker-2.lm");
+    for (const auto& p : s.pods) {
+      CHECK(p.d.policy == "mpi");
+      // Volcano's ssh plugin mounts the keys: no Secret of trainenv's.
+      CHECK(p.admitted["spec"].value("volumes", json::array()).dump().find("mpi-ssh-auth") ==
+            std::string::npos);
+    }
+    CHECK_FALSE(s.pod("lm-mpiworker-0").has_hostfile);
+    CHECK_FALSE(s.pod("lm-board-0").has_hostfile);
+  }
+  SECTION("no flags: the tasks master and worker, port 22") {
+    vj["spec"]["plugins"] = {{"mpi", json::array()}};
+    vj["spec"]["tasks"] = {task("master", 1), task("worker", 2)};
+    const auto s = serve(vj);
+    INFO(s.problem_text());
+    CHECK(s.problems.empty());
+    const auto& launcher = s.pod("lm-master-0");
+    CHECK(launcher.d.policy == "mpi");
+    REQUIRE(launcher.hostfile.size() == 2);
+    CHECK(launcher.hostfile.front() == "lm-worker-0.lm");
+    CHECK(env_of(launcher.admitted, "OMPI_MCA_plm_rsh_args") == "-o ConnectionAttempts=10");
+  }
+  SECTION("a template's own role wins over the plugin's flag") {
+    vj["spec"]["tasks"][2]["template"]["metadata"]["labels"]["trainenv.io/role"] = "launcher";
+    const auto s = serve(vj);
+    CHECK_THAT(s.problem_text(), Contains("both play role \"launcher\""));
+  }
+}
+
 TEST_CASE("a worker-only Volcano Job: every task trains, worker 0 the master",
           "[layouts][server]") {
   // Volcano's pytorch plugin writes nothing without a master task; users wire worker 0 by hand.

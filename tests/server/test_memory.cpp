@@ -4,7 +4,7 @@
 // server healthy after. What the manifest says it measured is what this prints (WARN).
 //
 // Hidden ([.memory]): ctest runs it as server/memory against the Release binary, with
-// TRAINENV_BINARY set. Under a sanitizer RSS means nothing; there it only checks the answers.
+// TRAINENV_BINARY set; not built under a sanitizer, where RSS means nothing.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -23,12 +23,6 @@ using namespace trainenv;
 using namespace trainenv::test;
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
 
 // The Deployment's memory limit, in KiB, and the flags it runs serve with.
 long manifest_limit_kib() {
@@ -301,15 +295,11 @@ TEST_CASE("no request, and no flood within the limits, takes serve past its mani
   // Every request is answered or refused for the budget, never dropped.
   for (const auto* t : {&mutate, &preview, &job, &owners}) CHECK(t->other == 0);
   CHECK(mutate.ok >= 1);
-  if (!sanitized) {
-    // As built, the budget holds all of them but the 7 MiB reviews at once; under a sanitizer
-    // (ten times slower) some wait past their read timeout and are refused, which is the
-    // budget's answer too, and RSS means nothing.
-    CHECK(preview.ok == 24);
-    CHECK(job.ok == 8);
-    CHECK(owners.ok == 36);
-    CHECK(peak < limit);
-  }
+  // The budget holds all of them but the 7 MiB reviews at once.
+  CHECK(preview.ok == 24);
+  CHECK(job.ok == 8);
+  CHECK(owners.ok == 36);
+  CHECK(peak < limit);
   // Still serving.
   CHECK(post(server.port(), "/mutate", padded_review(1000)) == 200);
   CHECK(server.terminate(std::chrono::seconds(30)) == 0);

@@ -500,7 +500,9 @@ TEST_CASE("a new policy in a swapped ConfigMap directory applies within 2 s, req
       {"torch.yaml", shipped("torch.yaml")},
       {"platform.yaml", shipped("platform.yaml")},
       {"owners.yaml", shipped("owners.yaml")},
-      {"volcano-pytorch.yaml", shipped("volcano-pytorch.yaml")}};
+      {"volcano-pytorch.yaml", shipped("volcano-pytorch.yaml")},
+      {"mpi.yaml",
+       shipped("mpi.yaml")}};  // owners.yaml names both (Volcano's default, its mpi plugin's)
   dir.publish(files);
   running_server server(test_limits(), dir.path());
 

@@ -82,7 +82,7 @@ void add_disagreements(const pod_view& pod, const owner_counts& owners, const to
 // annotations, unless what the pod needs is its MPI workers' names or the layout's names, which
 // no annotation gives.
 std::string what_avoids_lookup(const pod_view& view, const policy& p, const topology& alone,
-                               std::uint32_t used) {
+                               variable_mask used) {
   const auto open = alone.owner_open & used;
   if (p.hostfile && alone.role == launcher_role && (open & variable_bit(variable::host)) != 0) {
     return "no annotation avoids this lookup: the launcher's hostfile names its workers, which "
@@ -260,6 +260,20 @@ result<std::string_view> read_namespace(const subject& what) {
   return ns;
 }
 
+// The pod's controlling owner, as read, when a job plugin of its kind may name the pod's policy
+// (Volcano's mpi plugin) and nothing on the pod did: it is read first. Null when it is not of
+// that kind or cannot be read (the kind's default policy then applies, and sizing says what
+// failed).
+owner_step<const json*> plugin_owner(const pod_view& view, const owner_kind* kind,
+                                     const owner_values& owners, const owner_kind_set& kinds) {
+  const auto& ref = view.controller();
+  if (!ref || kinds.find(ref->api_version, ref->kind) != kind)
+    return static_cast<const json*>(nullptr);
+  const auto* fetched = owners.find(*ref);
+  if (fetched == nullptr) return *ref;
+  return fetched->failure ? nullptr : &fetched->object();
+}
+
 // The decision's steps in the order the contract gives them (docs/architecture.md, "Data flows
 // one way"), each a possible answer of its own: kept as one sequence, longer than 80 lines, so
 // that the order is read in one place; each step is a function of its own above.
@@ -307,8 +321,17 @@ owner_step<decision> decide_steps(const subject& what, const policy_set& policie
     if (!settings) return deny(error{settings.message(), settings.code()});
     trainer = *settings;
   }
-  const auto selected = select_policy(view, policies, options.forced_policy, trainer.get(),
-                                      pod_owner_kind(view, kinds));
+  const auto* owner_kind = pod_owner_kind(view, kinds);
+  auto selected =
+      select_policy(view, policies, options.forced_policy, trainer.get(), owner_kind, nullptr);
+  if (selected.owner_may_name) {
+    const auto read = plugin_owner(view, owner_kind, owners, kinds);
+    if (const auto* ref = needed(read)) return *ref;
+    if (const auto* object = std::get<const json*>(read)) {
+      selected =
+          select_policy(view, policies, options.forced_policy, trainer.get(), owner_kind, object);
+    }
+  }
   if (!selected.pass.empty()) {
     return pass_with_warning(pass_reason::unknown_framework, selected.pass);
   }

@@ -1,5 +1,7 @@
 #include "trainenv/core/decide/selection.hpp"
 
+#include <algorithm>
+
 #include "trainenv/core/decide/pod_shape.hpp"
 #include "trainenv/core/decide/render.hpp"
 #include "trainenv/core/text/keys.hpp"
@@ -40,7 +42,7 @@ selection with_replacement(const pod_view& pod, const policy_set& policies, cons
 
 selection select_policy(const pod_view& pod, const policy_set& policies,
                         std::string_view forced_policy, const trainer_settings* trainer,
-                        const owner_kind* owner_kind) {
+                        const owner_kind* owner_kind, const nlohmann::json* owner) {
   const std::string_view* name =
       forced_policy.empty() ? pod.annotation(keys::policy) : &forced_policy;
   if (name != nullptr) {
@@ -78,9 +80,23 @@ selection select_policy(const pod_view& pod, const policy_set& policies,
                   " is in no policy; its runtime wires the pod (" + source + ")"};
     }
   }
+  const bool plugins_may_name =
+      owner_kind != nullptr &&
+      std::any_of(owner_kind->plugins.begin(), owner_kind->plugins.end(),
+                  [](const job_plugin& plugin) { return !plugin.policy.empty(); });
+  if (plugins_may_name && owner != nullptr) {
+    for (const auto& plugin : owner_kind->plugins) {
+      if (plugin.policy.empty() || !runs_plugin(plugin, *owner)) continue;
+      if (const auto* p = policies.by_name(plugin.policy))
+        return with_replacement(pod, policies, p);
+    }
+  }
   if (owner_kind != nullptr && !owner_kind->default_policy.empty()) {
-    if (const auto* p = policies.by_name(owner_kind->default_policy))
-      return with_replacement(pod, policies, p);
+    if (const auto* p = policies.by_name(owner_kind->default_policy)) {
+      auto out = with_replacement(pod, policies, p);
+      out.owner_may_name = plugins_may_name && owner == nullptr;
+      return out;
+    }
     return {nullptr,
             "trainenv: owner kind " + quote(owner_kind->name) + " names default policy " +
                 quote(owner_kind->default_policy) + ", which is not loaded; set annotation " +

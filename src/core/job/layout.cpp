@@ -12,7 +12,7 @@ namespace {
 using nlohmann::json;
 
 // master, worker and node lead the node order, in that order; every other role follows in the
-// owner's own order. `role` as the policy knows it (world_rules::as_policy_role).
+// owner's own order.
 int order_of(std::string_view role) {
   if (role == "master") return 0;
   if (role == "worker") return 1;
@@ -226,6 +226,7 @@ namespace {
 // Why a role is out of the world whatever the policy (docs/contract.md §2.2); empty when it is
 // not.
 std::string outside_reason(const layout_role& r) {
+  if (!r.left_out.empty()) return r.left_out;
   if (!r.step.empty() && r.step != "trainer")
     return "its templates are step " + quote(r.step) + " (label " +
            std::string(keys::ancestor_step) + ")";
@@ -278,27 +279,19 @@ std::string no_nodes_message(const job_layout& layout, const policy& p, bool str
 
 }  // namespace
 
-std::string_view job_layout::as_policy_role(std::string_view role) const {
-  if (role == master_role) return "master";
-  if (role == worker_role) return "worker";
-  if (role == "master" || role == "worker") return {};  // renamed away: neither, here
-  return role;
-}
-
 void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
                   const std::optional<coordinator_pod>& coordinator) {
   std::stable_sort(layout.roles.begin(), layout.roles.end(),
                    [&layout](const layout_role& a, const layout_role& b) {
-                     return order_of(layout.as_policy_role(a.name)) <
-                            order_of(layout.as_policy_role(b.name));
+                     return order_of(a.name) < order_of(b.name);
                    });
   // Strict training roles hold where their master is: a job with no master role (a worker-only
   // Volcano Job, whose pytorch plugin then writes nothing) trains every role the world rule
   // leaves, its first pod the master, as any other owner's.
   const bool strict =
       p.strict_training_roles &&
-      std::any_of(layout.roles.begin(), layout.roles.end(), [&layout](const layout_role& r) {
-        return r.listed && r.pods > 0 && layout.as_policy_role(r.name) == "master";
+      std::any_of(layout.roles.begin(), layout.roles.end(), [](const layout_role& r) {
+        return r.listed && r.pods > 0 && r.name == "master";
       });
   // The label rule: where some roles carry Trainer's trainer label, the others are side roles.
   const bool some_labelled =
@@ -315,11 +308,10 @@ void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
         r.outside = "its templates do not carry label " + std::string(keys::ancestor_step) +
                     ": trainer, which other roles' do";
       }
-      r.training = r.outside.empty() && candidate &&
-                   (!strict || p.is_training_role(layout.as_policy_role(r.name)));
+      r.training = r.outside.empty() && candidate && (!strict || p.is_training_role(r.name));
     } else {
-      r.training = candidate && ((p.strict_training_roles && !strict) ||
-                                 p.is_training_role(layout.as_policy_role(r.name)));
+      r.training =
+          candidate && ((p.strict_training_roles && !strict) || p.is_training_role(r.name));
     }
   }
   layout.nodes.clear();

@@ -241,8 +241,8 @@ result<bool> resolve_index(const pod_view& pod, bool jobs_known, topology& t) {
 
 // Which variables a pod whose owners were not read cannot trust from its annotations and labels
 // alone (docs/contract.md §2: an annotation fixes only what it names).
-std::uint32_t open_without_owner(const pod_view& pod, const policy& p, const topology& t) {
-  constexpr std::uint32_t roles_open =
+variable_mask open_without_owner(const pod_view& pod, const policy& p, const topology& t) {
+  constexpr variable_mask roles_open =
       variable_bit(variable::num_nodes) | variable_bit(variable::world_size) |
       variable_bit(variable::rank) | variable_bit(variable::node_rank) |
       variable_bit(variable::master_addr) | variable_bit(variable::host) |
@@ -251,9 +251,14 @@ std::uint32_t open_without_owner(const pod_view& pod, const policy& p, const top
   const bool nodes_given = pod.annotation(keys::num_nodes) != nullptr;
   const auto& own = t.layout.roles[t.role_at];
   // Whether the owner's controller mounts the SSH keys (Volcano's ssh plugin) only it tells.
-  std::uint32_t open = 0;
+  variable_mask open = 0;
   if (!t.ssh_keys_provided && t.layout.kind != nullptr && !t.layout.kind->ssh_keys.empty())
     open |= variable_bit(variable::ssh_keys_provided);
+  // Nor does any but the owner tell the port a job plugin opens for sshd.
+  if (t.layout.kind != nullptr &&
+      std::any_of(t.layout.kind->plugins.begin(), t.layout.kind->plugins.end(),
+                  [](const job_plugin& plugin) { return !plugin.ssh_port_flag.empty(); }))
+    open |= variable_bit(variable::ssh_port);
   // Only the replicas annotation names every role; the number of nodes alone names the pod's
   // own role, for a policy whose layout is that one role.
   if (!replicas_given && !(nodes_given && own.node && p.default_replicas.empty()))
@@ -289,17 +294,19 @@ std::int64_t ssh_key_mode(const pod_view& pod, const std::string& mount_path) {
 // "image") or the owner's controller (Volcano's ssh plugin) bring them, and nothing is mounted;
 // else the Secret trainenv.io/ssh-secret names, else the policy's default over the job's name.
 result<bool> resolve_ssh_keys(const pod_view& pod, const policy& p, topology& t) {
-  if (const auto* keys = non_empty(pod.annotation(keys::ssh_keys))) {
-    if (*keys != "image" && *keys != "secret") {
-      return error{"trainenv: annotation " + std::string(keys::ssh_keys) + " is " + quote(*keys) +
+  const auto* given = non_empty(pod.annotation(keys::ssh_keys));
+  if (given != nullptr) {
+    if (*given != "image" && *given != "secret") {
+      return error{"trainenv: annotation " + std::string(keys::ssh_keys) + " is " + quote(*given) +
                    "; expected \"image\" (the image brings its keys) or \"secret\""};
     }
-    if (*keys == "image") {
+    if (*given == "image") {
       t.ssh_keys_provided = true;
       t.sources.push_back({"sshKeys", "image", annotation_name(keys::ssh_keys)});
     }
   }
-  if (!t.ssh_keys_provided && !t.layout.ssh_keys_by.empty()) {
+  // "secret": the Secret is mounted, whatever the controller brings.
+  if (given == nullptr && !t.layout.ssh_keys_by.empty()) {
     t.ssh_keys_provided = true;
     t.sources.push_back({"sshKeys", "the controller's", t.layout.ssh_keys_by});
   }
@@ -415,7 +422,12 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
       !ok)
     return std::move(ok).take_error();
   auto& layout = t.layout;
-  t.master_port = port->value_or(layout.plugin_port.value_or(p.default_master_port));
+  // A pod whose own labels name no role plays its entry's: the owner's template or job plugin
+  // may give that entry a role of its own (Volcano's mpi plugin: --master=mpimaster, the launcher).
+  if (src.owners != nullptr && label_or_annotation(pod, keys::role).value == nullptr) {
+    if (const auto at = layout.index_of_entry(pod_entry(pod))) t.role = layout.roles[*at].name;
+  }
+  t.master_port = port->value_or(layout.plugin_master_port.value_or(p.default_master_port));
   auto role_listed = find_own_role(pod, p, src, t.role, layout);
   if (!role_listed) return std::move(role_listed).take_error();
   world_rules rules;

@@ -16,28 +16,18 @@ using nlohmann::json;
 
 }  // namespace
 
-// A plugin's arguments in the owner (Volcano's pytorch plugin: "--master=chief", "--worker",
-// "replica", "--port=23457"): the roles that play master and worker, and the port.
-void read_plugin_args(const plugin_args& rule, const json& owner, job_layout& layout) {
-  const auto* args = find_path(owner, rule.at);
-  if (args == nullptr || !args->is_array()) return;
-  for (std::size_t i = 0; i < args->size(); ++i) {
-    if (!(*args)[i].is_string()) continue;
-    const auto& arg = (*args)[i].get_ref<const std::string&>();
-    const auto eq = arg.find('=');
-    const auto flag = arg.substr(0, eq);
-    std::string value;
-    if (eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-    } else if (i + 1 < args->size() && (*args)[i + 1].is_string()) {
-      value = (*args)[i + 1].get<std::string>();
-    }
-    if (value.empty()) continue;
-    if (flag == rule.master_flag) layout.master_role = value;
-    if (flag == rule.worker_flag) layout.worker_role = value;
-    if (flag == rule.port_flag) {
-      if (const auto n = parse_decimal(value, 65535); n && *n >= 1) layout.plugin_port = *n;
-    }
+// The ports the owner's job plugins name (Volcano's pytorch plugin's --port=23457: the master's;
+// its mpi plugin's: sshd's).
+void read_plugin_ports(const owner_kind& kind, const json& owner, job_layout& layout) {
+  const auto port = [&](const job_plugin& plugin, const std::string& flag,
+                        std::optional<std::int64_t>& into) {
+    const auto value = plugin_flag(plugin, owner, flag);
+    if (!value) return;
+    if (const auto n = parse_decimal(*value, 65535); n && *n >= 1) into = *n;
+  };
+  for (const auto& plugin : kind.plugins) {
+    port(plugin, plugin.master_port_flag, layout.plugin_master_port);
+    port(plugin, plugin.ssh_port_flag, layout.plugin_ssh_port);
   }
 }
 
@@ -53,6 +43,7 @@ job_layout layout_from_owner(const owner_counts& owners) {
     role.jobs = std::max<std::int64_t>(r.jobs, 1);
     role.step = r.step;
     role.opted_out = r.opted_out;
+    role.left_out = r.left_out;
     role.owner_order = layout.roles.size();
     role.pod_template = r.pod_template;
     layout.roles.push_back(std::move(role));
@@ -66,18 +57,13 @@ job_layout layout_from_owner(const owner_counts& owners) {
     }
   }
   set_naming(layout, *owners.kind, owners.object, owners.name, nullptr, true);
-  if (!owners.kind->ssh_keys.empty() && find_path(*owners.object, owners.kind->ssh_keys) != nullptr)
-    layout.ssh_keys_by = path_text(owners.kind->ssh_keys) + " of " + owners.owner;
-  if (owners.kind->arguments) {
-    read_plugin_args(*owners.kind->arguments, *owners.object, layout);
-    // The plugin names entries; a template's own trainenv.io/role wins over what it says.
-    const auto overruled = [&](const std::string& entry) {
-      const auto at = layout.index_of_entry(entry);
-      return at && layout.roles[*at].name != entry;
-    };
-    if (overruled(layout.master_role)) layout.master_role = "master";
-    if (overruled(layout.worker_role)) layout.worker_role = "worker";
+  for (const auto& member : owners.kind->ssh_keys) {
+    if (find_path(*owners.object, member) != nullptr) {
+      layout.ssh_keys_by = path_text(member) + " of " + owners.owner;
+      break;
+    }
   }
+  read_plugin_ports(*owners.kind, *owners.object, layout);
   return layout;
 }
 

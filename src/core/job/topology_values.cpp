@@ -90,6 +90,7 @@ variable_values topology::variables() const {
   v.set(variable::ssh_key_mode, ssh_key_mode);
   v.set(variable::ssh_secret, ssh_secret);
   v.set(variable::ssh_keys_provided, std::int64_t{ssh_keys_provided ? 1 : 0});
+  v.set(variable::ssh_port, layout.plugin_ssh_port.value_or(default_ssh_port));
   v.set(variable::cluster_domain, cluster_domain);
   set_text(variable::subdomain, layout.launcher_subdomain());
   set_rendezvous(v);
@@ -112,8 +113,7 @@ variable_values topology::variables() const {
   v.set_unavailable(variable::line, "trainenv: ${i} exists only inside an annotation's lines");
   std::vector<std::pair<std::string, std::int64_t>> replicas;
   replicas.reserve(layout.roles.size());
-  for (const auto& r : layout.roles)
-    replicas.emplace_back(std::string(layout.as_policy_role(r.name)), r.pods);
+  for (const auto& r : layout.roles) replicas.emplace_back(r.name, r.pods);
   v.set_replicas(std::move(replicas));
   return v;
 }

@@ -26,7 +26,7 @@ class owner_kind_parser {
     if (spec == nullptr) return take();
     if (!known(*spec, "spec",
                {"apiGroup", "versions", "kind", "resource", "clusterScoped", "roles", "runtimeRef",
-                "framework", "naming", "coordinator", "writes", "pluginArgs", "defaultPolicy",
+                "framework", "naming", "coordinator", "writes", "plugins", "defaultPolicy",
                 "wiredBy", "sshKeys"}))
       return take();
     const auto* group = text(*spec, "apiGroup", "spec.apiGroup", true);
@@ -61,8 +61,16 @@ class owner_kind_parser {
     out.gives_framework = flag(*spec, "framework", "spec.framework");
     if (const auto* ref = text(*spec, "runtimeRef", "spec.runtimeRef", true))
       out.runtime_ref = split(*ref);
-    if (const auto* keys = text(*spec, "sshKeys", "spec.sshKeys", true))
-      out.ssh_keys = split(*keys);
+    if (const auto* keys = member(*spec, "sshKeys")) {
+      if (!keys->is_array() || keys->empty())
+        return fail("spec.sshKeys",
+                    "must be a non-empty list of member paths, e.g. [spec.plugins.ssh]");
+      for (std::size_t i = 0; i < keys->size(); ++i) {
+        const auto* path = text(*keys, i, "spec.sshKeys[" + std::to_string(i) + "]");
+        if (path == nullptr) return take();
+        out.ssh_keys.push_back(split(*path));
+      }
+    }
     if (failed_) return take();
     if (const auto* roles = member(*spec, "roles")) {
       auto layout = parse_roles(*roles);
@@ -210,10 +218,10 @@ class owner_kind_parser {
                {"hostname", "subdomain", "subdomainDefault", "templateSubdomain", "dnsHostnames",
                 "requiresAny", "podLabel"}))
       return std::nullopt;
-    constexpr std::uint32_t naming_variables =
+    constexpr variable_mask naming_variables =
         variable_bit(variable::job) | variable_bit(variable::role) |
         variable_bit(variable::job_index) | variable_bit(variable::index);
-    const auto compile = [&](const std::string& field, std::uint32_t allowed,
+    const auto compile = [&](const std::string& field, variable_mask allowed,
                              const std::string& example) -> std::optional<template_string> {
       const auto* source = text(naming, field, "spec.naming." + field);
       if (source == nullptr) return std::nullopt;
@@ -275,7 +283,7 @@ class owner_kind_parser {
   }
 
   // What a kind says of its controller beside the counts: the coordinator it names, the env it
-  // writes, the plugin arguments that rename roles. False on the first problem.
+  // writes, the job plugins whose arguments name its roles. False on the first problem.
   bool parse_controller_facts(const json& spec, owner_kind& out) {
     if (const auto* coordinator = member(spec, "coordinator")) {
       if (!out.roles) {
@@ -291,10 +299,16 @@ class owner_kind_parser {
       if (!parsed) return false;
       out.writes = std::move(*parsed);
     }
-    if (const auto* args = member(spec, "pluginArgs")) {
-      auto parsed = parse_plugin_args(*args);
-      if (!parsed) return false;
-      out.arguments = std::move(*parsed);
+    if (const auto* plugins = member(spec, "plugins")) {
+      if (!plugins->is_array() || plugins->empty()) {
+        fail("spec.plugins", "must be a non-empty list of job plugins");
+        return false;
+      }
+      for (std::size_t i = 0; i < plugins->size(); ++i) {
+        auto parsed = parse_plugin((*plugins)[i], "spec.plugins[" + std::to_string(i) + "]");
+        if (!parsed) return false;
+        out.plugins.push_back(std::move(*parsed));
+      }
     }
     return true;
   }
@@ -345,17 +359,49 @@ class owner_kind_parser {
     return std::nullopt;
   }
 
-  // pluginArgs: {at, master, worker, port}.
-  std::optional<plugin_args> parse_plugin_args(const json& args) {
-    if (!keep(expect_object(args, "spec.pluginArgs"))) return std::nullopt;
-    if (!known(args, "spec.pluginArgs", {"at", "master", "worker", "port"})) return std::nullopt;
-    plugin_args out;
-    const auto* at = text(args, "at", "spec.pluginArgs.at");
-    if (at == nullptr) return std::nullopt;
+  // plugins[i]: {name, at, roles: [{flag, default, plays}], masterPort, sshPort,
+  // onlyNamedRolesTrain, policy} (docs/policies.md, "Owner kinds").
+  std::optional<job_plugin> parse_plugin(const json& plugin, const std::string& field) {
+    if (!keep(expect_object(plugin, field))) return std::nullopt;
+    if (!known(plugin, field,
+               {"name", "at", "roles", "masterPort", "sshPort", "onlyNamedRolesTrain", "policy"}))
+      return std::nullopt;
+    job_plugin out;
+    const auto* name = text(plugin, "name", field + ".name");
+    const auto* at = text(plugin, "at", field + ".at");
+    if (name == nullptr || at == nullptr) return std::nullopt;
+    out.name = *name;
     out.at = split(*at);
-    if (const auto* f = text(args, "master", "spec.pluginArgs.master", true)) out.master_flag = *f;
-    if (const auto* f = text(args, "worker", "spec.pluginArgs.worker", true)) out.worker_flag = *f;
-    if (const auto* f = text(args, "port", "spec.pluginArgs.port", true)) out.port_flag = *f;
+    if (const auto* f = text(plugin, "masterPort", field + ".masterPort", true))
+      out.master_port_flag = *f;
+    if (const auto* f = text(plugin, "sshPort", field + ".sshPort", true)) out.ssh_port_flag = *f;
+    if (const auto* policy = text(plugin, "policy", field + ".policy", true)) out.policy = *policy;
+    out.only_named_roles_train =
+        flag(plugin, "onlyNamedRolesTrain", field + ".onlyNamedRolesTrain");
+    const auto* roles = member(plugin, "roles");
+    if (roles != nullptr && (!roles->is_array() || roles->empty())) {
+      fail(field + ".roles", "must be a non-empty list of {flag, default, plays}");
+      return std::nullopt;
+    }
+    for (std::size_t i = 0; roles != nullptr && i < roles->size(); ++i) {
+      const auto at_role = field + ".roles[" + std::to_string(i) + "]";
+      const auto& r = (*roles)[i];
+      if (!keep(expect_object(r, at_role)) || !known(r, at_role, {"flag", "default", "plays"}))
+        return std::nullopt;
+      const auto* flag_name = text(r, "flag", at_role + ".flag");
+      const auto* entry = text(r, "default", at_role + ".default");
+      const auto* plays = text(r, "plays", at_role + ".plays");
+      if (flag_name == nullptr || entry == nullptr || plays == nullptr) return std::nullopt;
+      if (!is_dns_label(*plays)) {
+        fail(at_role + ".plays", quote(*plays) + " is not a role name");
+        return std::nullopt;
+      }
+      out.roles.push_back({*flag_name, *entry, *plays});
+    }
+    if (out.only_named_roles_train && out.roles.empty()) {
+      fail(field + ".onlyNamedRolesTrain", "needs roles: the entries its flags name");
+      return std::nullopt;
+    }
     if (failed_) return std::nullopt;
     return out;
   }

@@ -116,7 +116,52 @@ result<role_pods> read_role(const role_layout& layout, const json& entry, std::s
   return out;
 }
 
+// The roles a job plugin's flags give the entries they name (a template's own trainenv.io/role
+// wins), and the entries left out of the world where only those it names train.
+void apply_plugin(const job_plugin& plugin, const json& object, std::vector<role_pods>& roles) {
+  if (!runs_plugin(plugin, object)) return;
+  std::string named;
+  std::vector<std::string> entries;
+  for (const auto& rule : plugin.roles) {
+    const auto entry = plugin_flag(plugin, object, rule.flag).value_or(rule.entry_default);
+    named += (named.empty() ? "" : ", ") + rule.flag + "=" + entry;
+    entries.push_back(entry);
+    for (auto& r : roles) {
+      if (r.entry == entry && r.role == r.entry) r.role = rule.plays;
+    }
+  }
+  if (!plugin.only_named_roles_train) return;
+  for (auto& r : roles) {
+    if (std::find(entries.begin(), entries.end(), r.entry) == entries.end())
+      r.left_out = plugin.name + " names only " + named;
+  }
+}
+
 }  // namespace
+
+bool runs_plugin(const job_plugin& plugin, const json& owner) {
+  return find_path(owner, plugin.at) != nullptr;
+}
+
+std::optional<std::string> plugin_flag(const job_plugin& plugin, const json& owner,
+                                       std::string_view flag) {
+  const auto* args = find_path(owner, plugin.at);
+  if (args == nullptr || !args->is_array() || flag.empty()) return std::nullopt;
+  std::optional<std::string> found;  // the last one given wins, as Go's flag package has it
+  for (std::size_t i = 0; i < args->size(); ++i) {
+    if (!(*args)[i].is_string()) continue;
+    const auto& arg = (*args)[i].get_ref<const std::string&>();
+    const auto eq = arg.find('=');
+    if (std::string_view(arg).substr(0, eq) != flag) continue;
+    if (eq != std::string::npos) {
+      found = arg.substr(eq + 1);
+    } else if (i + 1 < args->size() && (*args)[i + 1].is_string()) {
+      found = (*args)[i + 1].get<std::string>();
+    }
+  }
+  if (found && found->empty()) return std::nullopt;
+  return found;
+}
 
 const json* find_object(const std::vector<json>& objects, const owner_ref& ref) {
   const auto group = ref.group();
@@ -356,6 +401,7 @@ result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& ob
       break;
     }
   }
+  for (const auto& plugin : kind.plugins) apply_plugin(plugin, object, roles);
   for (std::size_t i = 0; i < roles.size(); ++i) {
     for (std::size_t j = 0; j < i; ++j) {
       if (roles[i].role != roles[j].role) continue;
@@ -363,8 +409,8 @@ result<std::vector<role_pods>> read_roles(const owner_kind& kind, const json& ob
         return error{who + " names role " + quote(roles[i].role) + " twice"};
       }
       return error{who + ": " + quote(roles[j].entry) + " and " + quote(roles[i].entry) +
-                   " both play role " + quote(roles[i].role) + " (" + std::string(keys::role) +
-                   " on their templates); give each its own"};
+                   " both play role " + quote(roles[i].role) + " (by " + std::string(keys::role) +
+                   " on their templates or a job plugin's flags); " + "give each its own"};
     }
   }
   return roles;

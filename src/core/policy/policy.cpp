@@ -47,24 +47,24 @@ void each_item(const policy& p, F f) {
   if (p.hostfile) f(p.hostfile->scope, p.hostfile->line.used());
 }
 
-std::uint32_t with_condition(const item_scope& s, std::uint32_t used) {
+variable_mask with_condition(const item_scope& s, variable_mask used) {
   return used | (s.when ? s.when->used() : 0);
 }
 
 }  // namespace
 
-std::uint32_t policy::variables_used_for(std::string_view role, bool training) const {
-  std::uint32_t used = when ? when->used() : 0;
-  each_item(*this, [&](const item_scope& s, std::uint32_t item) {
+variable_mask policy::variables_used_for(std::string_view role, bool training) const {
+  variable_mask used = when ? when->used() : 0;
+  each_item(*this, [&](const item_scope& s, variable_mask item) {
     if (s.roles.matches(role, training)) used |= with_condition(s, item);
   });
   return used;
 }
 
-std::uint32_t variables_used_by(const policy& p) {
-  std::uint32_t used = p.when ? p.when->used() : 0;
+variable_mask variables_used_by(const policy& p) {
+  variable_mask used = p.when ? p.when->used() : 0;
   for (const auto& [role, count] : p.default_replicas) used |= count.used();
-  each_item(p, [&](const item_scope& s, std::uint32_t item) { used |= with_condition(s, item); });
+  each_item(p, [&](const item_scope& s, variable_mask item) { used |= with_condition(s, item); });
   return used;
 }
 
@@ -115,6 +115,14 @@ result<policy_set> policy_set::build(std::vector<policy> policies, owner_kind_se
       return error{kind.source + ": owner kind \"" + kind.name +
                    "\": spec.defaultPolicy: no policy " + "is named \"" + kind.default_policy +
                    "\"; name a loaded policy"};
+    }
+    for (std::size_t i = 0; i < kind.plugins.size(); ++i) {
+      const auto& policy = kind.plugins[i].policy;
+      if (!policy.empty() && set.by_name(policy) == nullptr) {
+        return error{kind.source + ": owner kind \"" + kind.name + "\": spec.plugins[" +
+                     std::to_string(i) + "].policy: no policy is named \"" + policy +
+                     "\"; name a loaded policy"};
+      }
     }
   }
   return set;

@@ -116,13 +116,13 @@ class parser {
 
   // A whole number, or a template over `allowed` variables that renders to one.
   static template_string require_count_template(const json& value, const std::string& field,
-                                                std::uint32_t allowed);
+                                                variable_mask allowed);
   static item_scope parse_scope(const json& item, const std::string& field);
 
   // What an item's templates and condition may use: WORLD_SIZE and RANK exist only for training
   // roles (the Volcano fix), a node rank only for the roles an item names, ${i} only inside an
   // annotation's lines and ${host} only in a hostfile's line.
-  void check_variables(const item_scope& scope, std::uint32_t used, const std::string& field,
+  void check_variables(const item_scope& scope, variable_mask used, const std::string& field,
                        bool in_lines = false, bool in_hostfile = false);
   void parse_env(const json& item, const std::string& field);
   void parse_port(const json& item, const std::string& field);

@@ -11,7 +11,7 @@ using nlohmann::json;
 
 // A whole number, or a template over `allowed` variables that renders to one.
 template_string parser::require_count_template(const json& value, const std::string& field,
-                                               std::uint32_t allowed) {
+                                               variable_mask allowed) {
   if (value.is_number_integer()) {
     return require_template(json(std::to_string(take(read_int(value, field, 0, 1'000'000)))),
                             field);
@@ -24,7 +24,7 @@ template_string parser::require_count_template(const json& value, const std::str
   if ((text.used() & ~allowed) != 0) {
     std::string names;
     for (std::size_t i = 0; i < variable_count; ++i) {
-      if ((allowed & (1U << i)) != 0)
+      if ((allowed & (variable_mask{1} << i)) != 0)
         names += (names.empty() ? "" : ", ") + std::string(variable_name(static_cast<variable>(i)));
     }
     fail(field, "may use only " + names + " (e.g. \"${numNodes - 1}\")");
@@ -61,7 +61,7 @@ item_scope parser::parse_scope(const json& item, const std::string& field) {
 // What an item's templates and condition may use: WORLD_SIZE and RANK exist only for training
 // roles (the Volcano fix), a node rank only for the roles an item names, ${i} only inside an
 // annotation's lines and ${host} only in a hostfile's line.
-void parser::check_variables(const item_scope& scope, std::uint32_t used, const std::string& field,
+void parser::check_variables(const item_scope& scope, variable_mask used, const std::string& field,
                              bool in_lines, bool in_hostfile) {
   if (scope.when) used |= scope.when->used();
   if ((used & variable_bit(variable::node_rank)) != 0 && (used & elastic_variables) != 0) {
@@ -111,7 +111,7 @@ void parser::parse_env(const json& item, const std::string& field) {
   }
   if (item.contains("value") == item.contains("valueFrom"))
     fail(field, "needs exactly one of value or valueFrom");
-  std::uint32_t used = 0;
+  variable_mask used = 0;
   if (item.contains("value")) {
     env.value = require_template(item["value"], field + ".value");
     used = env.value->used();

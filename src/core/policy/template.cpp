@@ -377,7 +377,7 @@ bool template_string::ends_with_variable(variable v) const {
 }
 
 result<std::string> template_string::render_marked(const variable_values& values,
-                                                   std::uint32_t marked, char marker) const {
+                                                   variable_mask marked, char marker) const {
   std::string out;
   for (const auto& seg : segments_) {
     out += seg.literal;

@@ -83,6 +83,68 @@ struct volcano_pytorch_plugin {
   }
 };
 
+// Volcano's mpi plugin (pkg/controllers/job/plugins/distributed-framework/mpi/mpi.go): every
+// container of every pod gets a port named mpijob-port (--port, 22), unless one of its ports is
+// that number already; the --master task's containers get MPI_HOST, the --worker task's pods'
+// names joined by commas (one, when the task's template sets its own hostname).
+struct volcano_mpi_plugin {
+  std::string master = "master";
+  std::string worker = "worker";
+  std::int64_t port = 22;
+  std::string hosts;
+
+  static volcano_mpi_plugin of(const json& vj, const json& args) {
+    volcano_mpi_plugin p;
+    for (const auto& arg : args) {
+      if (!arg.is_string()) continue;
+      const auto& text = arg.get_ref<const std::string&>();
+      const auto eq = text.find('=');
+      if (eq == std::string::npos) continue;
+      const auto flag = text.substr(0, eq);
+      const auto value = text.substr(eq + 1);
+      if (flag == "--master") p.master = value;
+      if (flag == "--worker") p.worker = value;
+      if (flag == "--port") p.port = std::strtoll(value.c_str(), nullptr, 10);
+    }
+    const std::string job = text_at(vj, {"metadata", "name"});
+    for (const auto& t : *find_path(vj, {"spec", "tasks"})) {
+      if (text_at(t, {"name"}) != p.worker) continue;
+      const auto hostname = text_at(t, {"template", "spec", "hostname"});
+      auto subdomain = text_at(t, {"template", "spec", "subdomain"});
+      if (subdomain.empty()) subdomain = job;
+      const auto replicas = int_at(t, {"replicas"}).value_or(0);
+      for (std::int64_t i = 0; i < replicas && (hostname.empty() || i == 0); ++i) {
+        p.hosts += (p.hosts.empty() ? "" : ",") +
+                   (hostname.empty() ? job + "-" + p.worker + "-" + std::to_string(i) : hostname) +
+                   "." + subdomain;
+      }
+    }
+    return p;
+  }
+
+  void write(json& spec, const std::string& task) const {
+    for (const auto* list : {"initContainers", "containers"}) {
+      auto* containers = spec.contains(list) ? &spec[list] : nullptr;
+      if (containers == nullptr || !containers->is_array()) continue;
+      for (auto& c : *containers) {
+        if (!c.is_object()) continue;
+        auto& ports = c["ports"];
+        if (!ports.is_array()) ports = json::array();
+        const bool open = std::any_of(ports.begin(), ports.end(), [&](const json& p) {
+          const auto* number = member(p, "containerPort");
+          return number != nullptr && number->is_number_integer() &&
+                 number->get<std::int64_t>() == port;
+        });
+        if (!open) ports.push_back({{"name", "mpijob-port"}, {"containerPort", port}});
+        if (task != master) continue;
+        auto& env = c["env"];
+        if (!env.is_array()) env = json::array();
+        env.push_back({{"name", "MPI_HOST"}, {"value", hosts}});
+      }
+    }
+  }
+};
+
 // JobSet's CoordinatorEndpoint, written on every Job and pod template when the JobSet names one:
 // <jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>; empty when it names none.
 std::string coordinator_endpoint(const json& js, const std::string& name,
@@ -188,7 +250,8 @@ struct job_builder {
       pod["metadata"] = std::move(metadata);
       pod["spec"] = std::move(pod_spec);
       out.pods.push_back({generate.substr(0, generate.size() - 1), role,
-                          step != nullptr ? *step : std::string(), prerequisite, std::move(pod)});
+                          step != nullptr ? *step : std::string(), prerequisite, false,
+                          std::move(pod)});
     }
     return true;
   }
@@ -300,6 +363,9 @@ struct job_builder {
     std::optional<volcano_pytorch_plugin> pytorch;
     if (const auto* args = plugins != nullptr ? member(*plugins, "pytorch") : nullptr)
       pytorch = volcano_pytorch_plugin::of(vj, *args, model.volcano_counts_every_task);
+    std::optional<volcano_mpi_plugin> mpi;
+    if (const auto* args = plugins != nullptr ? member(*plugins, "mpi") : nullptr)
+      mpi = volcano_mpi_plugin::of(vj, *args);
     for (std::size_t t = 0; t < tasks->size(); ++t) {
       const auto& task = (*tasks)[t];
       const auto task_name = text_at(task, {"name"}, "default" + std::to_string(t));
@@ -328,11 +394,20 @@ struct job_builder {
           if (text_at(spec, {"subdomain"}).empty()) spec["subdomain"] = name;
         }
         if (pytorch) pytorch->write(spec, task_name, i);
+        // The mpi plugin's master task launches; a task it does not name is no worker.
+        std::string role = task_name;
+        bool left_out = false;
+        if (mpi) {
+          mpi->write(spec, task_name);
+          if (task_name == mpi->master) role = std::string(launcher_role);
+          left_out = task_name != mpi->master && task_name != mpi->worker;
+        }
         out.pods.push_back(
             {pod_name,
-             task_name,
+             role,
              std::string(),
              false,
+             left_out,
              {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", spec}}});
       }
     }

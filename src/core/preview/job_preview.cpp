@@ -115,13 +115,14 @@ void check_master(const std::vector<previewed_pod>& pods, bool node_ranks, std::
 // Whether a pod is one of an MPI job's workers (docs/contract.md §2.2), from what its controllers
 // made of it: for a TrainJob the node role (and the launcher run as a node), as Trainer's MPI
 // plugin picks them; else every pod but the launcher (unless it runs as a node), an
-// initializer, a prerequisite that completes first and a pod that opts out.
+// initializer, a prerequisite that completes first, a pod its controller leaves out (a task
+// Volcano's mpi plugin does not name) and a pod that opts out.
 bool is_worker(const created_job& job, const created_pod& c) {
   const bool launcher = c.role == launcher_role;
   if (launcher) return job.launcher_is_node;
   if (job.kind == "TrainJob") return c.role == "node";
   if (!c.step.empty() && c.step != "trainer") return false;
-  if (c.prerequisite) return false;
+  if (c.prerequisite || c.left_out) return false;
   const pod_view view(c.pod);
   const auto* inject = view.annotation(keys::inject);
   return inject == nullptr || *inject != "false";

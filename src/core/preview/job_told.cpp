@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 // The values a preview shows for each pod: what its place in the job decides.
-constexpr std::uint32_t shown_variables = layout_variables | variable_bit(variable::master_port) |
+constexpr variable_mask shown_variables = layout_variables | variable_bit(variable::master_port) |
                                           variable_bit(variable::nproc_per_node) |
                                           elastic_variables;
 

@@ -41,6 +41,7 @@ struct layout_role {
   bool listed = true;
   std::size_t owner_order = 0;  // its place in the owner's own list: the MPI hostfile's order
   std::string outside;          // why it is out of the world; empty when it is in
+  std::string left_out;         // set when a job plugin leaves it out (role_pods::left_out)
   bool training = false;        // WORLD_SIZE and RANK; `roles: [training]` in policies
   bool node = false;            // a node of the job: has a node rank, and a line in the hostfile
   const nlohmann::json* pod_template = nullptr;  // into the owner object, when it was read
@@ -83,16 +84,12 @@ struct job_layout {
   // rank 0, the others following in node order. `coordinator_note` says why a named one is not.
   std::optional<std::pair<std::size_t, std::int64_t>> coordinator;
   std::string coordinator_note;
-  // The roles that play master and worker (Volcano's pytorch plugin renames them with its
-  // --master and --worker): they lead the node order and stand for a policy's master and worker.
-  std::string master_role = "master";
-  std::string worker_role = "worker";
-  std::optional<std::int64_t> plugin_port;  // the port that plugin names (--port)
+  // The ports the owner's job plugins name (Volcano's pytorch plugin's --port, its mpi plugin's):
+  // the master's, and the one sshd listens on.
+  std::optional<std::int64_t> plugin_master_port;
+  std::optional<std::int64_t> plugin_ssh_port;
   // Set when the owner's controller mounts the job's SSH keys (owner_kind::ssh_keys): says where.
   std::string ssh_keys_by;
-
-  // The role as a policy knows it: "master" for the one that plays master, and so on.
-  [[nodiscard]] std::string_view as_policy_role(std::string_view role) const;
 
   [[nodiscard]] const layout_role* find(std::string_view role) const;
   [[nodiscard]] layout_role* find(std::string_view role);

@@ -70,7 +70,7 @@ struct topology {
   std::vector<value_source> sources;
   // The variables whose values only the pod's owners can tell (a used() mask): set when the pod
   // has owners that were not read; a policy that uses one for this pod needs them read.
-  std::uint32_t owner_open = 0;
+  variable_mask owner_open = 0;
   // The counts are the job's (from its owner, the annotations, or a bare pod's policy defaults),
   // not a placeholder for owners not read: a layout with no node is then the job's own.
   bool counts_known = false;
@@ -97,7 +97,7 @@ struct topology {
 // The variables whose values come from the job's layout (nodes, replicas, world, ranks, master,
 // hosts, slots): only a policy that uses one for a pod makes its owners worth reading, and only
 // then is the pod's index checked against its role's pods.
-inline constexpr std::uint32_t layout_variables =
+inline constexpr variable_mask layout_variables =
     variable_bit(variable::num_nodes) | variable_bit(variable::world_size) |
     variable_bit(variable::rank) | variable_bit(variable::node_rank) |
     variable_bit(variable::master_addr) | variable_bit(variable::host) |
@@ -105,7 +105,7 @@ inline constexpr std::uint32_t layout_variables =
     variable_bit(variable::subdomain) | variable_bit(variable::rdzv_endpoint) | replicas_bit;
 // The variables that name pods: a pod whose policy uses one is checked against its layout's name
 // for it (docs/contract.md §2.2).
-inline constexpr std::uint32_t naming_variables =
+inline constexpr variable_mask naming_variables =
     variable_bit(variable::master_addr) | variable_bit(variable::host) |
     variable_bit(variable::subdomain) | variable_bit(variable::rdzv_endpoint);
 

@@ -107,13 +107,23 @@ struct controller_writes {
   bool appends = false;
 };
 
-// A plugin's arguments that rename the master and worker roles and set the port (Volcano's
-// pytorch plugin: --master, --worker, --port), for a policy whose training roles are strict.
-struct plugin_args {
-  member_path at;  // the list of arguments in the owner
-  std::string master_flag = "--master";
-  std::string worker_flag = "--worker";
-  std::string port_flag = "--port";
+// A job plugin whose arguments name the entries that play roles (Volcano's pytorch plugin:
+// --master and --worker name the master and worker tasks, --port the master port; its mpi plugin:
+// --master the launcher, --worker the workers, --port sshd's port). It counts when the owner has
+// the member `at` (its list of arguments, which may be empty: then each flag's default).
+struct job_plugin {
+  struct role_flag {
+    std::string flag;           // "--master"
+    std::string entry_default;  // the entry it names when the flag is not given: "master"
+    std::string plays;          // the role that entry's pods play: "master", "launcher"
+  };
+  std::string name;  // for messages: "Volcano's mpi plugin"
+  member_path at;
+  std::vector<role_flag> roles;
+  std::string master_port_flag;         // "--port": the master port (${masterPort})
+  std::string ssh_port_flag;            // "--port": the port sshd listens on (${sshPort})
+  bool only_named_roles_train = false;  // the entries its flags do not name are out of the world
+  std::string policy;                   // its pods' policy when nothing else names one
 };
 
 struct owner_kind {
@@ -128,11 +138,12 @@ struct owner_kind {
   std::optional<pod_naming> naming;  // none: this kind's pods have no DNS names trainenv knows
   std::optional<coordinator_rule> coordinator;
   std::optional<controller_writes> writes;
-  std::optional<plugin_args> arguments;
+  std::vector<job_plugin> plugins;
   std::string default_policy;  // for its pods when nothing else names one (Volcano)
-  // Its controller mounts the job's SSH keys itself when the owner has this member (Volcano's
-  // ssh plugin, its Secret <job>-ssh): an MPI policy then mounts none. Empty: never.
-  member_path ssh_keys;
+  // Its controller mounts the job's SSH keys itself when the owner has one of these members
+  // (Volcano's ssh plugin, its Secret <job>-ssh, which its admission adds to a job with the mpi
+  // plugin): an MPI policy then mounts none. Empty: never.
+  std::vector<member_path> ssh_keys;
   // Set: pods this kind controls are wired by its own operator (Kubeflow's v1 PyTorchJob,
   // MPIJob, ...) and pass unchanged with this said as a warning; the object is never read.
   std::string wired_by;
@@ -259,6 +270,9 @@ struct role_pods {
   std::vector<std::pair<std::string, std::string>> depends_on;
   std::string source;                            // "JobSet team-a/bert spec.replicatedJobs[node]"
   const nlohmann::json* pod_template = nullptr;  // into the owner object, which must outlive this
+  // Set when a job plugin of the owner leaves it out of the world (its flags do not name it and
+  // only the roles they name train): says which plugin and what it names.
+  std::string left_out;
 };
 
 // The pod an owner names as its master (its coordinator), by role and place.
@@ -283,6 +297,13 @@ struct owner_reading {
   std::optional<trainer_settings> runtime;    // a kind that gives the framework (a runtime)
   std::optional<trainjob_settings> trainjob;  // a kind with a runtimeRef (a TrainJob)
 };
+
+// Whether the owner runs job plugin `plugin` (it has the plugin's member), and the value its
+// arguments give flag `flag` ("--master=chief", or "--master" then "chief"), if any.
+[[nodiscard]] bool runs_plugin(const job_plugin& plugin, const nlohmann::json& owner);
+[[nodiscard]] std::optional<std::string> plugin_flag(const job_plugin& plugin,
+                                                     const nlohmann::json& owner,
+                                                     std::string_view flag);
 
 // Reads `object`, of `kind`, named by `ref`: every field of owner_reading the kind has.
 [[nodiscard]] owner_reading read_owner(const nlohmann::json& object, const owner_kind& kind,

@@ -158,17 +158,17 @@ struct policy {
   std::optional<hostfile_item> hostfile;
   // The variables any of its templates or conditions use (a used() mask, set by parse_policy):
   // a policy that uses no count does not make the engine read a pod's owners.
-  std::uint32_t variables_used = 0;
+  variable_mask variables_used = 0;
 
   [[nodiscard]] bool is_training_role(std::string_view role) const;
   // The variables used by the items that can apply to a pod of `role` (`training`: whether the
   // role trains): what a pod whose owners are not read must be able to tell.
-  [[nodiscard]] std::uint32_t variables_used_for(std::string_view role, bool training) const;
+  [[nodiscard]] variable_mask variables_used_for(std::string_view role, bool training) const;
 };
 
 // The used() mask of every template and condition in `p` (parse_policy stores it in
 // policy::variables_used).
-[[nodiscard]] std::uint32_t variables_used_by(const policy& p);
+[[nodiscard]] variable_mask variables_used_by(const policy& p);
 
 // Parses one policy document. Errors read "<source>: <field>: <problem>; <what to write>".
 [[nodiscard]] result<policy> parse_policy(const nlohmann::json& document, std::string_view source);

@@ -26,7 +26,7 @@ class expression {
   [[nodiscard]] static result<expression> compile(std::string_view text);
 
   [[nodiscard]] bool uses(variable v) const { return (used_ & variable_bit(v)) != 0; }
-  [[nodiscard]] std::uint32_t used() const { return used_; }
+  [[nodiscard]] variable_mask used() const { return used_; }
   [[nodiscard]] bool is_integer() const { return !text_variable_; }
   // Whether the expression is `v` alone ("${index}").
   [[nodiscard]] bool is_variable(variable v) const { return bare_variable() == v; }
@@ -56,7 +56,7 @@ class expression {
 
   std::vector<op> program_;  // postfix
   std::optional<variable> text_variable_;
-  std::uint32_t used_ = 0;
+  variable_mask used_ = 0;
 };
 
 // "<expression> <op> <expression>" with op one of == != < <= > >=, or several joined by "&&"
@@ -65,7 +65,7 @@ class condition {
  public:
   [[nodiscard]] static result<condition> compile(std::string_view text);
   [[nodiscard]] bool uses(variable v) const { return (used_ & variable_bit(v)) != 0; }
-  [[nodiscard]] std::uint32_t used() const { return used_; }
+  [[nodiscard]] variable_mask used() const { return used_; }
   [[nodiscard]] result<bool> evaluate(const variable_values& values) const;
 
  private:
@@ -77,7 +77,7 @@ class condition {
   [[nodiscard]] static result<comparison> compile_one(std::string_view text,
                                                       std::string_view whole);
   std::vector<comparison> all_;
-  std::uint32_t used_ = 0;
+  variable_mask used_ = 0;
 };
 
 class template_string {
@@ -90,7 +90,7 @@ class template_string {
   [[nodiscard]] static result<template_string> compile(std::string_view text);
 
   [[nodiscard]] bool uses(variable v) const { return (used_ & variable_bit(v)) != 0; }
-  [[nodiscard]] std::uint32_t used() const { return used_; }
+  [[nodiscard]] variable_mask used() const { return used_; }
   [[nodiscard]] bool is_literal() const { return !has_expressions_; }
   // A whole number as written, or a single integer expression with no text around it: what a
   // count or a port must be.
@@ -104,7 +104,7 @@ class template_string {
   // `marker` instead of its value, which `values` need not hold: a name's fixed parts around its
   // varying numbers ("js-node-\x1f-\x1f" for "${job}-${role}-${jobIndex}-${index}").
   [[nodiscard]] result<std::string> render_marked(const variable_values& values,
-                                                  std::uint32_t marked, char marker) const;
+                                                  variable_mask marked, char marker) const;
   // The value of an is_integer() template as a number (a count, a port).
   [[nodiscard]] result<std::int64_t> evaluate(const variable_values& values) const;
   [[nodiscard]] const std::string& source() const { return source_; }
@@ -112,7 +112,7 @@ class template_string {
  private:
   std::vector<segment> segments_;
   std::optional<std::int64_t> literal_number_;  // a literal that is a whole number
-  std::uint32_t used_ = 0;                      // bit per variable
+  variable_mask used_ = 0;                      // bit per variable
   bool has_expressions_ = false;
   std::string source_;
 };
@@ -128,7 +128,7 @@ class template_json {  // NOLINT(bugprone-exception-escape)
   [[nodiscard]] static result<template_json> compile(const nlohmann::json& value);
 
   [[nodiscard]] bool uses(variable v) const { return (used_ & variable_bit(v)) != 0; }
-  [[nodiscard]] std::uint32_t used() const { return used_; }
+  [[nodiscard]] variable_mask used() const { return used_; }
   [[nodiscard]] result<nlohmann::json> render(const variable_values& values) const;
   [[nodiscard]] const nlohmann::json& source() const { return value_; }
 
@@ -142,7 +142,7 @@ class template_json {  // NOLINT(bugprone-exception-escape)
 
   nlohmann::json value_;
   std::vector<templated> templated_strings_;
-  std::uint32_t used_ = 0;
+  variable_mask used_ = 0;
 };
 
 }  // namespace trainenv::core

@@ -35,6 +35,7 @@ enum class variable : std::uint8_t {
   ssh_key_mode,         // the private key's file mode: 0600, or 0640 read through fsGroup
   ssh_secret,           // the Secret that holds them (trainenv.io/ssh-secret, else the default)
   ssh_keys_provided,    // 1 when the image or the owner's controller brings them, else 0
+  ssh_port,             // the port the workers' sshd listens on: a job plugin's, else 22
   subdomain,            // the subdomain of the job's launcher, else of its master
   cluster_domain,       // the cluster's DNS domain (serve --cluster-domain)
   elastic,              // 1 for an elastic job (docs/contract.md §2.3), else 0
@@ -74,6 +75,7 @@ inline constexpr std::array variable_table = {
     variable_info{variable::ssh_key_mode, "sshKeyMode", true},
     variable_info{variable::ssh_secret, "sshSecret", false},
     variable_info{variable::ssh_keys_provided, "sshKeysProvided", true},
+    variable_info{variable::ssh_port, "sshPort", true},
     variable_info{variable::subdomain, "subdomain", false},
     variable_info{variable::cluster_domain, "clusterDomain", false},
     variable_info{variable::elastic, "elastic", true},
@@ -99,18 +101,19 @@ constexpr bool variable_table_in_enum_order() {
 static_assert(variable_table_in_enum_order(), "variable_table rows must follow the enum's order");
 static_assert(static_cast<std::size_t>(variable::line) + 1 == variable_count,
               "every variable needs a row in variable_table");
-// A used() mask holds one bit per variable, and bit 31 for replicas(<role>).
-static_assert(variable_count < 31, "a used() mask has room for 31 variables");
+// A used() mask holds one bit per variable, and its top bit for replicas(<role>).
+using variable_mask = std::uint64_t;
+static_assert(variable_count < 63, "a used() mask has room for 63 variables");
 
 // The bit for `v` in a used() mask.
-[[nodiscard]] constexpr std::uint32_t variable_bit(variable v) {
-  return 1U << static_cast<unsigned>(v);
+[[nodiscard]] constexpr variable_mask variable_bit(variable v) {
+  return variable_mask{1} << static_cast<unsigned>(v);
 }
 // The bit in a used() mask for a replicas(<role>) call.
-inline constexpr std::uint32_t replicas_bit = 1U << 31;
+inline constexpr variable_mask replicas_bit = variable_mask{1} << 63;
 // The values of an elastic job (docs/contract.md §2.3): a policy item may not use one beside
 // ${nodeRank}, a literal rank that an elastic job's rendezvous gives instead.
-inline constexpr std::uint32_t elastic_variables =
+inline constexpr variable_mask elastic_variables =
     variable_bit(variable::min_nodes) | variable_bit(variable::max_nodes);
 
 [[nodiscard]] constexpr std::string_view variable_name(variable v) {

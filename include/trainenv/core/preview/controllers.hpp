@@ -24,6 +24,9 @@ struct created_pod {  // NOLINT(bugprone-exception-escape)
   std::string step;   // Trainer's ancestor-step label on its Job's template, if any
   // Its role is another's dependsOn with status Complete: it has finished before that one starts.
   bool prerequisite = false;
+  // Its controller leaves it out of the job: a Volcano task its mpi plugin's flags do not name,
+  // which MPI_HOST does not list.
+  bool left_out = false;
   nlohmann::json pod;
 };
 

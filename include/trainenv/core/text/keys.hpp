@@ -3,6 +3,7 @@
 // the core.
 #pragma once
 
+#include <cstdint>
 #include <string_view>
 
 namespace trainenv::core {
@@ -54,5 +55,7 @@ inline constexpr std::string_view default_container = "kubectl.kubernetes.io/def
 // The role an MPI job launches from: never a training role; a node, last, only when the runtime
 // says runLauncherAsNode (docs/contract.md §2.2); where a policy's hostfile goes by default.
 inline constexpr std::string_view launcher_role = "launcher";
+// The port ssh dials when nothing names another (${sshPort}).
+inline constexpr std::int64_t default_ssh_port = 22;
 
 }  // namespace trainenv::core
