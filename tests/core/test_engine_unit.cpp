@@ -18,26 +18,13 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using nlohmann::json;
 
-owner_kind parsed_kind(const std::string& name, const std::string& spec) {
-  return trainenv::test::owner_kind_from_spec(name, spec);
-}
-
-// Kubernetes' Job and JobSet, as policies/owners.yaml describes them.
+// Kubernetes' Job and JobSet, and Trainer's TrainJob (whose label names a bare pod's job), as
+// policies/owners.yaml describes them.
 owner_kind_set job_kinds() {
   auto set = owner_kind_set::build({
-      parsed_kind("job", R"({"apiGroup": "batch", "versions": ["v1"], "kind": "Job",
-          "resource": "jobs", "roles": {"own": {"jobSpec": "spec", "podTemplate": "spec.template"}},
-          "naming": {"hostname": "${job}-${index}", "podLabel": "batch.kubernetes.io/job-name"}})"),
-      parsed_kind("jobset", R"({"apiGroup": "jobset.x-k8s.io", "versions": ["v1alpha2"],
-          "kind": "JobSet", "resource": "jobsets",
-          "roles": {"list": "spec.replicatedJobs", "name": "name", "replicas": "replicas",
-                    "replicasDefault": 1, "jobSpec": "template.spec",
-                    "podTemplate": "template.spec.template", "dependsOn": "dependsOn"},
-          "naming": {"hostname": "${job}-${role}-${jobIndex}-${index}",
-                     "subdomain": "spec.network.subdomain", "subdomainDefault": "${job}",
-                     "templateSubdomain": "overridden",
-                     "dnsHostnames": "spec.network.enableDNSHostnames",
-                     "podLabel": "jobset.sigs.k8s.io/jobset-name"}})"),
+      trainenv::test::standard_kind("job"),
+      trainenv::test::standard_kind("jobset"),
+      trainenv::test::standard_kind("trainjob"),
   });
   if (!set) FAIL(set.message());
   return std::move(set).value();

@@ -16,27 +16,10 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using nlohmann::json;
 
-owner_kind preview_kind(const std::string& name, const std::string& spec) {
-  return trainenv::test::owner_kind_from_spec(name, spec);
-}
-
 policy_set preview_policy_set() {
   auto kinds = owner_kind_set::build({
-      preview_kind("job", R"({"apiGroup": "batch", "versions": ["v1"], "kind": "Job",
-          "resource": "jobs", "roles": {"own": {"jobSpec": "spec", "podTemplate": "spec.template"}},
-          "naming": {"hostname": "${job}-${index}", "podLabel": "batch.kubernetes.io/job-name"}})"),
-      preview_kind("jobset", R"({"apiGroup": "jobset.x-k8s.io", "versions": ["v1alpha2"],
-          "kind": "JobSet", "resource": "jobsets",
-          "roles": {"list": "spec.replicatedJobs", "name": "name", "replicas": "replicas",
-                    "replicasDefault": 1, "jobSpec": "template.spec",
-                    "podTemplate": "template.spec.template", "dependsOn": "dependsOn"},
-          "coordinator": {"at": "spec.coordinator", "role": "replicatedJob",
-                          "jobIndex": "jobIndex", "podIndex": "podIndex"},
-          "naming": {"hostname": "${job}-${role}-${jobIndex}-${index}",
-                     "subdomain": "spec.network.subdomain", "subdomainDefault": "${job}",
-                     "templateSubdomain": "overridden",
-                     "dnsHostnames": "spec.network.enableDNSHostnames",
-                     "podLabel": "jobset.sigs.k8s.io/jobset-name"}})"),
+      trainenv::test::standard_kind("job"),
+      trainenv::test::standard_kind("jobset"),
   });
   if (!kinds) FAIL(kinds.message());
   auto p = parse_policy(json::parse(R"({

@@ -27,8 +27,8 @@ const owner_kind& jobset_kind() {
       "naming": {"hostname": "${job}-${role}-${jobIndex}-${index}",
                  "subdomain": "spec.network.subdomain", "subdomainDefault": "${job}",
                  "templateSubdomain": "overridden",
-                 "dnsHostnames": "spec.network.enableDNSHostnames",
-                 "podLabel": "jobset.sigs.k8s.io/jobset-name"}})");
+                 "dnsHostnames": "spec.network.enableDNSHostnames"},
+                 "podLabels": {"job": "jobset.sigs.k8s.io/jobset-name", "uid": "jobset.sigs.k8s.io/jobset-uid", "role": "jobset.sigs.k8s.io/replicatedjob-name", "jobIndex": "jobset.sigs.k8s.io/job-index", "jobs": "jobset.sigs.k8s.io/replicatedjob-replicas"}})");
   return kind;
 }
 
@@ -339,8 +339,8 @@ TEST_CASE("layout: pods without names, and a world of one that needs none", "[la
                 "podTemplate": "template"},
       "naming": {"hostname": "${job}-${role}-${index}", "subdomainDefault": "${job}",
                  "templateSubdomain": "first",
-                 "requiresAny": ["spec.plugins.svc", "spec.plugins.pytorch"],
-                 "podLabel": "volcano.sh/job-name"}})");
+                 "requiresAny": ["spec.plugins.svc", "spec.plugins.pytorch"]},
+                 "podLabels": {"job": "volcano.sh/job-name", "role": "volcano.sh/task-spec", "index": "volcano.sh/task-index"}})");
   job_layout vj;
   vj.roles = {role("worker", 2, 0)};
   settle_roles(vj, unit_policy(), world_rules{true, false}, std::nullopt);

@@ -24,16 +24,8 @@ owner_kind walk_kind(const std::string& name, const std::string& spec) {
 const owner_kind_set& walk_kinds() {
   static const owner_kind_set kinds = [] {
     auto set = owner_kind_set::build({
-        walk_kind("job", R"({"apiGroup": "batch", "versions": ["v1"], "kind": "Job",
-            "resource": "jobs", "roles": {"own": {"jobSpec": "spec", "podTemplate": "spec.template"}},
-            "naming": {"hostname": "${job}-${index}", "podLabel": "batch.kubernetes.io/job-name"}})"),
-        walk_kind("jobset", R"({"apiGroup": "jobset.x-k8s.io", "versions": ["v1alpha2"],
-            "kind": "JobSet", "resource": "jobsets",
-            "roles": {"list": "spec.replicatedJobs", "name": "name", "replicas": "replicas",
-                      "jobSpec": "template.spec", "podTemplate": "template.spec.template"},
-            "naming": {"hostname": "${job}-${role}-${jobIndex}-${index}",
-                       "subdomainDefault": "${job}",
-                       "podLabel": "jobset.sigs.k8s.io/jobset-name"}})"),
+        trainenv::test::standard_kind("job"),
+        trainenv::test::standard_kind("jobset"),
         walk_kind("pytorchjob", R"({"apiGroup": "kubeflow.org", "versions": ["v1"],
             "kind": "PyTorchJob", "wiredBy": "Kubeflow's training operator"})"),
         walk_kind("trainjob", R"({"apiGroup": "trainer.kubeflow.org", "versions": ["v1alpha1"],

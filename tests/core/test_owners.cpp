@@ -344,15 +344,17 @@ TEST_CASE("an OwnerKind's naming, replicas default, default policy and wiredBy p
                "resource": "jobs",
                "roles": {"list": "spec.tasks", "name": "name", "replicas": "replicas",
                          "replicasDefault": 0, "podTemplate": "template"},
-               "naming": {"hostname": "${job}-${role}-${index}", "subdomainDefault": "${job}",
-                          "podLabel": "volcano.sh/job-name"},
+               "naming": {"hostname": "${job}-${role}-${index}", "subdomainDefault": "${job}"},
+                          "podLabels": {"job": "volcano.sh/job-name", "role": "volcano.sh/task-spec", "index": "volcano.sh/task-index"},
                "defaultPolicy": "volcano-pytorch"}})"),
                                      "owners.yaml");
   REQUIRE(kind);
   CHECK(kind->roles->replicas_default == 0);
   REQUIRE(kind->naming);
   CHECK(kind->naming->hostname.source() == "${job}-${role}-${index}");
-  CHECK(kind->naming->job_label == "volcano.sh/job-name");
+  CHECK(kind->labels.job == "volcano.sh/job-name");
+  CHECK(kind->labels.role == "volcano.sh/task-spec");
+  CHECK(kind->labels.index == "volcano.sh/task-index");
   CHECK(kind->default_policy == "volcano-pytorch");
   // A task without replicas counts none (Volcano omits a zero).
   const auto roles = read_roles(*kind, json::parse(R"({"spec": {"tasks": [

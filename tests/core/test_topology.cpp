@@ -1,6 +1,7 @@
 // docs/contract.md §2: where each value comes from, in order, and what a missing or bad one means.
 #include <catch2/catch.hpp>
 
+#include "owner_kind_support.hpp"
 #include "trainenv/core/decide/pod_shape.hpp"
 #include "trainenv/core/job/topology.hpp"
 
@@ -30,9 +31,16 @@ json pod(json labels, json annotations = json::object(), json resources = json::
        {{"containers", json::array({{{"name", "node"}, {"resources", std::move(resources)}}})}}}};
 }
 
+// What the engine gives resolve_topology for a pod whose owners are not read: the owner kinds.
+topology_sources no_owners() {
+  topology_sources src;
+  src.kinds = &trainenv::test::standard_owner_kinds();
+  return src;
+}
+
 topology resolve_ok(const json& p, const policy& pol = torch_like()) {
   auto t = resolve_topology(pod_view(p), pol,
-                            choose_container(pod_view(p), pol, {}).index.value_or(0), {});
+                            choose_container(pod_view(p), pol, {}).index.value_or(0), no_owners());
   INFO((t.ok() ? std::string() : t.message()));
   REQUIRE(t.ok());
   return std::move(t).value();
@@ -40,7 +48,7 @@ topology resolve_ok(const json& p, const policy& pol = torch_like()) {
 
 std::string resolve_error(const json& p, const policy& pol = torch_like()) {
   auto t = resolve_topology(pod_view(p), pol,
-                            choose_container(pod_view(p), pol, {}).index.value_or(0), {});
+                            choose_container(pod_view(p), pol, {}).index.value_or(0), no_owners());
   REQUIRE_FALSE(t.ok());
   return t.message();
 }
@@ -55,21 +63,26 @@ std::string nproc_for(json resources, std::string annotation = "") {
 
 }  // namespace
 
-TEST_CASE("job name: jobset label, then trainjob label, then volcano, then spec.subdomain",
+TEST_CASE("job name: the owner kinds' job labels, kinds with roles first, then spec.subdomain",
           "[topology]") {
+  // owners.yaml's podLabels.job: JobSet's and Volcano's (kinds with roles), then TrainJob's (no
+  // roles), then the Job's (one role); a label before an annotation of the same key.
   json p = pod({{"jobset.sigs.k8s.io/jobset-name", "a"},
                 {"trainer.kubeflow.org/trainjob-name", "b"},
-                {"volcano.sh/job-name", "c"}});
+                {"volcano.sh/job-name", "c"},
+                {"batch.kubernetes.io/job-name", "e"}});
   p["spec"]["subdomain"] = "d";
   CHECK(resolve_ok(p).job == "a");
   p["metadata"]["labels"].erase("jobset.sigs.k8s.io/jobset-name");
-  CHECK(resolve_ok(p).job == "b");
-  p["metadata"]["labels"].erase("trainer.kubeflow.org/trainjob-name");
   CHECK(resolve_ok(p).job == "c");
   p["metadata"]["labels"].erase("volcano.sh/job-name");
   p["metadata"]["annotations"]["volcano.sh/job-name"] = "c2";
   CHECK(resolve_ok(p).job == "c2");
   p["metadata"]["annotations"].erase("volcano.sh/job-name");
+  CHECK(resolve_ok(p).job == "b");
+  p["metadata"]["labels"].erase("trainer.kubeflow.org/trainjob-name");
+  CHECK(resolve_ok(p).job == "e");
+  p["metadata"]["labels"].erase("batch.kubernetes.io/job-name");
   CHECK(resolve_ok(p).job == "d");
 }
 
@@ -95,21 +108,50 @@ TEST_CASE("role: trainenv.io/role, then replicatedjob-name, then volcano task-sp
   CHECK(resolve_ok(p).role == "node");
 }
 
-TEST_CASE(
-    "index: completion-index annotation, then label, then volcano task-index, then name suffix",
-    "[topology]") {
+TEST_CASE("index: the owner kinds' index labels, a label before its annotation, then name suffix",
+          "[topology]") {
   json p = pod({{"jobset.sigs.k8s.io/jobset-name", "j"},
                 {"batch.kubernetes.io/job-completion-index", "2"},
                 {"volcano.sh/task-index", "3"}},
                {{"batch.kubernetes.io/job-completion-index", "1"}, {"trainenv.io/num-nodes", "8"}});
   p["metadata"]["name"] = "j-node-5";
-  CHECK(resolve_ok(p).index == 1);
-  p["metadata"]["annotations"].erase("batch.kubernetes.io/job-completion-index");
+  CHECK(resolve_ok(p).index == 3);  // Volcano's (a kind with roles) before the Job's
+  p["metadata"]["labels"].erase("volcano.sh/task-index");
   CHECK(resolve_ok(p).index == 2);
   p["metadata"]["labels"].erase("batch.kubernetes.io/job-completion-index");
-  CHECK(resolve_ok(p).index == 3);
-  p["metadata"]["labels"].erase("volcano.sh/task-index");
+  CHECK(resolve_ok(p).index == 1);
+  p["metadata"]["annotations"].erase("batch.kubernetes.io/job-completion-index");
   CHECK(resolve_ok(p).index == 5);
+}
+
+TEST_CASE("a new owner kind's pod labels name job, role and index with no code",
+          "[topology][owners]") {
+  // A controller trainenv has never heard of, described only by its OwnerKind's podLabels.
+  std::vector<owner_kind> kinds;
+  for (const auto& name : {"job", "jobset", "volcano-job", "trainjob"})
+    kinds.push_back(trainenv::test::standard_kind(name));
+  kinds.push_back(trainenv::test::owner_kind_from_spec("lws", R"({"apiGroup": "example.dev",
+      "versions": ["v1"], "kind": "TrainSet", "resource": "trainsets",
+      "roles": {"list": "spec.groups", "name": "name", "replicas": "size", "podTemplate": "template"},
+      "naming": {"hostname": "${job}-${role}-${index}", "subdomainDefault": "${job}"},
+      "podLabels": {"job": "example.dev/set", "role": "example.dev/group",
+                    "index": "example.dev/ordinal"}})"));
+  auto set = owner_kind_set::build(std::move(kinds));
+  REQUIRE(set);
+  topology_sources src;
+  src.kinds = &*set;
+  const json p = pod(
+      {{"example.dev/set", "llm"}, {"example.dev/group", "trainer"}, {"example.dev/ordinal", "2"}},
+      {{"trainenv.io/replicas", "trainer=4"}});
+  const auto pol = torch_like();
+  auto t = resolve_topology(pod_view(p), pol, 0, src);
+  INFO((t.ok() ? std::string() : t.message()));
+  REQUIRE(t.ok());
+  CHECK(t->job == "llm");
+  CHECK(t->role == "trainer");
+  CHECK(t->index == 2);
+  CHECK(t->layout.dns_name(t->role_at, 0).value() == "llm-trainer-0.llm");
+  CHECK(pod_entry(pod_view(p), *set) == "trainer");
 }
 
 TEST_CASE("index that is not a number is a violation naming key and value", "[topology]") {

@@ -307,7 +307,9 @@ TEST_CASE("contract violations deny with status 400 and a message naming key, va
   const std::vector<row> rows = {
       {"no job name",
        [](json& p) {
+         // JobSet writes its name as an annotation too, which counts as well.
          p["metadata"]["labels"].erase("jobset.sigs.k8s.io/jobset-name");
+         p["metadata"]["annotations"].erase("jobset.sigs.k8s.io/jobset-name");
          p["metadata"]["labels"].erase("trainer.kubeflow.org/trainjob-name");
          p["metadata"]["labels"].erase("batch.kubernetes.io/job-name");
          p["spec"].erase("subdomain");

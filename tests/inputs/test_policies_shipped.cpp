@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "../core/owner_kind_support.hpp"
 #include "../test_support.hpp"
 #include "owner_files.hpp"
 #include "shipped_policies.hpp"
@@ -802,5 +803,30 @@ TEST_CASE("every shipped policy has an example pod", "[shipped][examples]") {
   for (const auto& p : test::shipped_policies().all()) {
     INFO(p.name);
     CHECK(covered.count(p.name) == 1);
+  }
+}
+
+TEST_CASE("the owner kinds the core tests build by hand are the shipped owners.yaml's",
+          "[owners][shipped]") {
+  const auto& shipped = trainenv::test::shipped_policies().owner_kinds();
+  for (const auto& [name, spec] : trainenv::test::standard_kind_specs()) {
+    INFO(name);
+    const auto mine = trainenv::test::standard_kind(name);
+    const trainenv::core::owner_kind* theirs = nullptr;
+    for (const auto& k : shipped.all()) {
+      if (k.name == name) theirs = &k;
+    }
+    REQUIRE(theirs != nullptr);
+    CHECK(mine.group == theirs->group);
+    CHECK(mine.kind == theirs->kind);
+    CHECK(mine.labels.job == theirs->labels.job);
+    CHECK(mine.labels.uid == theirs->labels.uid);
+    CHECK(mine.labels.role == theirs->labels.role);
+    CHECK(mine.labels.index == theirs->labels.index);
+    CHECK(mine.labels.job_index == theirs->labels.job_index);
+    CHECK(mine.labels.jobs == theirs->labels.jobs);
+    REQUIRE(mine.naming.has_value() == theirs->naming.has_value());
+    if (mine.naming) CHECK(mine.naming->hostname.source() == theirs->naming->hostname.source());
+    CHECK(mine.roles.has_value() == theirs->roles.has_value());
   }
 }

@@ -46,8 +46,10 @@ json review_for(json pod, const std::string& uid,
 
 json torch_pod(int index) {
   json pod = test::fixture("review-torch-jobset-node3.json")["request"]["object"];
+  // The Job controller writes the index as an annotation and a label, alike.
   pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"] =
       std::to_string(index);
+  pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = std::to_string(index);
   pod["spec"]["hostname"] = "llama-ft-node-0-" + std::to_string(index);  // as the Job controller
   return pod;
 }

@@ -29,15 +29,16 @@ inline core::policy_set synthetic_policies(int count) {
   return std::move(core::policy_set::build(std::move(policies))).value();
 }
 
-// A training pod labelled with `framework`.
+// A training pod labelled with `framework`, its job named by its subdomain (these policy sets
+// load no owner kinds, whose pod labels would name it).
 inline nlohmann::json pod_for_framework(const std::string& framework) {
   return {{"metadata",
            {{"labels",
              {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"},
-              {"trainer.kubeflow.org/framework", framework},
-              {"jobset.sigs.k8s.io/jobset-name", "job"}}},
+              {"trainer.kubeflow.org/framework", framework}}},
             {"annotations", nlohmann::json::object()}}},
-          {"spec", {{"containers", nlohmann::json::array({{{"name", "node"}}})}}}};
+          {"spec",
+           {{"subdomain", "job"}, {"containers", nlohmann::json::array({{{"name", "node"}}})}}}};
 }
 
 }  // namespace trainenv::test

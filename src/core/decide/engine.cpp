@@ -185,7 +185,7 @@ owner_step<placement> place(const pod_view& view, const policy& p, std::size_t t
     return placement{with_elastic([&] { return resolve_topology(view, p, target, src); }),
                      std::nullopt};
 
-  auto found = counts_from_owners(view, pod_role(view), owners, kinds);
+  auto found = counts_from_owners(view, pod_role(view, kinds), owners, kinds);
   auto* read = std::get_if<result<std::optional<owner_counts>>>(&found);
   if (read != nullptr && *read && **read) {
     placement out{error{}, std::move(***read)};

@@ -39,19 +39,48 @@ bool is_batch_job(const owner_ref& ref) {
   return ref.kind == "Job" && ref.group() == "batch";
 }
 
-// The JobSet a pod belongs to, from the labels JobSet puts on every pod: no need to read the
-// Job first. The uid label makes it as safe as the Job's ownerReference.
-std::optional<owner_ref> jobset_from_labels(const pod_view& pod, const owner_kind_set& kinds) {
-  const auto* name = pod.label(keys::jobset_name);
-  const auto* uid = pod.label(keys::jobset_uid);
-  if (name == nullptr || uid == nullptr || name->empty() || uid->empty()) return std::nullopt;
-  for (const auto& kind : kinds.all()) {
-    if (kind.kind == "JobSet" && kind.group == "jobset.x-k8s.io" && kind.roles) {
-      return owner_ref{kind.group + "/" + kind.versions.front(), kind.kind,
-                       std::string(namespace_of(pod)), std::string(*name), std::string(*uid)};
+// Where a kind stands in the order a pod's labels are read (read_pod_label).
+int label_rank(const owner_kind& kind) {
+  if (!kind.roles) return 1;
+  return kind.roles->kind == role_layout::shape::own ? 2 : 0;
+}
+
+// Each kind, in the order a pod's labels are read, until `visit` returns true.
+template <class Visit>
+void in_label_order(const owner_kind_set& kinds, Visit visit) {
+  for (int rank = 0; rank <= 2; ++rank) {
+    for (const auto& k : kinds.all()) {
+      if (label_rank(k) == rank && visit(k)) return;
     }
   }
-  return std::nullopt;
+}
+
+const std::string_view* label_value(const pod_view& pod, std::string_view key,
+                                    std::string_view& from) {
+  if (key.empty()) return nullptr;
+  if (const auto* v = pod.label(key); v != nullptr && !v->empty()) {
+    from = "label";
+    return v;
+  }
+  const auto* v = pod.annotation(key);
+  from = "annotation";
+  return v != nullptr && !v->empty() ? v : nullptr;
+}
+
+// The owner a pod's controller names on it (its job and uid labels: JobSet's on every pod), read
+// directly instead of through the pod's Job. The uid makes it as safe as an ownerReference.
+std::optional<owner_ref> owner_from_labels(const pod_view& pod, const owner_kind_set& kinds) {
+  std::optional<owner_ref> out;
+  in_label_order(kinds, [&](const owner_kind& k) {
+    if (k.labels.uid.empty() || !k.roles) return false;
+    const auto* name = pod.label(k.labels.job);
+    const auto* uid = pod.label(k.labels.uid);
+    if (name == nullptr || uid == nullptr || name->empty() || uid->empty()) return false;
+    out = owner_ref{k.group.empty() ? k.versions.front() : k.group + "/" + k.versions.front(),
+                    k.kind, std::string(namespace_of(pod)), std::string(*name), std::string(*uid)};
+    return true;
+  });
+  return out;
 }
 
 // The counts an owner object of a known kind gives, once it is fetched.
@@ -234,24 +263,47 @@ const owner_kind* wired_owner(const pod_view& pod, const owner_kind_set& kinds) 
   return kind != nullptr && !kind->wired_by.empty() ? kind : nullptr;
 }
 
+pod_label read_pod_label(const pod_view& pod, const owner_kind_set& kinds, pod_label_field field) {
+  pod_label out;
+  in_label_order(kinds, [&](const owner_kind& k) {
+    const auto& key = k.labels.*field;
+    out.value = label_value(pod, key, out.from);
+    if (out.value == nullptr) return false;
+    out.key = key;
+    out.kind = &k;
+    return true;
+  });
+  return out;
+}
+
+std::string pod_label_names(const owner_kind_set& kinds, pod_label_field field) {
+  std::vector<std::string> names;
+  in_label_order(kinds, [&](const owner_kind& k) {
+    const auto& key = k.labels.*field;
+    if (!key.empty() && std::find(names.begin(), names.end(), key) == names.end())
+      names.push_back(key);
+    return false;
+  });
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + std::string("label ") + names[i];
+  }
+  return out.empty() ? std::string("no label (no owner kind names one)") : out;
+}
+
 const owner_kind* kind_by_labels(const pod_view& pod, const owner_kind_set& kinds,
                                  const std::string_view** job) {
-  const owner_kind* single = nullptr;
-  for (const auto& k : kinds.all()) {
-    if (!k.naming || k.naming->job_label.empty() || !k.roles) continue;
-    const auto* name = pod.label(k.naming->job_label);
-    if (name == nullptr || name->empty()) name = pod.annotation(k.naming->job_label);
-    if (name == nullptr || name->empty()) continue;
-    if (k.roles->kind != role_layout::shape::own) {
-      *job = name;
-      return &k;
-    }
-    if (single == nullptr) {
-      single = &k;
-      *job = name;
-    }
-  }
-  return single;
+  const owner_kind* found = nullptr;
+  in_label_order(kinds, [&](const owner_kind& k) {
+    if (!k.roles) return false;
+    std::string_view from;
+    const auto* name = label_value(pod, k.labels.job, from);
+    if (name == nullptr) return false;
+    *job = name;
+    found = &k;
+    return true;
+  });
+  return found;
 }
 
 const owner_kind* pod_owner_kind(const pod_view& pod, const owner_kind_set& kinds) {
@@ -272,8 +324,8 @@ owner_step<result<std::optional<owner_counts>>> counts_from_owners(const pod_vie
                                                                    const owner_kind_set& kinds) {
   using answer = result<std::optional<owner_counts>>;
   // A JobSet pod: its JobSet knows every role, and its labels name it.
-  if (const auto jobset = jobset_from_labels(pod, kinds)) {
-    return counts_of(*jobset, *kinds.find(jobset->api_version, jobset->kind), role, owners);
+  if (const auto named = owner_from_labels(pod, kinds)) {
+    return counts_of(*named, *kinds.find(named->api_version, named->kind), role, owners);
   }
   const auto& owner = pod.controller();
   if (!owner) return answer(std::optional<owner_counts>());  // a bare pod: the policy's defaults

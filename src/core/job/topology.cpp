@@ -15,20 +15,14 @@ namespace {
 using nlohmann::json;
 using namespace topology_detail;  // NOLINT(google-build-using-namespace): this file's own detail
 
-result<std::string> resolve_job(const pod_view& pod) {
-  const auto volcano = label_or_annotation(pod, keys::volcano_job);
+result<std::string> resolve_job(const pod_view& pod, const owner_kind_set& kinds) {
   const auto found = first_of({
-      {pod.label(keys::jobset_name), "label", keys::jobset_name},
-      {pod.label(keys::trainjob_name), "label", keys::trainjob_name},
-      volcano,
-      {pod.label(keys::job_name), "label", keys::job_name},
+      controller_label(pod, kinds, &pod_labels::job),
       {pod.subdomain(), "spec.subdomain", {}},
   });
   if (found.value == nullptr) {
-    return error{"trainenv: cannot tell the job name: set label " + std::string(keys::jobset_name) +
-                 " (or label " + std::string(keys::trainjob_name) + ", label " +
-                 std::string(keys::volcano_job) + ", label " + std::string(keys::job_name) +
-                 ", or spec.subdomain)"};
+    return error{"trainenv: cannot tell the job name: set " +
+                 pod_label_names(kinds, &pod_labels::job) + ", or spec.subdomain"};
   }
   // It names hosts, hostfile lines, Secrets and ConfigMaps: a DNS name, or nothing of it is used.
   if (!is_dns_subdomain(*found.value)) {
@@ -42,11 +36,10 @@ using role_counts = std::vector<std::pair<std::string, std::int64_t>>;
 
 }  // namespace
 
-std::string pod_role(const pod_view& pod) {
+std::string pod_role(const pod_view& pod, const owner_kind_set& kinds) {
   const auto found = first_of({
       label_or_annotation(pod, keys::role),
-      {pod.label(keys::replicated_job), "label", keys::replicated_job},
-      label_or_annotation(pod, keys::volcano_task),
+      controller_label(pod, kinds, &pod_labels::role),
   });
   return found.value != nullptr ? std::string(*found.value) : std::string("node");
 }
@@ -55,23 +48,16 @@ bool topology::in_scope(const role_scope& roles) const {
   return roles.matches(role, training_role) || (launches && roles.matches(launcher_role, false));
 }
 
-std::string pod_entry(const pod_view& pod) {
-  const auto found = first_of({
-      {pod.label(keys::replicated_job), "label", keys::replicated_job},
-      label_or_annotation(pod, keys::volcano_task),
-  });
-  return found.value != nullptr ? std::string(*found.value) : pod_role(pod);
+std::string pod_entry(const pod_view& pod, const owner_kind_set& kinds) {
+  const auto found = controller_label(pod, kinds, &pod_labels::role);
+  return found.value != nullptr ? std::string(*found.value) : pod_role(pod, kinds);
 }
 
 namespace {
 
 // nullopt value with no error: no source present.
-result<std::optional<std::int64_t>> read_index(const pod_view& pod) {
-  const auto found = first_of({
-      {pod.annotation(keys::completion_index), "annotation", keys::completion_index},
-      {pod.label(keys::completion_index), "label", keys::completion_index},
-      {pod.label(keys::volcano_index), "label", keys::volcano_index},
-  });
+result<std::optional<std::int64_t>> read_index(const pod_view& pod, const owner_kind_set& kinds) {
+  const auto found = controller_label(pod, kinds, &pod_labels::index);
   if (found.value != nullptr) {
     const auto n = parse_decimal(trim(*found.value), max_count);
     if (!n) {
@@ -208,23 +194,25 @@ std::optional<std::int64_t> worker_template_gpus(const job_layout& layout, const
 
 // The pod's place in its role: its completion index within its Job, plus the Jobs before its own
 // (JobSet's job-index label) times the pods of one Job.
-result<bool> resolve_index(const pod_view& pod, bool jobs_known, topology& t) {
-  auto index = read_index(pod);
+result<bool> resolve_index(const pod_view& pod, const owner_kind_set& kinds, bool jobs_known,
+                           topology& t) {
+  auto index = read_index(pod, kinds);
   if (!index) return std::move(index).take_error();
   const auto& role = t.layout.roles[t.role_at];
-  const auto* job_text = pod.label(keys::job_index);
-  auto job = read_number(job_text, label_name(keys::job_index), 0, max_count);
+  const auto job_label = controller_label(pod, kinds, &pod_labels::job_index);
+  auto job = read_number(job_label.value, job_label.source(), 0, max_count);
   if (!job) return std::move(job).take_error();
   if (jobs_known && role.jobs > 1 && !*job) {
     return error{"trainenv: role " + quote(role.name) + " of " + t.layout.source + " runs " +
-                 std::to_string(role.jobs) + " Jobs, and label " + std::string(keys::job_index) +
-                 " is missing; expected a whole number >= 0"};
+                 std::to_string(role.jobs) + " Jobs, and the pod has no " +
+                 pod_label_names(kinds, &pod_labels::job_index) +
+                 " to say which is its own; expected a whole number >= 0"};
   }
   t.job_index = job->value_or(0);
   if (jobs_known && t.job_index > 0 && t.job_index >= role.jobs) {
-    return error{"trainenv: label " + std::string(keys::job_index) + " is " +
-                     std::to_string(t.job_index) + ", but role " + quote(role.name) + " runs " +
-                     std::to_string(role.jobs) + " Job(s) (" + t.layout.source + ")",
+    return error{"trainenv: " + job_label.source() + " is " + std::to_string(t.job_index) +
+                     ", but role " + quote(role.name) + " runs " + std::to_string(role.jobs) +
+                     " Job(s) (" + t.layout.source + ")",
                  contradicts_owner};
   }
   if (*index) t.index = t.job_index * role.pods_per_job() + **index;
@@ -232,9 +220,8 @@ result<bool> resolve_index(const pod_view& pod, bool jobs_known, topology& t) {
   if (!t.index) {
     t.index_unknown_reason =
         "trainenv: cannot tell this pod's index in role " + quote(t.role) +
-        (role.pods > 1 ? " (" + std::to_string(role.pods) + " pods)" : std::string()) +
-        ": set annotation " + std::string(keys::completion_index) + " or label " +
-        std::string(keys::volcano_index);
+        (role.pods > 1 ? " (" + std::to_string(role.pods) + " pods)" : std::string()) + ": set " +
+        pod_label_names(kinds, &pod_labels::index);
   }
   return true;
 }
@@ -350,12 +337,12 @@ result<bool> check_place(const pod_view& pod, const policy& p, const topology_so
   // JobSet's label of the replicas the pod's replicatedJob had when its Job was made: the owner
   // read must say the same (docs/contract.md §2.1).
   if (src.owners != nullptr) {
-    auto labelled = read_number(pod.label(keys::replicated_job_replicas),
-                                label_name(keys::replicated_job_replicas), 1, max_count);
+    const auto jobs_label = controller_label(pod, kinds_of(src), &pod_labels::jobs);
+    auto labelled = read_number(jobs_label.value, jobs_label.source(), 1, max_count);
     if (labelled && *labelled && **labelled != own.jobs) {
-      return error{"trainenv: " + label_name(keys::replicated_job_replicas) + " is " +
-                       std::to_string(**labelled) + ", but " + layout.source + " runs role " +
-                       quote(t.role) + " in " + std::to_string(own.jobs) + " Job(s)",
+      return error{"trainenv: " + jobs_label.source() + " is " + std::to_string(**labelled) +
+                       ", but " + layout.source + " runs role " + quote(t.role) + " in " +
+                       std::to_string(own.jobs) + " Job(s)",
                    contradicts_owner};
     }
   }
@@ -392,13 +379,14 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   t.container = target_index;
   const auto target = pod.containers()[t.container];
 
-  auto job = resolve_job(pod);
+  const auto& kinds = kinds_of(src);
+  auto job = resolve_job(pod, kinds);
   if (!job) return std::move(job).take_error();
   t.job = std::move(*job);
   // A pod with no namespace (a file given to preview) is created in the default one.
   const auto* ns = non_empty(pod.namespace_name());
   t.namespace_name = ns != nullptr ? std::string(*ns) : std::string("default");
-  t.role = pod_role(pod);
+  t.role = pod_role(pod, kinds);
 
   auto port = read_int_annotation(pod, keys::master_port, 1, 65535);
   if (!port) return std::move(port).take_error();
@@ -425,7 +413,8 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   // A pod whose own labels name no role plays its entry's: the owner's template or job plugin
   // may give that entry a role of its own (Volcano's mpi plugin: --master=mpimaster, the launcher).
   if (src.owners != nullptr && label_or_annotation(pod, keys::role).value == nullptr) {
-    if (const auto at = layout.index_of_entry(pod_entry(pod))) t.role = layout.roles[*at].name;
+    if (const auto at = layout.index_of_entry(pod_entry(pod, kinds)))
+      t.role = layout.roles[*at].name;
   }
   t.master_port = port->value_or(layout.plugin_master_port.value_or(p.default_master_port));
   auto role_listed = find_own_role(pod, p, src, t.role, layout);
@@ -446,7 +435,7 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   const bool counts_known = src.owners != nullptr || !src.has_owner ||
                             pod.annotation(keys::replicas) != nullptr || *nodes_annotation;
   if (src.owners == nullptr && counts_known) {
-    if (auto ok = own_jobs_from_labels(pod, t.role_at, layout); !ok)
+    if (auto ok = own_jobs_from_labels(pod, kinds, t.role_at, layout); !ok)
       return std::move(ok).take_error();
   } else if (*nodes_annotation) {
     if (auto ok = apply_num_nodes(**nodes_annotation, layout); !ok)
@@ -455,7 +444,7 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   const auto& own = layout.roles[t.role_at];
   t.training_role = own.training;
 
-  if (auto ok = resolve_index(pod, counts_known, t); !ok) return std::move(ok).take_error();
+  if (auto ok = resolve_index(pod, kinds, counts_known, t); !ok) return std::move(ok).take_error();
   if (auto ok = check_place(pod, p, src, t, *role_listed && counts_known); !ok)
     return std::move(ok).take_error();
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "trainenv/core/job/owner_walk.hpp"
 #include "trainenv/core/job/topology.hpp"
 #include "trainenv/core/model/pod_view.hpp"
 #include "trainenv/core/text/names.hpp"
@@ -48,6 +49,19 @@ inline sourced label_or_annotation(const pod_view& pod, std::string_view key) {
   return {non_empty(pod.annotation(key)), "annotation", key};
 }
 
+// A label the pod's controller writes (owner_kind::labels), as a sourced value.
+inline sourced controller_label(const pod_view& pod, const owner_kind_set& kinds,
+                                pod_label_field field) {
+  const auto read = read_pod_label(pod, kinds, field);
+  return {read.value, read.from, read.key};
+}
+
+// The owner kinds the sources name; none when they name none.
+inline const owner_kind_set& kinds_of(const topology_sources& src) {
+  static const owner_kind_set none;
+  return src.kinds != nullptr ? *src.kinds : none;
+}
+
 // A whole number from `min` to `max` in a label or annotation; nullopt when absent.
 inline result<std::optional<std::int64_t>> read_number(const std::string_view* text,
                                                        const std::string& what, std::int64_t min,
@@ -80,7 +94,8 @@ result<bool> build_layout(const pod_view& pod, const policy& p, const topology_s
                           const std::string& role, std::int64_t nodes, job_layout& layout);
 result<bool> find_own_role(const pod_view& pod, const policy& p, const topology_sources& src,
                            const std::string& role, job_layout& layout);
-result<bool> own_jobs_from_labels(const pod_view& pod, std::size_t own, job_layout& layout);
+result<bool> own_jobs_from_labels(const pod_view& pod, const owner_kind_set& kinds, std::size_t own,
+                                  job_layout& layout);
 result<bool> apply_num_nodes(std::int64_t nodes, job_layout& layout);
 
 }  // namespace trainenv::core::topology_detail

@@ -80,10 +80,11 @@ bool launcher_runs_as_node(const pod_view& pod, const std::string& role, const j
 // The roles the pod's annotations give, else (a pod with no owner to ask) the policy's defaults,
 // else the pod's own role with the number of nodes.
 result<bool> roles_from_pod(const pod_view& pod, const policy& p, const std::string& role,
-                            std::int64_t num_nodes, bool has_owner, job_layout& layout) {
+                            const std::string& entry, std::int64_t num_nodes, bool has_owner,
+                            job_layout& layout) {
   const auto add = [&](std::string name, std::int64_t pods) {
     layout_role r;
-    r.entry = name == role ? pod_entry(pod) : name;
+    r.entry = name == role ? entry : name;
     r.name = std::move(name);
     r.pods = pods;
     r.jobs_known = !has_owner;  // only the owner knows how many Jobs another role runs
@@ -122,9 +123,10 @@ result<bool> roles_from_pod(const pod_view& pod, const policy& p, const std::str
 
 // The Jobs of the pod's own role, from the label JobSet puts on its pods, when the owner that
 // knows them is not read.
-result<bool> own_jobs_from_labels(const pod_view& pod, std::size_t own, job_layout& layout) {
-  auto jobs = read_number(pod.label(keys::replicated_job_replicas),
-                          label_name(keys::replicated_job_replicas), 1, max_count);
+result<bool> own_jobs_from_labels(const pod_view& pod, const owner_kind_set& kinds, std::size_t own,
+                                  job_layout& layout) {
+  const auto jobs_label = controller_label(pod, kinds, &pod_labels::jobs);
+  auto jobs = read_number(jobs_label.value, jobs_label.source(), 1, max_count);
   if (!jobs) return std::move(jobs).take_error();
   auto& role = layout.roles[own];
   role.jobs_known = true;
@@ -132,17 +134,17 @@ result<bool> own_jobs_from_labels(const pod_view& pod, std::size_t own, job_layo
   role.jobs = **jobs;
   if (role.pods % role.jobs != 0) {
     return error{"trainenv: role " + quote(role.name) + " has " + std::to_string(role.pods) +
-                 " pods (" + layout.source + "), which " +
-                 label_name(keys::replicated_job_replicas) + " = " + std::to_string(role.jobs) +
-                 " Jobs cannot share evenly; set annotation " + std::string(keys::replicas) +
-                 " to the role's pods in all"};
+                 " pods (" + layout.source + "), which " + jobs_label.source() + " = " +
+                 std::to_string(role.jobs) + " Jobs cannot share evenly; set annotation " +
+                 std::string(keys::replicas) + " to the role's pods in all"};
   }
   return true;
 }
 
 // trainenv.io/replicas over the owner's roles: each role it names has that many pods; a role the
 // owner lacks is added.
-result<bool> apply_replicas_annotation(const pod_view& pod, job_layout& layout) {
+result<bool> apply_replicas_annotation(const pod_view& pod, const std::string& role,
+                                       const std::string& entry, job_layout& layout) {
   const auto* given = pod.annotation(keys::replicas);
   if (given == nullptr) return true;
   auto parsed = parse_replicas(*given);
@@ -158,7 +160,7 @@ result<bool> apply_replicas_annotation(const pod_view& pod, job_layout& layout) 
       r->pods = count;
     } else {
       layout_role added;
-      added.entry = name == pod_role(pod) ? pod_entry(pod) : name;
+      added.entry = name == role ? entry : name;
       added.name = std::move(name);
       added.pods = count;
       added.owner_order = layout.roles.size();
@@ -195,21 +197,19 @@ result<bool> apply_num_nodes(std::int64_t nodes, job_layout& layout) {
 // pod's annotations and labels say, named by the kind its labels name.
 result<bool> build_layout(const pod_view& pod, const policy& p, const topology_sources& src,
                           const std::string& role, std::int64_t nodes, job_layout& layout) {
+  const auto& kinds = kinds_of(src);
+  const auto entry = pod_entry(pod, kinds);
   if (src.owners != nullptr) {
     layout = layout_from_owner(*src.owners);
-    if (auto ok = apply_replicas_annotation(pod, layout); !ok) return ok;
+    if (auto ok = apply_replicas_annotation(pod, role, entry, layout); !ok) return ok;
   } else {
-    if (auto ok = roles_from_pod(pod, p, role, nodes, src.has_owner, layout); !ok) return ok;
+    if (auto ok = roles_from_pod(pod, p, role, entry, nodes, src.has_owner, layout); !ok) return ok;
     const std::string_view* job_name = nullptr;
-    if (const auto* kind =
-            src.kinds != nullptr ? kind_by_labels(pod, *src.kinds, &job_name) : nullptr) {
+    if (const auto* kind = kind_by_labels(pod, kinds, &job_name)) {
       set_naming(layout, *kind, nullptr, *job_name, pod.subdomain(), src.has_owner);
     } else {
-      layout.unnamed =
-          "trainenv: cannot name the job's pods: the pod has no owner and none of "
-          "the labels " +
-          std::string(keys::jobset_name) + ", " + std::string(keys::volcano_job) + " or " +
-          std::string(keys::job_name);
+      layout.unnamed = "trainenv: cannot name the job's pods: the pod has no owner and none of " +
+                       pod_label_names(kinds, &pod_labels::job);
     }
   }
   layout.launcher_is_node = src.trainer != nullptr ? src.trainer->run_launcher_as_node
@@ -236,7 +236,7 @@ result<bool> find_own_role(const pod_view& pod, const policy& p, const topology_
   }
   layout_role unlisted;
   unlisted.name = role;
-  unlisted.entry = pod_entry(pod);
+  unlisted.entry = pod_entry(pod, kinds_of(src));
   unlisted.listed = false;
   unlisted.owner_order = layout.roles.size();
   layout.roles.push_back(std::move(unlisted));

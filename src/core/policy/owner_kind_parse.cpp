@@ -26,8 +26,8 @@ class owner_kind_parser {
     if (spec == nullptr) return take();
     if (!known(*spec, "spec",
                {"apiGroup", "versions", "kind", "resource", "clusterScoped", "roles", "runtimeRef",
-                "framework", "naming", "coordinator", "writes", "plugins", "defaultPolicy",
-                "wiredBy", "sshKeys"}))
+                "framework", "naming", "podLabels", "coordinator", "writes", "plugins",
+                "defaultPolicy", "wiredBy", "sshKeys"}))
       return take();
     const auto* group = text(*spec, "apiGroup", "spec.apiGroup", true);
     if (failed_) return take();
@@ -83,6 +83,9 @@ class owner_kind_parser {
       auto parsed = parse_naming(*naming);
       if (!parsed) return take();
       out.naming = std::move(*parsed);
+    }
+    if (const auto* labels = member(*spec, "podLabels")) {
+      if (!parse_pod_labels(*labels, out.labels)) return take();
     }
     if (!parse_controller_facts(*spec, out)) return take();
     if (const auto* policy = text(*spec, "defaultPolicy", "spec.defaultPolicy", true)) {
@@ -211,12 +214,13 @@ class owner_kind_parser {
     return out;
   }
 
-  // naming: {hostname, subdomain, subdomainDefault, podLabel} (docs/policies.md, "Owner kinds").
+  // naming: {hostname, subdomain, subdomainDefault, templateSubdomain, dnsHostnames, requiresAny}
+  // (docs/policies.md, "Owner kinds").
   std::optional<pod_naming> parse_naming(const json& naming) {
     if (!keep(expect_object(naming, "spec.naming"))) return std::nullopt;
     if (!known(naming, "spec.naming",
                {"hostname", "subdomain", "subdomainDefault", "templateSubdomain", "dnsHostnames",
-                "requiresAny", "podLabel"}))
+                "requiresAny"}))
       return std::nullopt;
     constexpr variable_mask naming_variables =
         variable_bit(variable::job) | variable_bit(variable::role) |
@@ -276,10 +280,37 @@ class owner_kind_parser {
         out.requires_any.push_back(split(*path));
       }
     }
-    if (const auto* label = text(naming, "podLabel", "spec.naming.podLabel", true))
-      out.job_label = *label;
     if (failed_) return std::nullopt;
     return out;
+  }
+
+  // podLabels: {job, uid, role, index, jobIndex, jobs}, each a label key; uid goes with job.
+  bool parse_pod_labels(const json& labels, pod_labels& out) {
+    if (!keep(expect_object(labels, "spec.podLabels"))) return false;
+    if (!known(labels, "spec.podLabels", {"job", "uid", "role", "index", "jobIndex", "jobs"}))
+      return false;
+    const std::pair<const char*, std::string pod_labels::*> fields[] = {
+        {"job", &pod_labels::job},
+        {"uid", &pod_labels::uid},
+        {"role", &pod_labels::role},
+        {"index", &pod_labels::index},
+        {"jobIndex", &pod_labels::job_index},
+        {"jobs", &pod_labels::jobs}};
+    for (const auto& [key, field] : fields) {
+      const std::string at = "spec.podLabels." + std::string(key);
+      if (const auto* value = text(labels, key, at, true)) {
+        if (!is_annotation_key(*value)) {
+          fail(at, quote(*value) + " is not a label key ([prefix/]name)");
+          return false;
+        }
+        out.*field = *value;
+      }
+    }
+    if (!out.uid.empty() && out.job.empty()) {
+      fail("spec.podLabels.uid", "goes with job: the two name the owner to read");
+      return false;
+    }
+    return !failed_;
   }
 
   // What a kind says of its controller beside the counts: the coordinator it names, the env it

@@ -63,10 +63,26 @@ using trainer_settings_ptr = std::shared_ptr<const trainer_settings>;
 // PyTorchJob, MPIJob, ...): such a pod passes unchanged, and no object is read.
 [[nodiscard]] const owner_kind* wired_owner(const pod_view& pod, const owner_kind_set& kinds);
 
+// A label its controller writes on a pod (owner_kind::labels), read from the pod: the first kind
+// whose label of that meaning the pod carries (a label, else an annotation of that key), kinds
+// that lay out every role (a JobSet) before those without roles (a TrainJob) and those that are
+// one role (a Job), as a JobSet's pods carry their Job's labels too. `value` is null when the
+// pod carries none.
+struct pod_label {
+  const std::string_view* value = nullptr;
+  std::string_view from;  // "label" or "annotation"
+  std::string_view key;
+  const owner_kind* kind = nullptr;
+};
+using pod_label_field = std::string pod_labels::*;
+[[nodiscard]] pod_label read_pod_label(const pod_view& pod, const owner_kind_set& kinds,
+                                       pod_label_field field);
+// Every kind's label of that meaning, for a message: "label a, label b or label c".
+[[nodiscard]] std::string pod_label_names(const owner_kind_set& kinds, pod_label_field field);
+
 // The kind of job the pod's labels say it belongs to, when its owners are not read: the first
-// kind whose naming.podLabel the pod carries, a kind that lays out every role (a JobSet) before
-// one that is a single role (a Job), as a JobSet's pods carry both their JobSet's and their
-// Job's labels. `job` receives that label's value (the job's name).
+// kind with roles whose job label the pod carries, in read_pod_label's order. `job` receives
+// that label's value (the job's name).
 [[nodiscard]] const owner_kind* kind_by_labels(const pod_view& pod, const owner_kind_set& kinds,
                                                const std::string_view** job);
 

@@ -87,12 +87,13 @@ struct topology {
   void set_rendezvous(variable_values& v) const;
 };
 
-// The role the pod plays (docs/contract.md §2): trainenv.io/role, the replicatedJob, the Volcano
-// task, else "node".
-[[nodiscard]] std::string pod_role(const pod_view& pod);
-// The name its controller gives the pod's role entry (JobSet's replicatedjob-name label, Volcano's
-// task-spec), which its DNS name carries; else its role.
-[[nodiscard]] std::string pod_entry(const pod_view& pod);
+// The role the pod plays (docs/contract.md §2): trainenv.io/role, else the entry its controller's
+// role label names (JobSet's replicatedjob-name, Volcano's task-spec: owners.yaml's podLabels),
+// else "node".
+[[nodiscard]] std::string pod_role(const pod_view& pod, const owner_kind_set& kinds);
+// The name its controller gives the pod's role entry (its podLabels.role), which its DNS name
+// carries; else its role.
+[[nodiscard]] std::string pod_entry(const pod_view& pod, const owner_kind_set& kinds);
 
 // The variables whose values come from the job's layout (nodes, replicas, world, ranks, master,
 // hosts, slots): only a policy that uses one for a pod makes its owners worth reading, and only

@@ -88,9 +88,18 @@ struct pod_naming {
   // The controller names the pods only when the owner has one of these members (Volcano's svc
   // plugin, which its webhook turns on for pytorch, mpi, tensorflow and ray). Empty: always.
   std::vector<member_path> requires_any;
-  // The pod label that names a job of this kind, for a pod whose owner is not read (its
-  // controller's labels: jobset.sigs.k8s.io/jobset-name, volcano.sh/job-name, ...).
-  std::string job_label;
+};
+
+// The labels a controller writes on each pod it makes (docs/policies.md, "Owner kinds"), read as
+// a label, else an annotation of that name: what a pod says of its place without its owner being
+// read. Empty: the controller writes none of that meaning.
+struct pod_labels {
+  std::string job;        // the job's name (jobset.sigs.k8s.io/jobset-name)
+  std::string uid;        // the job's uid: with `job`, names the owner to read directly
+  std::string role;       // the pod's entry: its replicatedJob's or task's name
+  std::string index;      // its index within its Job (a completion index) or role
+  std::string job_index;  // its Job's index within its role (a JobSet replicatedJob's Jobs)
+  std::string jobs;       // the Jobs its role runs, when its Job was made
 };
 
 // The env a controller writes into the pods it makes (docs/contract.md §4): its, not the user's,
@@ -136,6 +145,7 @@ struct owner_kind {
   bool cluster_scoped = false;
   std::optional<role_layout> roles;  // none: this kind gives no counts (a TrainJob)
   std::optional<pod_naming> naming;  // none: this kind's pods have no DNS names trainenv knows
+  pod_labels labels;                 // what its controller writes on its pods
   std::optional<coordinator_rule> coordinator;
   std::optional<controller_writes> writes;
   std::vector<job_plugin> plugins;

@@ -12,7 +12,6 @@ namespace trainenv::core {
 namespace keys {
 inline constexpr std::string_view ancestor_step = "trainer.kubeflow.org/trainjob-ancestor-step";
 inline constexpr std::string_view framework = "trainer.kubeflow.org/framework";
-inline constexpr std::string_view trainjob_name = "trainer.kubeflow.org/trainjob-name";
 inline constexpr std::string_view jobset_name = "jobset.sigs.k8s.io/jobset-name";
 inline constexpr std::string_view jobset_uid = "jobset.sigs.k8s.io/jobset-uid";
 inline constexpr std::string_view job_index = "jobset.sigs.k8s.io/job-index";
