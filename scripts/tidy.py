@@ -113,8 +113,9 @@ def main():
         for path, status, text in pool.map(run, todo):
             if text:
                 print(text, flush=True)
-            findings.update(re.findall(r"^\S+:\d+:\d+: (?:warning|error): .*\[([a-z0-9.,-]+)\]$",
-                                       text, re.M))
+            found = re.findall(r"^\S+:\d+:\d+: (?:warning|error): .*\[([A-Za-z0-9.,-]+)\]$",
+                               text, re.M)
+            findings.update(check.split(",")[0] for check in found)
             if status == 0 and keys[path] is not None:
                 passed[path] = keys[path]
             else:

@@ -44,25 +44,17 @@ struct topology {
   // node role's pod template in its owner; a node from itself (gpus_per_node).
   std::optional<std::int64_t> worker_gpus;
   std::optional<std::int64_t> nproc_count;  // the processes-per-node setting, when a number
-  bool nproc_one_means_gpus = false;        // Trainer's MPI rule (trainer_settings)
   std::string ssh_auth_mount_path;
   std::int64_t ssh_key_mode = 0600;
-  std::string ssh_secret;          // ${sshSecret}
-  bool ssh_keys_provided = false;  // ${sshKeysProvided}: the image or the controller brings them
+  std::string ssh_secret;  // ${sshSecret}
   std::string cluster_domain;
   std::optional<elastic_mode> elastic;  // an elastic job's bounds
-  bool c10d = false;                    // the job rendezvous with c10d (elastic, or asked)
   std::string job_uid;
   // The pod's own "<hostname>.<subdomain>", as its controller set them: what the layout must call
   // it too (docs/contract.md §2.2, the self-check).
   std::string own_name;
   // What the pod should hear about its layout (a coordinator outside the world), as warnings.
   std::vector<std::string> notes;
-  bool training_role = false;
-  // It runs the MPI launcher: role launcher, or node rank 0 of an MPI job with no launcher role
-  // (every pod alike, rank 0 calls mpirun; docs/contract.md §2.2). It then gets what a policy
-  // gives role launcher (the hostfile, the launcher's variables) besides its own role's.
-  bool launches = false;
   std::optional<std::int64_t> node_rank;   // a node with a known index
   std::optional<std::int64_t> world_size;  // training roles
   std::size_t container = 0;               // the target container's index
@@ -71,6 +63,15 @@ struct topology {
   // The variables whose values only the pod's owners can tell (a used() mask): set when the pod
   // has owners that were not read; a policy that uses one for this pod needs them read.
   variable_mask owner_open = 0;
+  // The flags, together (no padding between them).
+  bool nproc_one_means_gpus = false;  // Trainer's MPI rule (trainer_settings)
+  bool ssh_keys_provided = false;     // ${sshKeysProvided}: the image or the controller brings them
+  bool c10d = false;                  // the job rendezvous with c10d (elastic, or asked)
+  bool training_role = false;
+  // It runs the MPI launcher: role launcher, or node rank 0 of an MPI job with no launcher role
+  // (every pod alike, rank 0 calls mpirun; docs/contract.md §2.2). It then gets what a policy
+  // gives role launcher (the hostfile, the launcher's variables) besides its own role's.
+  bool launches = false;
   // The counts are the job's (from its owner, the annotations, or a bare pod's policy defaults),
   // not a placeholder for owners not read: a layout with no node is then the job's own.
   bool counts_known = false;
