@@ -108,8 +108,25 @@ json pod_template(generator& g, const std::string& policy, bool torchtune, bool 
                   bool opted_out) {
   json trainer = {{"name", g.chance(70) ? "node" : "pytorch"}, {"image", "example.com/train:1"}};
   trainer["command"] = torchtune ? json({"tune", "run"}) : json({"python", "train.py"});
-  if (g.chance(50))
+  json node_selector;
+  if (g.chance(50)) {
     trainer["resources"] = {{"limits", {{"nvidia.com/gpu", std::to_string(g.between(1, 8))}}}};
+  } else if (g.chance(40)) {
+    // An accelerator of policies/accelerators.yaml, sometimes on a named instance type.
+    const auto& known = test::shipped_policies().accelerators();
+    const auto& a =
+        known[static_cast<std::size_t>(g.between(0, static_cast<int>(known.size()) - 1))];
+    trainer["resources"] = {
+        {g.chance(50) ? "limits" : "requests", {{a.resource, std::to_string(g.between(1, 16))}}}};
+    if (!a.by_instance_type.empty() && g.chance(75)) {
+      const auto type = g.chance(80) ? a
+                                           .by_instance_type[static_cast<std::size_t>(g.between(
+                                               0, static_cast<int>(a.by_instance_type.size()) - 1))]
+                                           .first
+                                     : std::string("m5.large");
+      node_selector = {{"node.kubernetes.io/instance-type", type}};
+    }
+  }
   json containers = json::array({trainer});
   if (g.chance(30)) {
     containers.insert(containers.begin(),
@@ -119,8 +136,9 @@ json pod_template(generator& g, const std::string& policy, bool torchtune, bool 
   if (labelled) metadata["labels"] = {{"trainer.kubeflow.org/trainjob-ancestor-step", "trainer"}};
   if (!policy.empty()) metadata["annotations"]["trainenv.io/policy"] = policy;
   if (opted_out) metadata["annotations"]["trainenv.io/inject"] = "false";
-  return {{"metadata", metadata},
-          {"spec", {{"restartPolicy", "OnFailure"}, {"containers", containers}}}};
+  json spec = {{"restartPolicy", "OnFailure"}, {"containers", containers}};
+  if (!node_selector.is_null()) spec["nodeSelector"] = node_selector;
+  return {{"metadata", metadata}, {"spec", spec}};
 }
 
 // A JobSet of 1-4 replicatedJobs: trainers (master, worker, node, workers, trainer, driver,
@@ -278,6 +296,7 @@ std::set<std::string> expected_world(const job_plan& plan, const core::policy& p
 }
 
 struct run_counts {
+  int accelerated = 0;  // pods told their processes per node from an accelerator
   int jobs = 0;
   int pods = 0;
   int denied_jobs = 0;
@@ -351,6 +370,50 @@ void check_reinvocation(const core::job_preview& preview, const std::vector<json
   }
 }
 
+// The processes per node policies/accelerators.yaml gives a container, worked out here from the
+// list alone: its first listed accelerator with a count above 0 (requests before limits) times
+// the processes per device, by the pod's instance type where the list keys it. nullopt: none.
+std::optional<std::int64_t> listed_processes(const json& container, const json& spec) {
+  const auto type = spec.contains("nodeSelector")
+                        ? spec["nodeSelector"].value("node.kubernetes.io/instance-type", "")
+                        : std::string();
+  for (const auto& a : test::shipped_policies().accelerators()) {
+    for (const char* where : {"requests", "limits"}) {
+      const auto& resources = container.value("resources", json::object());
+      const auto& list = resources.value(where, json::object());
+      if (!list.contains(a.resource)) continue;
+      const auto devices = std::stoll(list[a.resource].get<std::string>());
+      if (devices == 0) continue;
+      auto per_device = a.processes_per_device;
+      for (const auto& [name, n] : a.by_instance_type) {
+        if (name == type) per_device = n;
+      }
+      return devices * per_device;
+    }
+  }
+  return std::nullopt;
+}
+
+// Every torch pod whose trainer container asks for an accelerator of the list is told that many
+// processes per node (the policy's nprocPerNode is auto), in PET_NPROC_PER_NODE.
+void check_accelerators(const core::job_preview& preview, run_counts& counts) {
+  for (const auto& p : preview.pods) {
+    if (!p.d.allowed || p.d.policy != "torch") continue;
+    const auto& spec = p.admitted["spec"];
+    for (const auto& c : spec["containers"]) {
+      const auto expected = listed_processes(c, spec);
+      if (!expected) continue;
+      std::string told;
+      for (const auto& e : c.value("env", json::array())) {
+        if (e.value("name", "") == "PET_NPROC_PER_NODE") told = e.value("value", "");
+      }
+      INFO("pod " << p.created.name << " container " << c.value("name", ""));
+      CHECK(told == std::to_string(*expected));
+      ++counts.accelerated;
+    }
+  }
+}
+
 void check_one(const job_plan& plan, const std::string& policy, const std::vector<json>& runtimes,
                std::uint64_t seed, run_counts& counts) {
   const auto& job = plan.job;
@@ -369,6 +432,7 @@ void check_one(const job_plan& plan, const std::string& policy, const std::vecto
     check_reinvocation(*preview, runtimes, counts);
     return;
   }
+  check_accelerators(*preview, counts);
   // No policy named: a Volcano Job's pods get its kind's default, any other the default policy.
   const bool volcano = job["apiVersion"] == "batch.volcano.sh/v1alpha1";
   const auto effective = !policy.empty() ? policy : volcano ? "volcano-pytorch" : "torch";
@@ -489,9 +553,11 @@ TEST_CASE("every generated layout, for every shipped policy, passes the whole-jo
   CHECK(counts.unnamed_jobs > 0);
   CHECK(counts.coordinators > 0);
   CHECK(counts.elastic_jobs > 0);
+  CHECK(counts.accelerated > 0);
   WARN("generated " << counts.jobs << " jobs of " << counts.pods << " pods (seed " << seed
                     << "): " << counts.denied_jobs << " with no node to train on, "
                     << counts.unnamed_jobs << " with a world role that has no DNS names, "
                     << counts.coordinators << " with a coordinator, " << counts.elastic_jobs
-                    << " elastic; " << counts.reinvoked << " pods reinvoked behind a proxy");
+                    << " elastic; " << counts.reinvoked << " pods reinvoked behind a proxy; "
+                    << counts.accelerated << " told their accelerators' processes");
 }

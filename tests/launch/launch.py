@@ -293,19 +293,30 @@ class Run:
         return image
 
     def _ssh_secrets(self):
-        """The job's SSH Secret `<job>-mpi-ssh-auth` (keys ssh-privatekey, ssh-publickey), as
-        Kubeflow Trainer creates it for a TrainJob and a user creates it for a hand-written MPI
-        job: one fresh key pair per run. Any other Secret does not exist."""
-        name = f"{self.answer['name']}-mpi-ssh-auth"
-        if not any(v.get("secret", {}).get("secretName") == name
-                   for pod in self.pods for v in pod.object["spec"].get("volumes", [])):
-            return {}
-        keys = self.directory / "keys"
-        keys.mkdir()
-        cluster.run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name, "-f", str(keys / "id"))
-        data = {"ssh-privatekey": (keys / "id").read_bytes(),
-                "ssh-publickey": (keys / "id.pub").read_bytes()}
-        return {(pod.namespace, name): data for pod in self.pods}
+        """The job's SSH Secret, one fresh key pair per run, when a pod mounts it:
+        `<job>-mpi-ssh-auth` (keys ssh-privatekey, ssh-publickey), as Kubeflow Trainer creates it
+        for a TrainJob and a user creates it for a hand-written MPI job; `<job>-ssh` (id_rsa,
+        id_rsa.pub, config), as Volcano's ssh plugin creates it (ssh.go: its config turns off
+        host key checking). Any other Secret does not exist."""
+        job = self.answer["name"]
+        mounted = {v.get("secret", {}).get("secretName")
+                   for pod in self.pods for v in pod.object["spec"].get("volumes", [])}
+        secrets = {}
+        for name in (f"{job}-mpi-ssh-auth", f"{job}-ssh"):
+            if name not in mounted:
+                continue
+            keys = self.directory / "keys" / name
+            keys.mkdir(parents=True)
+            cluster.run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", name,
+                        "-f", str(keys / "id"))
+            private, public = (keys / "id").read_bytes(), (keys / "id.pub").read_bytes()
+            if name.endswith("-mpi-ssh-auth"):
+                data = {"ssh-privatekey": private, "ssh-publickey": public}
+            else:
+                data = {"id_rsa": private, "id_rsa.pub": public,
+                        "config": b"StrictHostKeyChecking no\nUserKnownHostsFile /dev/null\n"}
+            secrets.update({(pod.namespace, name): data for pod in self.pods})
+        return secrets
 
     def _write_plan(self, pod, image, secrets, config_maps):
         """Everything the kubelet decides for the pod, written where its agent reads it."""

@@ -27,7 +27,7 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 // The sanitizers slow the process several times; bounds on "promptly" stretch with them.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(TRAINENV_SANITIZED)
 constexpr int slow = 4;
 #else
 constexpr int slow = 1;

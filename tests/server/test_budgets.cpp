@@ -31,7 +31,7 @@ using namespace trainenv::test;
 using nlohmann::json;
 using clock_type = std::chrono::steady_clock;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(TRAINENV_SANITIZED)
 constexpr int slow = 4;
 #else
 constexpr int slow = 1;

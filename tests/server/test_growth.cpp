@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(TRAINENV_SANITIZED)
 constexpr bool sanitized = true;
 #else
 constexpr bool sanitized = false;

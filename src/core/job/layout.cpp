@@ -282,7 +282,7 @@ std::string no_nodes_message(const job_layout& layout, const policy& p, bool str
 void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
                   const std::optional<coordinator_pod>& coordinator) {
   std::stable_sort(layout.roles.begin(), layout.roles.end(),
-                   [&layout](const layout_role& a, const layout_role& b) {
+                   [](const layout_role& a, const layout_role& b) {
                      return order_of(a.name) < order_of(b.name);
                    });
   // Strict training roles hold where their master is: a job with no master role (a worker-only

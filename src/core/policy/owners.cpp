@@ -184,21 +184,6 @@ const json* find_object(const std::vector<json>& objects, const owner_ref& ref) 
   return nullptr;
 }
 
-const json* find_path(const json& object, const member_path& path) {
-  const json* at = &object;
-  for (const auto& key : path) {
-    at = member(*at, key);
-    if (at == nullptr) return nullptr;
-  }
-  return at;
-}
-
-std::string path_text(const member_path& path) {
-  std::string out;
-  for (const auto& key : path) out += (out.empty() ? "" : ".") + key;
-  return out;
-}
-
 std::string owner_kind::api_path(const owner_ref& ref) const {
   const std::string version = ref.api_version.substr(ref.api_version.find('/') + 1);
   std::string path = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;

@@ -1,6 +1,5 @@
 #include "trainenv/core/policy/trainer_settings.hpp"
 
-#include "trainenv/core/policy/owners.hpp"
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
 

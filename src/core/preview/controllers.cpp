@@ -145,6 +145,40 @@ struct volcano_mpi_plugin {
   }
 };
 
+// Volcano's ssh plugin (pkg/controllers/job/plugins/ssh/ssh.go), which its admission adds to a
+// job with the mpi plugin: every container mounts Secret <job>-ssh (its keys, authorized_keys and
+// an ssh config) at --ssh-key-file-path, /root/.ssh by default, mode 0600.
+void volcano_ssh_keys(json& spec, const std::string& job, const json& args) {
+  std::string path = "/root/.ssh";
+  for (const auto& arg : args) {
+    if (!arg.is_string()) continue;
+    const auto& text = arg.get_ref<const std::string&>();
+    constexpr std::string_view flag = "--ssh-key-file-path=";
+    if (text.rfind(flag, 0) == 0) path = text.substr(flag.size());
+  }
+  const std::string name = job + "-ssh";
+  const auto item = [](const char* key, const char* file) {
+    return json{{"key", key}, {"path", std::string(".ssh/") + file}};
+  };
+  auto& volumes = spec["volumes"];
+  if (!volumes.is_array()) volumes = json::array();
+  volumes.push_back({{"name", name},
+                     {"secret",
+                      {{"secretName", name},
+                       {"items",
+                        {item("id_rsa", "id_rsa"), item("id_rsa.pub", "id_rsa.pub"),
+                         item("id_rsa.pub", "authorized_keys"), item("config", "config")}},
+                       {"defaultMode", 0600}}}});
+  auto& containers = spec["containers"];
+  if (!containers.is_array()) return;
+  for (auto& c : containers) {
+    if (!c.is_object()) continue;
+    auto& mounts = c["volumeMounts"];
+    if (!mounts.is_array()) mounts = json::array();
+    mounts.push_back({{"name", name}, {"mountPath", path}, {"subPath", ".ssh"}});
+  }
+}
+
 // JobSet's CoordinatorEndpoint, written on every Job and pod template when the JobSet names one:
 // <jobset>-<replicatedJob>-<jobIndex>-<podIndex>.<subdomain>; empty when it names none.
 std::string coordinator_endpoint(const json& js, const std::string& name,
@@ -366,6 +400,10 @@ struct job_builder {
     std::optional<volcano_mpi_plugin> mpi;
     if (const auto* args = plugins != nullptr ? member(*plugins, "mpi") : nullptr)
       mpi = volcano_mpi_plugin::of(vj, *args);
+    // The ssh plugin's arguments; its admission adds the plugin (no arguments) to an mpi job.
+    const json* ssh_args = plugins != nullptr ? member(*plugins, "ssh") : nullptr;
+    const json no_args = json::array();
+    if (ssh_args == nullptr && mpi) ssh_args = &no_args;
     for (std::size_t t = 0; t < tasks->size(); ++t) {
       const auto& task = (*tasks)[t];
       const auto task_name = text_at(task, {"name"}, "default" + std::to_string(t));
@@ -394,6 +432,7 @@ struct job_builder {
           if (text_at(spec, {"subdomain"}).empty()) spec["subdomain"] = name;
         }
         if (pytorch) pytorch->write(spec, task_name, i);
+        if (ssh_args != nullptr) volcano_ssh_keys(spec, name, *ssh_args);
         // The mpi plugin's master task launches; a task it does not name is no worker.
         std::string role = task_name;
         bool left_out = false;

@@ -45,4 +45,19 @@ const std::string* object_label_or_annotation(const nlohmann::json* object, std:
   return label != nullptr ? label : object_annotation(object, key);
 }
 
+const nlohmann::json* find_path(const nlohmann::json& object, const member_path& path) {
+  const nlohmann::json* at = &object;
+  for (const auto& key : path) {
+    at = member(*at, key);
+    if (at == nullptr) return nullptr;
+  }
+  return at;
+}
+
+std::string path_text(const member_path& path) {
+  std::string out;
+  for (const auto& key : path) out += (out.empty() ? "" : ".") + key;
+  return out;
+}
+
 }  // namespace trainenv::core

@@ -19,6 +19,7 @@
 #include "trainenv/core/model/owner_ref.hpp"
 #include "trainenv/core/policy/template.hpp"
 #include "trainenv/core/policy/trainer_settings.hpp"
+#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/result.hpp"
 
 namespace trainenv::core {
@@ -28,12 +29,6 @@ namespace trainenv::core {
 // here: the walk checks it, so that a recreated object is refused as from the API.
 [[nodiscard]] const nlohmann::json* find_object(const std::vector<nlohmann::json>& objects,
                                                 const owner_ref& ref);
-
-// A dotted path to a member, split once when the kind is loaded: "spec.replicatedJobs".
-using member_path = std::vector<std::string>;
-[[nodiscard]] const nlohmann::json* find_path(const nlohmann::json& object,
-                                              const member_path& path);
-[[nodiscard]] std::string path_text(const member_path& path);
 
 // How an owner kind lays out its roles.
 struct role_layout {

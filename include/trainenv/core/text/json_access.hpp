@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,5 +28,12 @@ namespace trainenv::core {
 // The label `key`, else the annotation `key`.
 [[nodiscard]] const std::string* object_label_or_annotation(const nlohmann::json* object,
                                                             std::string_view key);
+
+// A dotted path to a member, split once when it is loaded (an OwnerKind's
+// "spec.replicatedJobs"), and the member it leads to, or nullptr.
+using member_path = std::vector<std::string>;
+[[nodiscard]] const nlohmann::json* find_path(const nlohmann::json& object,
+                                              const member_path& path);
+[[nodiscard]] std::string path_text(const member_path& path);  // "spec.replicatedJobs"
 
 }  // namespace trainenv::core
