@@ -138,7 +138,8 @@ check_tidy() {
   # A unity build's compile database names its batches, not the files: tidy configures its own,
   # one entry per file, so each is checked alone (a missing include shows here).
   local db=build-tidy
-  cmake -S . -B "$db" -G Ninja -DCMAKE_UNITY_BUILD=OFF -DTRAINENV_BUILD_TESTS=OFF >/dev/null ||
+  cmake -S . -B "$db" -G Ninja -DCMAKE_UNITY_BUILD=OFF -DTRAINENV_BUILD_TESTS=OFF \
+    -DTRAINENV_GCC_LARGE_HEAP=OFF >/dev/null ||
     { say "tidy: configuring $db/ failed"; exit 2; }
   # The analyzer's deep mode (clang's default) inlines callees up to a large budget and was
   # about half of the whole check's time; shallow, as Xcode runs it on every build, still

@@ -160,14 +160,27 @@ test_suite() {
     grep -E '^image\.sh: ' "$image_log" >&2 || true
     [ "$image_status" -eq 0 ] || { tail -n 60 "$image_log" >&2; log "the image build FAILED"; exit 1; }
   fi
-  ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j "$(nproc)" -L binary
-  # The real launchers' matrix (tests/launch), a line per layout and launcher: ctest keeps the
-  # output of the tests that passed in its log only.
+  ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j "$(nproc)" -LE launch -L binary
+  # The real launchers' matrix (tests/launch) against the Release binary. Its cases wait on their
+  # launchers more than they compute (under half of two cores busy, measured), so the ASan build
+  # below runs beside it, at the lowest priority, taking only what the launchers leave.
+  log "the real launchers (tests/launch), with the ASan+UBSan build beside them"
+  local launch_log="$root/$build_dir/launch.log" launch_pid launch_status=0 asan_build_status=0
+  ctest --test-dir "$build_dir" --output-on-failure --timeout 480 -L launch >"$launch_log" 2>&1 &
+  launch_pid=$!
+  (
+    renice -n 19 -p "$BASHPID" >/dev/null
+    BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE=ON" build_dir=build-sanitize build
+  ) || asan_build_status=$?
+  wait "$launch_pid" || launch_status=$?
+  cat "$launch_log"
+  # A line per layout and launcher: ctest keeps the output of the tests that passed in its log only.
   grep -a '^launch: ' "$build_dir/Testing/Temporary/LastTest.log" >&2 || true
+  [ "$launch_status" -eq 0 ] || { log "the real launchers: FAILED (above)"; exit 1; }
+  [ "$asan_build_status" -eq 0 ] || { log "the ASan+UBSan build FAILED (above)"; exit 1; }
   # The whole suite under AddressSanitizer (with leak checks) and UndefinedBehaviorSanitizer, but
   # for tests/launch: its minutes go to the launchers, which ran above against the Release binary.
   log "the whole suite under ASan+UBSan (build-sanitize/)"
-  BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE=ON" build_dir=build-sanitize build
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-sanitize --output-on-failure --timeout 300 -j "$(nproc)" -LE launch
   # The server's tests once more under ThreadSanitizer: the listeners, sessions, reloaders and
@@ -175,7 +188,12 @@ test_suite() {
   log "the server tests again under TSan (build-tsan/)"
   BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE_THREAD=ON" build_dir=build-tsan build server_tests
   # Two processes, one per core, with the tests split about evenly by time ([server] is about
-  # 40% of it); each writes its own log, printed whole after both end.
+  # 40% of it); each writes its own log, printed whole after both end. They wait on sockets and
+  # timers for about 40% of their time, so the fuzz targets build beside them at the lowest
+  # priority.
+  local fuzz_build_log="$root/build-fuzz.log" fuzz_build_pid
+  (renice -n 19 -p "$BASHPID" >/dev/null; scripts/fuzz.sh --build-only) >"$fuzz_build_log" 2>&1 &
+  fuzz_build_pid=$!
   local tsan_logs=(build-tsan/server.log build-tsan/adversarial-tls-kube.log) tsan_pids=() tsan_failed=0
   export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp"
   build-tsan/tests/server_tests "[server]" >"${tsan_logs[0]}" 2>&1 & tsan_pids+=($!)
@@ -184,7 +202,10 @@ test_suite() {
   for pid in "${tsan_pids[@]}"; do wait "$pid" || tsan_failed=1; done
   cat "${tsan_logs[@]}"
   unset TSAN_OPTIONS
+  local fuzz_build_status=0
+  wait "$fuzz_build_pid" || fuzz_build_status=$?
   [ $tsan_failed = 0 ] || { log "ThreadSanitizer: FAILED (above)"; exit 1; }
+  [ $fuzz_build_status = 0 ] || { cat "$fuzz_build_log"; log "the fuzz targets' build FAILED (above)"; exit 1; }
   # Each fuzz target briefly, after replaying the inputs that once broke something: a smoke
   # test, two at a time. scripts/fuzz.sh --seconds 1800 is the long run.
   log "the fuzz targets, half a minute each (build-fuzz/)"

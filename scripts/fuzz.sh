@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang 14, ASan+UBSan) and fuzzes each for a given time.
 #
-#   scripts/fuzz.sh [--seconds N] [--jobs J] [TARGET...]
+#   scripts/fuzz.sh [--seconds N] [--jobs J] [--build-only] [TARGET...]
 #
 #   --seconds N   fuzzing time per target (default 60)
 #   --jobs J      targets fuzzed at once (default: the number of cores)
+#   --build-only  build the targets and stop (scripts/dev.sh test builds them beside TSan's run)
 #   TARGET        fuzz_review, fuzz_policy, fuzz_quantity, fuzz_preview, fuzz_owners (default:
 #                 all five)
 #
@@ -23,11 +24,13 @@ build_dir="${FUZZ_BUILD_DIR:-build-fuzz}"
 seconds=60
 jobs="$(nproc)"
 targets=()
+build_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift ;;
     --jobs) jobs="$2"; shift ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --build-only) build_only=1 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     fuzz_*) targets+=("$1") ;;
     *) echo "fuzz.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -42,6 +45,7 @@ scripts/dev.sh deps clang-14 libclang-rt-14-dev python3-yaml
 CXX=clang++-14 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTRAINENV_BUILD_TESTS=OFF -DTRAINENV_SANITIZE=ON -DTRAINENV_FUZZ=ON >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
+[ $build_only = 0 ] || exit 0
 
 # Seeds: the real-shaped reviews, the example pods (as pods and wrapped in reviews), the
 # shipped policies, and hand-written quantities.
