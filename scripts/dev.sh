@@ -100,9 +100,9 @@ deps() {
 build() {  # build [TARGET...]: everything by default
   local werror=OFF
   [ "${WERROR:-0}" = 1 ] && werror=ON
-  # shellcheck disable=SC2086
   local unity=()
   [ -n "${UNITY:-}" ] && unity=(-DCMAKE_UNITY_BUILD="$UNITY")
+  # shellcheck disable=SC2086  # CMAKE_ARGS is a list of arguments
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
     -DTRAINENV_WERROR="$werror" "${unity[@]}" ${CMAKE_ARGS:-} >/dev/null
   local targets=()
@@ -112,6 +112,10 @@ build() {  # build [TARGET...]: everything by default
 }
 
 certs() { certs/mint.sh >/dev/null; }
+
+# niced COMMAND...: runs it at the lowest CPU priority, so that beside a stage whose tests wait
+# more than they compute it takes only what they leave (the builds in `test` below).
+niced() { (renice -n 19 -p "$BASHPID" >/dev/null; "$@"); }
 
 serve() {
   deps
@@ -168,10 +172,8 @@ test_suite() {
   local launch_log="$root/$build_dir/launch.log" launch_pid launch_status=0 asan_build_status=0
   ctest --test-dir "$build_dir" --output-on-failure --timeout 480 -L launch >"$launch_log" 2>&1 &
   launch_pid=$!
-  (
-    renice -n 19 -p "$BASHPID" >/dev/null
-    BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE=ON" build_dir=build-sanitize build
-  ) || asan_build_status=$?
+  BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE=ON" build_dir=build-sanitize \
+    niced build || asan_build_status=$?
   wait "$launch_pid" || launch_status=$?
   cat "$launch_log"
   # A line per layout and launcher: ctest keeps the output of the tests that passed in its log only.
@@ -180,19 +182,27 @@ test_suite() {
   [ "$asan_build_status" -eq 0 ] || { log "the ASan+UBSan build FAILED (above)"; exit 1; }
   # The whole suite under AddressSanitizer (with leak checks) and UndefinedBehaviorSanitizer, but
   # for tests/launch: its minutes go to the launchers, which ran above against the Release binary.
-  log "the whole suite under ASan+UBSan (build-sanitize/)"
+  # The server's tests once more under ThreadSanitizer, below: their build (server_tests only)
+  # runs beside this suite, which keeps about one and a half of two cores busy.
+  log "the whole suite under ASan+UBSan (build-sanitize/), the TSan build beside it"
+  local tsan_build_log="$root/build-tsan.log" tsan_build_pid tsan_build_status=0 asan_status=0
+  BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE_THREAD=ON" build_dir=build-tsan \
+    niced build server_tests >"$tsan_build_log" 2>&1 &
+  tsan_build_pid=$!
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-sanitize --output-on-failure --timeout 300 -j "$(nproc)" -LE launch
-  # The server's tests once more under ThreadSanitizer: the listeners, sessions, reloaders and
-  # metrics shared across the I/O threads. Only server_tests is built; a race stops the run.
-  log "the server tests again under TSan (build-tsan/)"
-  BUILD_TYPE=Debug CMAKE_ARGS="${CMAKE_ARGS:-} -DTRAINENV_SANITIZE_THREAD=ON" build_dir=build-tsan build server_tests
+    ctest --test-dir build-sanitize --output-on-failure --timeout 300 -j "$(nproc)" -LE launch ||
+    asan_status=$?
+  wait "$tsan_build_pid" || tsan_build_status=$?
+  [ "$asan_status" -eq 0 ] || { log "the suite under ASan+UBSan: FAILED (above)"; exit 1; }
+  [ "$tsan_build_status" -eq 0 ] || { cat "$tsan_build_log"; log "the TSan build FAILED (above)"; exit 1; }
+  # ThreadSanitizer over the listeners, sessions, reloaders and metrics shared across the I/O
+  # threads; a race stops the run.
+  log "the server tests again under TSan (build-tsan/), the fuzz targets' build beside them"
   # Two processes, one per core, with the tests split about evenly by time ([server] is about
   # 40% of it); each writes its own log, printed whole after both end. They wait on sockets and
-  # timers for about 40% of their time, so the fuzz targets build beside them at the lowest
-  # priority.
+  # timers for about 40% of their time, so the fuzz targets build beside them.
   local fuzz_build_log="$root/build-fuzz.log" fuzz_build_pid
-  (renice -n 19 -p "$BASHPID" >/dev/null; scripts/fuzz.sh --build-only) >"$fuzz_build_log" 2>&1 &
+  niced scripts/fuzz.sh --build-only >"$fuzz_build_log" 2>&1 &
   fuzz_build_pid=$!
   local tsan_logs=(build-tsan/server.log build-tsan/adversarial-tls-kube.log) tsan_pids=() tsan_failed=0
   export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 suppressions=$root/tests/tsan.supp"

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../test_support.hpp"
+#include "trainenv/core/text/command_flags.hpp"
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/json_ref.hpp"
 #include "trainenv/core/text/json_text.hpp"
@@ -356,4 +357,19 @@ TEST_CASE("a copied string_map holds its own bytes", "[string_map]") {
   CHECK(read_string_map(other->root()[0]).kind() == string_map::shape::not_object);
   CHECK(read_string_map(other->root()[1]).kind() == string_map::shape::absent);
   CHECK(read_string_map(json_ref()).kind() == string_map::shape::absent);
+}
+
+TEST_CASE("flag_value reads a flag as Go's flag package does: joined or next, the last wins",
+          "[json_text]") {
+  using trainenv::core::flag_value;
+  const auto args = json::parse(
+      R"(["--master=launcher", "--port", "2222", "--worker=a", 7, "--worker=b", "--empty="])");
+  CHECK(flag_value(args, "--master") == std::optional<std::string>("launcher"));
+  CHECK(flag_value(args, "--port") == std::optional<std::string>("2222"));
+  CHECK(flag_value(args, "--worker") == std::optional<std::string>("b"));
+  CHECK_FALSE(flag_value(args, "--empty").has_value());
+  CHECK_FALSE(flag_value(args, "--missing").has_value());
+  CHECK_FALSE(flag_value(args, "--mast").has_value());  // a prefix is not the flag
+  CHECK_FALSE(flag_value(json::parse(R"(["--port"])"), "--port").has_value());
+  CHECK_FALSE(flag_value(json::parse(R"({"--port": "1"})"), "--port").has_value());
 }

@@ -6,6 +6,7 @@
 
 #include "trainenv/core/model/pod_view.hpp"
 #include "trainenv/core/policy/policy_fields.hpp"
+#include "trainenv/core/text/command_flags.hpp"
 #include "trainenv/core/text/keys.hpp"
 #include "trainenv/core/text/names.hpp"
 
@@ -146,21 +147,7 @@ bool runs_plugin(const job_plugin& plugin, const json& owner) {
 std::optional<std::string> plugin_flag(const job_plugin& plugin, const json& owner,
                                        std::string_view flag) {
   const auto* args = find_path(owner, plugin.at);
-  if (args == nullptr || !args->is_array() || flag.empty()) return std::nullopt;
-  std::optional<std::string> found;  // the last one given wins, as Go's flag package has it
-  for (std::size_t i = 0; i < args->size(); ++i) {
-    if (!(*args)[i].is_string()) continue;
-    const auto& arg = (*args)[i].get_ref<const std::string&>();
-    const auto eq = arg.find('=');
-    if (std::string_view(arg).substr(0, eq) != flag) continue;
-    if (eq != std::string::npos) {
-      found = arg.substr(eq + 1);
-    } else if (i + 1 < args->size() && (*args)[i + 1].is_string()) {
-      found = (*args)[i + 1].get<std::string>();
-    }
-  }
-  if (found && found->empty()) return std::nullopt;
-  return found;
+  return args != nullptr ? flag_value(*args, flag) : std::nullopt;
 }
 
 const json* find_object(const std::vector<json>& objects, const owner_ref& ref) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "trainenv/core/job/resources.hpp"
+#include "trainenv/core/text/command_flags.hpp"
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
 #include "trainenv/core/text/names.hpp"
@@ -23,27 +24,28 @@ using nlohmann::json;
 // master (0) and worker (index + 1) pods, to every container, beside the port. Its --master,
 // --worker and --port name the roles and the port. WORLD_SIZE counts the master and worker tasks
 // since PR #4281 (v1.12); before, every task (`counts_every_task`).
-struct volcano_pytorch_plugin {
+// The flags both of Volcano's framework plugins below take, read as their Go flag sets read them.
+struct volcano_plugin_flags {
   std::string master = "master";
   std::string worker = "worker";
-  std::int64_t port = 23456;
+  std::int64_t port;
+
+  volcano_plugin_flags(const json& args, std::int64_t default_port) : port(default_port) {
+    if (auto v = flag_value(args, "--master")) master = std::move(*v);
+    if (auto v = flag_value(args, "--worker")) worker = std::move(*v);
+    if (auto v = flag_value(args, "--port")) port = std::strtoll(v->c_str(), nullptr, 10);
+  }
+};
+
+struct volcano_pytorch_plugin : volcano_plugin_flags {
   std::string master_addr;
   std::int64_t world = 0;
 
+  explicit volcano_pytorch_plugin(const json& args) : volcano_plugin_flags(args, 23456) {}
+
   static std::optional<volcano_pytorch_plugin> of(const json& vj, const json& args,
                                                   bool counts_every_task) {
-    volcano_pytorch_plugin p;
-    for (const auto& arg : args) {
-      if (!arg.is_string()) continue;
-      const auto& text = arg.get_ref<const std::string&>();
-      const auto eq = text.find('=');
-      if (eq == std::string::npos) continue;
-      const auto flag = text.substr(0, eq);
-      const auto value = text.substr(eq + 1);
-      if (flag == "--master") p.master = value;
-      if (flag == "--worker") p.worker = value;
-      if (flag == "--port") p.port = std::strtoll(value.c_str(), nullptr, 10);
-    }
+    volcano_pytorch_plugin p(args);
     const auto* tasks = find_path(vj, {"spec", "tasks"});
     bool has_master = false;
     const std::string job = text_at(vj, {"metadata", "name"});
@@ -87,25 +89,13 @@ struct volcano_pytorch_plugin {
 // container of every pod gets a port named mpijob-port (--port, 22), unless one of its ports is
 // that number already; the --master task's containers get MPI_HOST, the --worker task's pods'
 // names joined by commas (one, when the task's template sets its own hostname).
-struct volcano_mpi_plugin {
-  std::string master = "master";
-  std::string worker = "worker";
-  std::int64_t port = 22;
+struct volcano_mpi_plugin : volcano_plugin_flags {
   std::string hosts;
 
+  explicit volcano_mpi_plugin(const json& args) : volcano_plugin_flags(args, 22) {}
+
   static volcano_mpi_plugin of(const json& vj, const json& args) {
-    volcano_mpi_plugin p;
-    for (const auto& arg : args) {
-      if (!arg.is_string()) continue;
-      const auto& text = arg.get_ref<const std::string&>();
-      const auto eq = text.find('=');
-      if (eq == std::string::npos) continue;
-      const auto flag = text.substr(0, eq);
-      const auto value = text.substr(eq + 1);
-      if (flag == "--master") p.master = value;
-      if (flag == "--worker") p.worker = value;
-      if (flag == "--port") p.port = std::strtoll(value.c_str(), nullptr, 10);
-    }
+    volcano_mpi_plugin p(args);
     const std::string job = text_at(vj, {"metadata", "name"});
     for (const auto& t : *find_path(vj, {"spec", "tasks"})) {
       if (text_at(t, {"name"}) != p.worker) continue;
