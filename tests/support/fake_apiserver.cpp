@@ -64,7 +64,6 @@ class fake_apiserver::server {
   [[nodiscard]] unsigned short port() const { return port_; }
   [[nodiscard]] const pem_pair& ca() const { return ca_; }
 
-  // Credentials for a client of this server with `token`.
   [[nodiscard]] inputs::kube_credentials credentials(
       const std::string& token = "test-token") const {
     inputs::kube_credentials c;
@@ -76,8 +75,6 @@ class fake_apiserver::server {
     return c;
   }
 
-  // A kubeconfig at `path` whose current context is this server, its CA inline, and `user` as
-  // the kubeconfig's user entry (a token, or a tokenFile); its path.
   std::string write_kubeconfig(const std::filesystem::path& path,
                                const std::string& user = "token: test-token") const {
     std::ofstream(path) << "apiVersion: v1\nkind: Config\n"
@@ -91,7 +88,6 @@ class fake_apiserver::server {
     return path.string();
   }
 
-  // The API path of an object, from its apiVersion, kind, namespace and name.
   static std::string path_of(const nlohmann::json& object) {
     const std::string api_version = object.at("apiVersion");
     const std::string kind = object.at("kind");
@@ -118,7 +114,6 @@ class fake_apiserver::server {
     const std::lock_guard lock(mutex_);
     objects_.erase(path);
   }
-  // Every document of a YAML file; returns their paths.
   std::vector<std::string> load_yaml(const std::string& file) {
     auto docs = inputs::parse_documents(read_file(file));
     if (!docs) throw std::runtime_error(file + ": " + docs.message());
@@ -156,21 +151,17 @@ class fake_apiserver::server {
     for (const auto& [path, count] : gets_) n += count;
     return n;
   }
-  // GETs made with `token` as their bearer token ("" for those with none, or a client
-  // certificate).
   [[nodiscard]] std::size_t gets_with(const std::string& token) const {
     const std::lock_guard lock(mutex_);
     const auto it = gets_by_token_.find(token);
     return it == gets_by_token_.end() ? 0 : it->second;
   }
-  // Every path GET asked for, in order, as it came on the wire (query strings included).
   [[nodiscard]] std::vector<std::string> targets() const {
     const std::lock_guard lock(mutex_);
     return targets_;
   }
   [[nodiscard]] std::size_t token_reviews() const { return token_reviews_.load(); }
   [[nodiscard]] std::size_t accepts() const { return accepts_.load(); }
-  // Connections whose TLS handshake completed.
   [[nodiscard]] std::size_t handshakes() const { return handshakes_.load(); }
 
   using tcp = boost::asio::ip::tcp;
