@@ -3,6 +3,7 @@
 //
 //   review/<shape>    what /mutate does between the bytes in and the bytes out: decode, mutate,
 //                     encode, serialise (the HTTP and TLS layers are bench/e2e.sh's business)
+//   review_wait_off/<shape>  the same with serve --wait off: the readiness wait's cost
 //   decode/<shape>    JSON text -> admission_request (parse, depth pre-scan, field extraction)
 //   mutate/<shape>    admission_request -> decision (select, topology, render, patch)
 //   render/<shape>    policy selection done: topology + the wanted entries, no diff
@@ -40,6 +41,21 @@ void review(benchmark::State& state, const std::string& body) {
   for (auto _ : state) {
     auto request = decoded(body);
     const auto d = core::mutate(request, policies);
+    auto out = core::encode_response(request, d);
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+
+// review with serve --wait off: the same pod without its readiness wait (docs/readiness.md), in
+// the same run, for the wait's cost per admission.
+void review_wait_off(benchmark::State& state, const std::string& body) {
+  const auto& policies = shipped();
+  core::mutate_options options;
+  options.wait = false;
+  for (auto _ : state) {
+    auto request = decoded(body);
+    const auto d = core::mutate(request, policies, options);
     auto out = core::encode_response(request, d);
     benchmark::DoNotOptimize(out);
   }
@@ -128,6 +144,7 @@ int main(int argc, char** argv) {
   for (const auto& [stage, fn] : std::initializer_list<
            std::pair<const char*, void (*)(benchmark::State&, const std::string&)>>{
            {"review", review},
+           {"review_wait_off", review_wait_off},
            {"decode", decode},
            {"mutate", mutate},
            {"render", render},

@@ -250,6 +250,21 @@ check_image() {
     fail "the root filesystem is writable"
   fi
 
+  # The readiness wait (docs/readiness.md) from the same image, as the init container trainenv-wait
+  # runs it: its own command, uid 65532, read-only root, no capabilities; the kubelet's
+  # termination-log file mounted where it writes why it gave up.
+  local wait_run=("${podman[@]}" run --rm --network host --read-only --cap-drop=ALL
+    --security-opt no-new-privileges --user 65532:65532 "${ulimits[@]}" --entrypoint /usr/local/bin/trainenv)
+  timeout 60 "${wait_run[@]}" "$image" wait --resolve localhost --connect "127.0.0.1:$https" \
+    --timeout 30 >"$work/wait.out" 2>&1 || { cat "$work/wait.out" >&2; fail "trainenv wait in the image did not pass on a listening port"; }
+  : >"$work/termination-log" && chmod 0666 "$work/termination-log"
+  local wait_code=0
+  timeout 60 "${wait_run[@]}" -v "$work/termination-log:/dev/termination-log" "$image" wait \
+    --connect 127.0.0.1:1 --timeout 2 --job jobset/image-check -n default >"$work/wait.out" 2>&1 || wait_code=$?
+  [ "$wait_code" = 75 ] || { cat "$work/wait.out" >&2; fail "trainenv wait in the image exited $wait_code on a refused port, wanted 75"; }
+  grep -q "trainenv doctor jobset/image-check -n default" "$work/termination-log" ||
+    fail "trainenv wait in the image left no termination message: $(cat "$work/termination-log")"
+
   # Health and metrics on the plain port; health on the TLS port as well.
   curl -fsS --max-time 5 "$plain/healthz" >/dev/null || fail "GET /healthz (plain)"
   curl -fsS --max-time 5 "$plain/readyz" >/dev/null || fail "GET /readyz (plain)"

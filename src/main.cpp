@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include "trainenv/core/text/hostfile.hpp"
 #include "trainenv/inputs/config.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
 #include "trainenv/inputs/owner_file.hpp"
@@ -22,6 +23,7 @@
 #include "trainenv/server/kube_client.hpp"
 #include "trainenv/server/logging.hpp"
 #include "trainenv/server/owner_lookup.hpp"
+#include "trainenv/server/readiness_wait.hpp"
 #include "trainenv/server/server.hpp"
 #include "trainenv/server/state.hpp"
 
@@ -92,7 +94,9 @@ core::result<bool> wire_owner_lookups(const inputs::serve_config& config,
                          : core::result<std::optional<inputs::kube_credentials>>(std::nullopt);
   if (!credentials) return std::move(credentials).take_error();
   state.owners.budget = config.lookup_timeout;
-  state.cluster_domain = config.cluster_domain;
+  state.decide_options.cluster_domain = config.cluster_domain;
+  state.decide_options.wait = config.wait != "off";
+  state.decide_options.wait_image = config.wait_image;
   const bool previews_listener = !config.preview_listen.host.empty();
   if (previews_listener && !*credentials) {
     return core::error{
@@ -352,6 +356,61 @@ int run_check(const std::vector<std::string>& args) {
   return exit_ok;
 }
 
+// EX_TEMPFAIL: what a wait that timed out exits with (docs/contract.md §3.1).
+constexpr int exit_wait_timed_out = 75;
+
+// Whether hostfile host `host` is the pod itself, named `self`: the same name, or the same first
+// label (a hostfile may name it fully qualified, "<hostname>.<subdomain>.<namespace>.svc").
+bool is_self(std::string_view host, std::string_view self) {
+  const auto first = [](std::string_view name) { return name.substr(0, name.find('.')); };
+  return host == self || first(host) == first(self);
+}
+
+int run_wait(const std::vector<std::string>& args) {
+  const auto parsed = inputs::parse_wait(args);
+  if (int code = 0; usage_failed(parsed, code)) return code;
+  const auto& config = parsed.config;
+  std::vector<server::wait_item> items;
+  for (const auto& host : config.resolve) items.push_back({host, 0});
+  for (const auto& target : config.connect) {
+    const auto colon = target.rfind(':');
+    items.push_back(
+        {target.substr(0, colon), static_cast<std::uint16_t>(std::stoi(target.substr(colon + 1)))});
+  }
+  if (!config.hostfile.empty()) {
+    std::ifstream in(config.hostfile, std::ios::binary);
+    std::stringstream text;
+    if (!in || !(text << in.rdbuf())) {
+      std::cerr << "trainenv wait: cannot read the hostfile " << config.hostfile << "\n";
+      return exit_usage;
+    }
+    for (auto& host : core::hostfile_hosts(text.str())) {
+      if (std::any_of(config.skip.begin(), config.skip.end(),
+                      [&](const std::string& self) { return is_self(host, self); }))
+        continue;
+      items.push_back({std::move(host), config.hostfile_port});
+    }
+  }
+  const server::wait_options options{
+      .timeout = std::chrono::seconds(config.timeout_seconds),
+      .parallel = config.parallel,
+      .progress_every = config.progress_every,
+      .connect_timeout = config.connect_timeout,
+  };
+  std::cout << "trainenv wait: " << items.size() << " targets, up to " << config.timeout_seconds
+            << " s" << std::endl;
+  const auto result = server::wait_for(items, options, std::cout);
+  if (result.ok) return exit_ok;
+  std::string doctor = "trainenv doctor " + (config.job.empty() ? "pod/POD" : config.job);
+  if (!config.namespace_name.empty()) doctor += " -n " + config.namespace_name;
+  const auto message = server::timeout_message(result, doctor);
+  std::ofstream log(config.termination_log, std::ios::binary | std::ios::trunc);
+  if (!(log << message) || !log.flush())
+    std::cerr << "trainenv wait: cannot write " << config.termination_log << "\n";
+  std::cerr << message;
+  return exit_wait_timed_out;
+}
+
 }  // namespace
 
 namespace {
@@ -367,6 +426,7 @@ int run(int argc, char** argv) {
   if (command == "serve") return run_serve(args);
   if (command == "preview") return run_preview(args);
   if (command == "check-policies") return run_check(args);
+  if (command == "wait") return run_wait(args);
   if (command == "version" || command == "--version") {
     std::cout << "trainenv " TRAINENV_VERSION "\n";
     return exit_ok;

@@ -390,6 +390,96 @@ std::vector<flag> serve_flags(serve_config& c) {
        "DOMAIN",
        "the cluster's DNS domain, which pods' full names end in",
        domain_value(c.cluster_domain)},
+      {{"--wait"},
+       "auto|off",
+       "the readiness wait: auto adds trainenv-wait where a pod's policy says (docs/contract.md "
+       "§3.1); off adds none anywhere",
+       choice_value(c.wait, {"auto", "off"})},
+      {{"--wait-image"},
+       "IMAGE",
+       "the image trainenv-wait runs (trainenv's own: the shipped manifests set the deployed one)",
+       string_value(c.wait_image)},
+  };
+}
+
+// One HOST:PORT of trainenv wait's --connect: a name (or an IPv4 address) and a port.
+std::string check_target(const std::string& v) {
+  const auto colon = v.rfind(':');
+  const auto port = colon == std::string::npos
+                        ? std::nullopt
+                        : core::parse_decimal(std::string_view(v).substr(colon + 1), 65535);
+  if (!port || *port < 1 || colon == 0) return "expected HOST:PORT, e.g. bert-node-0-0.bert:29500";
+  return {};
+}
+
+value_kind list_value(std::vector<std::string>& target, bool with_port) {
+  return {[&target, with_port](const std::string& v) {
+            if (v.empty() || v.size() > 253 + 6) return std::string("expected a host name");
+            if (with_port) {
+              if (auto problem = check_target(v); !problem.empty()) return problem;
+            }
+            target.push_back(v);
+            return std::string();
+          },
+          nullptr};
+}
+
+value_kind duration_value(std::int64_t& target) {
+  return {[&target](const std::string& v) {
+            const auto seconds = core::parse_duration_seconds(v, core::max_wait_seconds);
+            if (!seconds)
+              return std::string("expected seconds or a duration up to 24h, e.g. 600 or 10m");
+            target = *seconds;
+            return std::string();
+          },
+          [&target] { return std::to_string(target); }};
+}
+
+std::vector<flag> wait_flags(wait_config& c) {
+  return {
+      {{"--resolve"},
+       "HOST",
+       "a name that must resolve (repeatable)",
+       list_value(c.resolve, false)},
+      {{"--connect"},
+       "HOST:PORT",
+       "a name that must resolve and whose port must accept a connection (repeatable)",
+       list_value(c.connect, true)},
+      {{"--hostfile"},
+       "FILE",
+       "an MPI hostfile (\"host slots=N\" or \"host:N\" lines): every host must resolve",
+       string_value(c.hostfile)},
+      {{"--hostfile-port"},
+       "PORT",
+       "and accept on this port (sshd's)",
+       count_value(c.hostfile_port, 1, 65535),
+       "resolving only"},
+      {{"--skip"},
+       "HOST",
+       "a hostfile host not to check: the pod itself (repeatable)",
+       list_value(c.skip, false)},
+      {{"--timeout"},
+       "DURATION",
+       "give up after this long (seconds, or 10m)",
+       duration_value(c.timeout_seconds)},
+      {{"--job"},
+       "KIND/NAME",
+       "the job, for the trainenv doctor command a time-out names (jobset/bert)",
+       string_value(c.job)},
+      {{"-n", "--namespace"}, "NAMESPACE", "the job's namespace", string_value(c.namespace_name)},
+      {{"--termination-log"},
+       "FILE",
+       "where the time-out's message goes (the kubelet's terminationMessagePath)",
+       string_value(c.termination_log)},
+      {{"--parallel"}, "N", "checks in flight at most", count_value(c.parallel, 1, 256)},
+      {{"--progress"},
+       "SECONDS",
+       "time between two progress lines",
+       seconds_value(c.progress_every)},
+      {{"--connect-timeout"},
+       "SECONDS",
+       "time one connection attempt may take",
+       seconds_value(c.connect_timeout)},
   };
 }
 
@@ -455,6 +545,7 @@ std::string main_help() {
          "  serve            run the HTTPS admission webhook\n"
          "  preview          print the patch trainenv would apply to a Pod, offline\n"
          "  check-policies   validate a directory of policy files\n"
+         "  wait             wait until a pod's peers resolve and answer (trainenv-wait)\n"
          "  version          print the version\n"
          "\n"
          "Run 'trainenv <command> --help' for a command's flags.\n";
@@ -507,6 +598,28 @@ std::string check_help() {
          "'trainenv serve' does at start-up. Prints one line per policy; exits 1 on any error.\n";
 }
 
+std::string wait_help() {
+  wait_config defaults;
+  return "Usage: trainenv wait [--resolve HOST]... [--connect HOST:PORT]... [--hostfile FILE\n"
+         "                     [--hostfile-port PORT] [--skip HOST]...] [--timeout D] [--job K/N "
+         "-n NS]\n"
+         "\n"
+         "The readiness wait trainenv injects as the init container trainenv-wait "
+         "(docs/contract.md\n"
+         "§3.1): resolves each name as the trainer will (getaddrinfo, the pod's /etc/resolv.conf)\n"
+         "and connects to each port, retrying with a 1 s to 5 s backoff, until all answer; then\n"
+         "checks them all once more and exits 0. A line every --progress names what is missing "
+         "and\n"
+         "why (no DNS record yet, DNS not answering, refused, no answer). After --timeout it "
+         "exits\n"
+         "75 and writes the missing targets, their causes and durations, and the trainenv doctor\n"
+         "command for the job, into --termination-log (at most 4 KiB). Exits 2 on bad flags or an\n"
+         "unreadable hostfile.\n"
+         "\n"
+         "Flags:\n" +
+         render_flags(wait_flags(defaults));
+}
+
 std::string describe(const serve_config& config) {
   serve_config copy = config;  // the flags bind to a config they may write; this one is read
   std::string out;
@@ -540,6 +653,16 @@ parsed<preview_config> parse_preview(const std::vector<std::string>& args) {
     failure = parse_failure{false, "give --owners or --kubeconfig, not both"};
   if (!failure && c.job && !c.policy.empty())
     failure = parse_failure{false, "--policy applies to one pod; a job's pods choose their own"};
+  return finish(std::move(c), std::move(failure));
+}
+
+parsed<wait_config> parse_wait(const std::vector<std::string>& args) {
+  wait_config c;
+  auto failure = parse_flags(args, wait_flags(c), wait_help(), nullptr);
+  if (!failure && c.resolve.empty() && c.connect.empty() && c.hostfile.empty())
+    failure = parse_failure{false, "nothing to wait for: give --resolve, --connect or --hostfile"};
+  if (!failure && c.hostfile.empty() && (c.hostfile_port != 0 || !c.skip.empty()))
+    failure = parse_failure{false, "--hostfile-port and --skip go with --hostfile"};
   return finish(std::move(c), std::move(failure));
 }
 

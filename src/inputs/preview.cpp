@@ -1,5 +1,6 @@
 #include "trainenv/inputs/preview.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -55,6 +56,50 @@ core::result<preview_answer> preview(std::string_view text, const core::policy_s
   });
 }
 
+namespace {
+
+// A pod's readiness wait (docs/contract.md §3.1): what it checks, or null and why it has none.
+json wait_json(const core::decision& d) {
+  if (!d.wait) {
+    if (d.policy.empty() || !d.allowed) return nullptr;
+    return {{"none", core::no_wait_name(d.no_wait_reason)}, {"why", d.no_wait_why}};
+  }
+  const auto& plan = *d.wait;
+  json targets = json::array();
+  for (const auto& t : plan.targets) {
+    targets.push_back({{"host", t.host}, {"check", t.port == 0 ? "dns" : "connect"}});
+    if (t.port != 0) targets.back()["port"] = t.port;
+  }
+  json out = {{"targets", std::move(targets)},
+              {"timeoutSeconds", plan.timeout_seconds},
+              {"decidedBy", plan.decided_by},
+              {"present", plan.present}};
+  if (!plan.hostfile.empty()) {
+    out["hostfile"] = {{"path", plan.hostfile},
+                       {"check", plan.hostfile_port == 0 ? "dns" : "connect"},
+                       {"skip", plan.skip}};
+    if (plan.hostfile_port != 0) out["hostfile"]["port"] = plan.hostfile_port;
+  }
+  return out;
+}
+
+// The wait in a table's cell: "a.b" (resolves), "a.b:29500" (accepts), "hostfile:2222 (3)".
+std::string wait_cell(const core::previewed_pod& p) {
+  if (!p.d.wait) return "-";
+  std::string out;
+  for (const auto& t : p.d.wait->targets)
+    out += (out.empty() ? "" : " ") + t.host + (t.port == 0 ? "" : ":" + std::to_string(t.port));
+  if (!p.d.wait->hostfile.empty()) {
+    const auto hosts = p.hostfile.size() - (p.d.wait->skip.empty() ? 0 : 1);
+    out += (out.empty() ? "" : " ") + std::string("hostfile") +
+           (p.d.wait->hostfile_port == 0 ? "" : ":" + std::to_string(p.d.wait->hostfile_port)) +
+           " (" + std::to_string(std::min(hosts, p.hostfile.size())) + " hosts)";
+  }
+  return out;
+}
+
+}  // namespace
+
 json to_json(const preview_answer& answer) {
   const auto& d = answer.decision;
   const auto& injected = d.injected;
@@ -77,7 +122,9 @@ json to_json(const preview_answer& answer) {
                 {"annotations", injected.annotations},
                 {"initContainers", injected.init_containers},
                 {"dnsSearches", injected.dns_searches},
-                {"removedEnv", injected.removed_env}}}};
+                {"removedEnv", injected.removed_env},
+                {"dnsPolicy", injected.dns_policy}}},
+              {"wait", wait_json(d)}};
 }
 
 core::result<json> read_job(std::string_view text) {
@@ -143,6 +190,7 @@ json to_json(const core::job_preview& preview) {
                     {"values", std::move(values)},
                     {"warnings", p.d.warnings},
                     {"message", p.d.message},
+                    {"wait", wait_json(p.d)},
                     // The admission answer whole, so that other tools can run or inspect the
                     // pods as they would be created: the patch and the patched object.
                     {"patch", p.d.allowed ? p.d.patch() : json()},
@@ -212,8 +260,8 @@ std::string checks_text(const core::job_preview& preview) {
            (preview.elastic ? "the same bounds and one rendezvous at a pod of the job"
                             : "distinct ranks 0..N-1, one master at rank 0's DNS name, one world "
                               "size, hostfile = the workers") +
-           ", every pod named as its layout calls it, the world only training pods, no pod "
-           "denied)\n";
+           ", every pod named as its layout calls it, the world only training pods, every wait "
+           "on a pod of the job and none a deadlock, no pod denied)\n";
   }
   std::string out = "checks: " + std::to_string(preview.problems.size()) +
                     (preview.problems.size() == 1 ? " problem\n" : " problems\n");
@@ -243,8 +291,8 @@ std::string to_table(const core::job_preview& preview) {
     for (const auto& [name, value] : values.shared) out += " " + name + "=" + value;
     out += "\n";
   }
-  std::vector<std::vector<std::string>> rows = {
-      {"POD", "ROLE", "POLICY", "NODE RANK", "RANK", "DNS NAME", "VALUES", "WARNINGS"}};
+  std::vector<std::vector<std::string>> rows = {{"POD", "ROLE", "POLICY", "NODE RANK", "RANK",
+                                                 "DNS NAME", "VALUES", "WAITS FOR", "WARNINGS"}};
   for (const auto& p : preview.pods) {
     std::string varying;
     for (const auto& [name, value] : p.values) {
@@ -254,7 +302,7 @@ std::string to_table(const core::job_preview& preview) {
     rows.push_back({p.created.name, p.created.role, p.d.policy.empty() ? "-" : p.d.policy,
                     optional_number(p.node_rank), optional_number(p.rank),
                     p.dns_name.empty() ? "-" : p.dns_name, varying.empty() ? "-" : varying,
-                    pod_notes(p)});
+                    wait_cell(p), pod_notes(p)});
   }
   if (preview.elastic) {
     out += "elastic: " + std::to_string(preview.elastic->size) + " pods now, within " +

@@ -143,6 +143,19 @@ std::string_view owner_lookup_result(lookup_source source,
   return "ok";
 }
 
+// The `result` label of trainenv_waits_total, in the order wait_slot gives them.
+constexpr std::array<std::string_view, 7> wait_results = {
+    "added",        "present",         "none",         "no-policy-wait",
+    "switched-off", "nothing-to-dial", "waits-already"};
+
+static_assert(static_cast<std::size_t>(core::no_wait::waits_already) + 2 == wait_results.size() - 1,
+              "wait_results names every core::no_wait after added and present");
+
+std::size_t wait_slot(const core::decision& d) {
+  if (d.wait) return d.wait->present ? 1 : 0;
+  return 2 + static_cast<std::size_t>(d.no_wait_reason);
+}
+
 struct metrics::impl {
   // Family::Add takes the family's lock and hashes the labels. The request path instead finds its
   // counters by name in a lock-free table (named_series), each counter added to its family once,
@@ -150,6 +163,7 @@ struct metrics::impl {
   struct policy_series {
     std::array<std::array<std::atomic<prom::Counter*>, decision_count>, route_count> requests{};
     std::atomic<prom::Counter*> patch_ops{nullptr};
+    std::array<std::atomic<prom::Counter*>, wait_results.size()> waits{};
   };
   struct owner_series {
     std::array<std::atomic<prom::Counter*>, owner_result_slots> lookups{};
@@ -176,6 +190,12 @@ struct metrics::impl {
                                 "from the cache; shared: joined another lookup's GET; ok: "
                                 "fetched; else the failure).")
                           .Register(registry)),
+        waits(prom::BuildCounter()
+                  .Name("trainenv_waits_total")
+                  .Help("Pods admitted with a policy, by policy and readiness wait: added, "
+                        "present (reinvocation), or why none (no-policy-wait, switched-off, "
+                        "nothing-to-dial, waits-already).")
+                  .Register(registry)),
         owner_latency(prom::BuildHistogram()
                           .Name("trainenv_owner_lookup_duration_seconds")
                           .Help("Time to look up one owner object, cache hits included.")
@@ -212,6 +232,7 @@ struct metrics::impl {
   prom::Family<prom::Counter>& patch_ops;
   prom::Histogram& latency;
   prom::Family<prom::Counter>& owner_lookups;
+  prom::Family<prom::Counter>& waits;
   prom::Histogram& owner_latency;
   std::array<prom::Counter*, counter_series.size()> counters{};
   std::array<prom::Gauge*, gauge_series.size()> gauges{};
@@ -267,6 +288,26 @@ void metrics::on_request(route_label route, decision_label decision, std::string
     }).Increment(static_cast<double>(patch_ops));
   }
   m.latency.Observe(std::chrono::duration<double>(duration).count());
+}
+
+void metrics::on_wait(std::string_view policy, const core::decision& d) {
+  auto& m = *impl_;
+  const auto found = m.policies.find_or_add(policy);
+  auto& series = found.first;
+  const std::string_view label = found.second;
+  const auto slot = wait_slot(d);
+  cached(series.waits[slot], [&]() -> prom::Counter& {
+    return m.waits.Add(
+        {{"policy", std::string(label)}, {"result", std::string(wait_results[slot])}});
+  }).Increment();
+}
+
+std::uint64_t metrics::waits(std::string_view policy, std::string_view result) const {
+  const auto* series = impl_->policies.find(policy);
+  const auto* const at = std::find(wait_results.begin(), wait_results.end(), result);
+  if (series == nullptr || at == wait_results.end()) return 0;
+  const auto* counter = series->waits[static_cast<std::size_t>(at - wait_results.begin())].load();
+  return counter == nullptr ? 0 : static_cast<std::uint64_t>(counter->Value());
 }
 
 void metrics::on_owner_lookup(std::string_view kind, lookup_source source,

@@ -377,13 +377,13 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
                              request.keep_alive());
   }
   const auto policies = state_.policies.read();
-  core::mutate_options options;
-  options.cluster_domain = state_.cluster_domain;
+  const auto& options = state_.decide_options;
   const auto& pod = review->pod();  // for the decision and the log line
   const core::subject what{pod, &*review};
   auto decision = decide_with_owners(what, *policies, options, state_.owners, state_.metrics);
   const auto answer = [&](const core::decision& d) {
     count_passes(d);
+    if (d.allowed && !d.policy.empty()) state_.metrics.on_wait(d.policy, d);
     result = {label_of(d.verdict()), d.policy, d.patch_ops};
     auto res = text_response(http::status::ok, core::encode_response(*review, d), request);
     if (info_enabled()) {
@@ -420,8 +420,7 @@ boost::asio::awaitable<http_response> router::mutate(const http_request& request
 boost::asio::awaitable<http_response> router::preview(const http_request& request,
                                                       const request_plan& planned,
                                                       outcome& result) const {
-  core::mutate_options options;
-  options.cluster_domain = state_.cluster_domain;
+  auto options = state_.decide_options;
   if (auto policy = query_param(request.target(), "policy")) {
     if (!core::is_dns_label(*policy)) {
       co_return error_response(http::status::bad_request, "?policy= must name a policy",
@@ -463,8 +462,7 @@ boost::asio::awaitable<http_response> router::preview_job(const http_request& re
   const auto answer = [&](const std::vector<json>& objects) {
     // On the webhook's own threads a preview is bounded harder than the CLI's: its pods are each
     // decided, and what it lays out is held; larger ones preview with the CLI.
-    core::mutate_options options;
-    options.cluster_domain = state_.cluster_domain;
+    const auto& options = state_.decide_options;
     auto preview = core::preview_job(*job, objects, *policies, served_preview_bounds, options);
     if (!preview) {
       return error_response(http::status::unprocessable_entity, preview.message(),

@@ -153,7 +153,7 @@ check "curl /mutate answers an AdmissionReview" bash -c "curl --silent --max-tim
   https://127.0.0.1:$https_port/mutate >'$work/review.json'"
 check "with the uid and a base64 JSON Patch" bash -c "jq -e '.response.uid == \"47332173-738f-526c-bb61-f1929792407a\"
   and .response.patchType == \"JSONPatch\"' '$work/review.json' >/dev/null &&
-  jq -r .response.patch '$work/review.json' | base64 -d | jq -e 'length == 11' >/dev/null"
+  jq -r .response.patch '$work/review.json' | base64 -d | jq -e 'length == 12' >/dev/null"
 check "curl /preview/job answers the whole job" bash -c "curl --silent --max-time 10 --cacert '$work/certs/ca.crt' \
   --data-binary @'$src/examples/jobs/jobset-master-worker.yaml' https://localhost:$https_port/preview/job >'$work/job.json'"
 check "the endpoint and preview --job -o json give the same answer" bash -c "'$bin' preview --job -o json \
@@ -209,6 +209,26 @@ check "serve refuses an unreadable --owners file" exit_code 1 "$bin" serve --own
   --tls-cert "$work/certs/tls.crt" --tls-key "$work/certs/tls.key" --listen 127.0.0.1:0 \
   --metrics-listen 127.0.0.1:0 --policies "$src/policies"
 check "naming it" contains "$work/err" "--owners cannot read $work/none.yaml"
+
+# --- wait: the readiness wait as trainenv-wait runs it (docs/contract.md §3.1) -----------------
+check "wait passes once its targets answer" exit_code 0 "$bin" wait --resolve localhost --resolve 127.0.0.1
+check "saying so" contains "$work/out" "all 2 targets answered, twice"
+printf '# the job\nlocalhost slots=2\nlauncher-0.job slots=2\nlocalhost:4\n' >"$work/hostfile"
+check "wait reads a hostfile, skipping the pod itself" exit_code 0 "$bin" wait --hostfile "$work/hostfile" \
+  --skip launcher-0.job.team-a.svc
+check "one target left of three lines" contains "$work/out" "trainenv wait: 1 targets"
+check "wait gives up at its bound with 75" exit_code 75 "$bin" wait --connect 127.0.0.1:1 \
+  --resolve localhost --timeout 2 --progress 1 --job jobset/bert -n team-a --termination-log "$work/termination"
+check "its progress names the cause" contains "$work/out" "1 of 2 targets missing: refused (nothing listens yet): 127.0.0.1:1"
+check "its termination message names target, cause and time" contains "$work/termination" \
+  "refused (nothing listens yet): 127.0.0.1:1 (2 s)"
+check "and the doctor command" contains "$work/termination" "Why, and what to do: trainenv doctor jobset/bert -n team-a"
+check "wait with nothing to wait for exits 2" exit_code 2 "$bin" wait --timeout 5
+check "saying what to give" contains "$work/err" "give --resolve, --connect or --hostfile"
+check "wait refuses a target without a port" exit_code 2 "$bin" wait --connect bert-0.bert
+check "wait refuses a bad bound" exit_code 2 "$bin" wait --resolve localhost --timeout forever
+check "wait on an unreadable hostfile exits 2" exit_code 2 "$bin" wait --hostfile "$work/no-hostfile"
+check "naming it" contains "$work/err" "cannot read the hostfile $work/no-hostfile"
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

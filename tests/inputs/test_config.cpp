@@ -275,7 +275,7 @@ TEST_CASE("serve --help states serve_config's defaults", "[config]") {
   }
   // Every flag but --client-ca, --client-names, --preview-listen, --threads and --kubeconfig,
   // whose defaults are words, and --owners, which has none.
-  CHECK(stated.size() == 23);
+  CHECK(stated.size() == 25);
   CHECK_THAT(serve_help(), Contains("says which) (default: none)"));
   CHECK_THAT(serve_help(), Contains("I/O threads (default: one per core)"));
   // And the check can fail: a different value is a different configuration.

@@ -132,7 +132,9 @@ TEST_CASE("a small hostfile goes in the launcher's annotation, every worker once
   const auto patched = pod.patch(d.patch());
   CHECK(patched["metadata"]["annotations"]["trainenv.io/hostfile"] ==
         expected_hostfile("ds", 2, 3));
-  CHECK_FALSE(patched["spec"].contains("initContainers"));
+  // No expander: the readiness wait is its only init container.
+  REQUIRE(patched["spec"]["initContainers"].size() == 1);
+  CHECK(patched["spec"]["initContainers"][0]["name"] == "trainenv-wait");
   CHECK(decide(patched, jobset).patch().empty());
 }
 
@@ -159,10 +161,15 @@ TEST_CASE(
               << " bytes; the rule "
               << annotations["trainenv.io/hostfile-rule"].get<std::string>().size());
     CHECK(bytes < 1024);  // far below the API server's 262,144
-    // The init container writes the hostfile into the emptyDir the launcher mounts read-only.
+    // The init container writes the hostfile into the emptyDir the launcher mounts read-only;
+    // the readiness wait, after it, reads the hostfile from there.
     const auto& init = patched["spec"]["initContainers"];
-    REQUIRE(init.size() == 1);
+    REQUIRE(init.size() == 2);
     CHECK(init[0]["image"] == "example.com/mpi:1");
+    CHECK(init[1]["name"] == "trainenv-wait");
+    CHECK(init[1]["volumeMounts"][0]["name"] == init[0]["volumeMounts"][1]["name"]);
+    // It reads the hosts from that file: its arguments do not grow with the job.
+    CHECK(init[1]["args"].dump().size() < 1024);
     const auto hostfile = run_init_container(patched);
     CHECK(hostfile == expected_hostfile(name, jobs, pods));
     // Fed back in: nothing more to add.

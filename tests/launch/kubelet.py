@@ -139,6 +139,13 @@ def container_env(pod, container, address):
     return env
 
 
+def is_trainenv_image(image):
+    """trainenv's own image (`trainenv:<tag>`, or a registry's path ending in /trainenv): the
+    readiness wait's, which runs the binary under test."""
+    name = image.rsplit("@", 1)[0].rsplit(":", 1)[0] if ":" in image.rsplit("/", 1)[-1] else image
+    return name == "trainenv" or name.endswith("/trainenv")
+
+
 def container_plan(pod, container, address, volumes, log):
     """What the runtime needs to start one container: argv, env, user, working dir, mounts."""
     if not container.get("command"):

@@ -59,6 +59,9 @@ TORCH_BROKEN_LOOKUP = ("            for s in Std:\n"
                        "                    return s\n")
 TORCH_FIXED_LOOKUP = "            return Std(v)\n"
 RESULT = re.compile(r"E2E-RESULT (\{.*\})")
+# A case's own break: its pods without the readiness wait trainenv injects (docs/readiness.md).
+WAIT_BREAKS = ("no-wait",)
+WAIT_CONTAINER = "trainenv-wait"
 # The env that wires a process into its job, shown with a failing pod's logs.
 WIRING = re.compile(r"PET_|MASTER_|WORLD_SIZE$|RANK$|DMLC_|OMPI_|PRTE_|HYDRA_|I_MPI_|JAX_")
 # Log lines worth quoting as the reason of a failure, most telling first: ssh refusing a key,
@@ -81,7 +84,8 @@ class Interrupted(Exception):
 
 class Case:
     KEYS = {"description", "job", "owners", "launcher", "image", "background", "services",
-            "expect", "timeout", "scenario", "self_test"}
+            "expect", "timeout", "scenario", "self_test", "late_names", "late_start",
+            "self_test_timeout"}
 
     def __init__(self, path):
         data = yaml.safe_load(path.read_text())
@@ -104,16 +108,32 @@ class Case:
         self.services = data.get("services", [])
         # A job whose size changes while it lives, admitted through `trainenv serve` (scenario.py).
         self.steps = scenario.parse_steps(path, data["scenario"]) if "scenario" in data else None
-        # Breaks (scenario.BREAKS) that the scenario must fail with: run after it passed.
+        # Breaks that the case must fail with, each run after it passed: a scenario's
+        # (scenario.BREAKS), or for any case no-wait (the pods without trainenv's wait).
         self.self_tests = data.get("self_test", [])
-        if any(b not in scenario.BREAKS for b in self.self_tests) or (self.self_tests and not self.steps):
-            raise HarnessError(f"{path}: self_test takes breaks of a scenario, {scenario.BREAKS}")
+        allowed = scenario.BREAKS if self.steps else WAIT_BREAKS
+        if any(b not in allowed for b in self.self_tests):
+            raise HarnessError(f"{path}: self_test takes {allowed}")
+        self.self_test_timeout = data.get("self_test_timeout")
+        # The cluster being slow, as it is: pods (a role, or single pods by name) whose DNS names
+        # the headless Service publishes only this many seconds after it would ("never": not at
+        # all), and whose app containers start this many seconds late (a slow image pull).
+        self.late_names = data.get("late_names", {})
+        self.late_start = data.get("late_start", {})
         expect = data.get("expect") or {}
-        if self.steps is None and "world" not in expect:
+        # A wait that must give up: {role, within, message: [text the termination message has]}.
+        self.wait_gives_up = expect.get("wait_gives_up")
+        # A wait that must have waited: {role, log: text its log has}.
+        self.waited = expect.get("waited")
+        if self.steps is None and "world" not in expect and not self.wait_gives_up:
             raise HarnessError(f"{path}: expect.world is missing")
         self.world = expect.get("world")
         self.hosts = expect.get("hosts")  # the hostname of each rank, in rank order
         self.timeout = data.get("timeout", 60)
+
+    def late(self, table, pod):
+        """The pod's entry in late_names or late_start (by its name, else its role), or None."""
+        return table.get(pod.created_name, table.get(pod.role))
 
     def in_background(self, pod):
         return pod.role in self.background or pod.created_name in self.background
@@ -141,6 +161,8 @@ class Pod:
         self.argv = {}  # container -> its command line
         self.env = {}  # container -> its env, resolved
         self.failure = None
+        self.started_at = None  # when it was created (time.monotonic())
+        self.exit_times = {}  # container -> when it last exited
 
     def alive(self):
         return self.state in ("started", "running")
@@ -167,7 +189,9 @@ class Pod:
             self.state = "running"
         elif event["event"] == "exited":
             self.exits[event["container"]] = event["code"]
-            if event["code"] != 0 and self.failure is None:
+            self.exit_times[event["container"]] = time.monotonic()
+            restarted = event["init"] and self.object["spec"].get("restartPolicy", "Always") != "Never"
+            if event["code"] != 0 and self.failure is None and not restarted:
                 kind = "init container" if event["init"] else "container"
                 self.failure = (f"{kind} {event['container']} exited {event['code']}"
                                 f"{telling_line(self.logs.get(event['container']))}")
@@ -280,7 +304,8 @@ class Run:
         compiler = MPI_COMPILERS.get(self.case.launcher)
         if compiler:
             cluster.run(compiler, "-O2", "-o", str(train / "mpi_check"), str(HERE / "pods" / "mpi_check.c"))
-        image = {"name": self.case.image, "train": str(train), **IMAGES[self.case.image]}
+        image = {"name": self.case.image, "train": str(train), **IMAGES[self.case.image],
+                 "trainenv": str(Path(self.args.trainenv).resolve())}
         source = TORCH_API.read_text() if TORCH_API.exists() else ""
         if TORCH_BROKEN_LOOKUP in source:
             image["torchApi"] = str(image_directory / "torch-api.py")
@@ -343,11 +368,19 @@ class Run:
                 log = pod.directory / "logs" / f"{container['name']}.log"
                 pod.logs[container["name"]] = log
                 result.append(kubelet.container_plan(pod.object, container, pod.address, volumes, log))
+                # The file the kubelet mounts at terminationMessagePath, read back as the
+                # container's termination message; trainenv's own image runs its binary.
+                result[-1]["terminationLog"] = str(pod.directory / f"termination-{container['name']}")
+                Path(result[-1]["terminationLog"]).touch(mode=0o666)
+                os.chmod(result[-1]["terminationLog"], 0o666)
+                result[-1]["trainenvImage"] = kubelet.is_trainenv_image(container.get("image", ""))
                 pod.argv[container["name"]] = result[-1]["argv"]
                 pod.env[container["name"]] = result[-1]["env"]
             return result
 
         plan = {"directory": str(pod.directory), "hostname": pod.hostname, "image": image,
+                "restartPolicy": spec.get("restartPolicy", "Always"),
+                "startDelay": self.case.late(self.case.late_start, pod) or 0,
                 "files": {target: str(pod.directory / Path(target).name) for target in files},
                 "initContainers": plans(spec.get("initContainers", []), "init"),
                 "containers": plans(spec["containers"], "main")}
@@ -404,13 +437,19 @@ class Run:
             listed = ("started", "running") if service["spec"].get("publishNotReadyAddresses") else ("running",)
             for pod in self.pods:
                 if (pod.namespace != namespace or not selector or pod.state not in listed
-                        or any(pod.labels.get(k) != v for k, v in selector.items())):
+                        or any(pod.labels.get(k) != v for k, v in selector.items())
+                        or self._named_late(pod)):
                     continue
                 domain = f"{name}.{namespace}.svc.{cluster.CLUSTER_DOMAIN}"
                 records.setdefault(domain, []).append(pod.address)
                 if pod.subdomain == name and pod.object["spec"].get("hostname"):
                     records[f"{pod.hostname}.{domain}"] = [pod.address]
         return records
+
+    def _named_late(self, pod):
+        """Whether the pod's name is not published yet (late_names)."""
+        late = self.case.late(self.case.late_names, pod)
+        return late is not None and (late == "never" or time.monotonic() - pod.started_at < late)
 
     def execute(self):
         """Starts the pods as their dependencies allow and follows them until every pod that
@@ -422,6 +461,7 @@ class Run:
             starting = [p for p in self.pods if p.state == "waiting" and self._startable(p, waits)]
             for pod in starting:
                 pod.state = "started"  # created: a Service that publishes not-ready pods lists it
+                pod.started_at = time.monotonic()
             self.dns.publish(self._dns_records())
             for pod in starting:
                 self._start(pod)
@@ -459,6 +499,8 @@ class Run:
 
     def verdict(self):
         """(passed, what to say after PASS/FAIL, detail lines for a failure)."""
+        if self.case.wait_gives_up:
+            return self._wait_verdict()
         failed = [p for p in self.pods if p.failure]
         if failed:
             first = failed[0]
@@ -475,11 +517,45 @@ class Run:
                 what += f" — {pod.name}/{container}{telling_line(log)}"
             return (False, f"timed out after {self.case.timeout:g} s, still running: {what}",
                     self._details(running + [p for p in self.pods if p not in running + waiting]))
-        problems = self._check_results()
+        problems = self._check_results() + self._check_waited()
         if problems:
             return False, problems[0], problems[1:] + self._details(self.pods)
         world = self.case.world
         return True, f"world {world}, ranks 0..{world - 1}", []
+
+    def _check_waited(self):
+        """expect.waited: the pods of that role sat in their wait, saying what they waited for."""
+        if not self.case.waited:
+            return []
+        role, text = self.case.waited["role"], self.case.waited["log"]
+        problems = []
+        for pod in (p for p in self.pods if p.role == role):
+            log = pod.logs.get(WAIT_CONTAINER)
+            said = log.read_text(errors="replace") if log and log.exists() else ""
+            if text not in said:
+                problems.append(f"{pod.name}: its {WAIT_CONTAINER} log does not say {text!r}")
+        return problems
+
+    def _wait_verdict(self):
+        """expect.wait_gives_up: a pod of that role ended its wait with 75 within the bound, its
+        termination message naming what it waited for; nothing else failed."""
+        expected = self.case.wait_gives_up
+        gave_up = [p for p in self.pods if p.role == expected["role"] and p.exits.get(WAIT_CONTAINER) == 75]
+        others = [p for p in self.pods if p.failure and p.exits.get(WAIT_CONTAINER) != 75]
+        if others:
+            return False, f"pod {others[0].name} ({others[0].role}): {others[0].failure}", self._details(others)
+        if not gave_up:
+            return False, f"no {expected['role']} pod's {WAIT_CONTAINER} exited 75", self._details(self.pods)
+        pod = gave_up[0]
+        took = pod.exit_times[WAIT_CONTAINER] - pod.started_at
+        message = Path(pod.directory / f"termination-{WAIT_CONTAINER}").read_text(errors="replace")
+        missing = [text for text in expected.get("message", []) if text not in message]
+        if took > expected["within"]:
+            return False, f"{pod.name} gave up after {took:.1f} s, later than {expected['within']} s", []
+        if missing:
+            return False, f"{pod.name}'s termination message lacks {missing[0]!r}: {message!r}", []
+        first = message.splitlines()[1] if len(message.splitlines()) > 1 else message
+        return True, f"{pod.name} gave up after {took:.1f} s (exit 75): {first}", []
 
     def _check_results(self):
         world, results = self.case.world, self.results()
@@ -567,6 +643,12 @@ def run_case(path, args):
                 run.prepare()
                 run.execute()
                 passed, said, details = run.verdict()
+            if passed and not args.no_self_test:
+                for name_of_break in case.self_tests:
+                    passed, note = self_test(case, answer, args, name_of_break)
+                    said += f"; {note}"
+                    if not passed:
+                        break
     except HarnessError as error:
         passed, said = False, f"harness: {error}"
     except Interrupted:
@@ -579,6 +661,29 @@ def run_case(path, args):
         print(f"  {line}")
     sys.stdout.flush()
     return passed
+
+
+def self_test(case, answer, args, name_of_break):
+    """Runs the case again with its pods broken as `name_of_break` says; it must fail. (passed,
+    what to say)."""
+    broken = json.loads(json.dumps(answer))
+    if name_of_break == "no-wait":
+        for pod in broken["pods"]:
+            spec = pod["object"]["spec"]
+            spec["initContainers"] = [c for c in spec.get("initContainers", [])
+                                      if c["name"] != WAIT_CONTAINER]
+    saved = case.timeout
+    case.timeout = case.self_test_timeout or case.timeout
+    try:
+        with Run(case, broken, args) as run:
+            run.prepare()
+            run.execute()
+            failed_too, said, _ = run.verdict()
+    finally:
+        case.timeout = saved
+    if failed_too:
+        return False, f"self-test {name_of_break}: PASSED, but it must fail (the case does not need the wait)"
+    return True, f"self-test {name_of_break} fails as it must ({said[:160]})"
 
 
 def main():
@@ -595,7 +700,7 @@ def main():
                              "longer than any scenario: a pod admitted after a resize must be wired "
                              "from the owners trainenv reads again, not from an expired cache)")
     parser.add_argument("--no-self-test", action="store_true",
-                        help="scenarios: skip the case's self_test runs")
+                        help="skip the case's self_test runs")
     parser.add_argument("--break", dest="break_", choices=scenario.BREAKS,
                         help="scenarios: edit into the admitted pods what trainenv must not answer "
                              "(a numeric PET_NNODES, the short rendezvous endpoint, the stale value "

@@ -20,6 +20,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 OVERLAID = ("/etc", "/root", "/home", "/opt")
@@ -29,6 +30,7 @@ POD_TREES = OVERLAID + tuple(SCRATCH)
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 TORCH_MULTIPROCESSING = "/usr/lib/python3/dist-packages/torch/distributed/elastic/multiprocessing"
 MPIUSER_ID = 1000
+TRAINENV_IN_POD = "/opt/trainenv-image/trainenv"  # the binary under test, bound before /tmp hides it
 
 
 def mount(*argv):
@@ -77,6 +79,29 @@ def bind_image_trees(image):
     if image.get("xgboost"):
         os.makedirs("/opt/xgboost", exist_ok=True)
         mount("--bind", "-o", "ro", image["xgboost"], "/opt/xgboost")
+    # trainenv's own image, which the readiness wait runs: the binary under test.
+    os.makedirs("/opt/trainenv-image", exist_ok=True)
+    Path(TRAINENV_IN_POD).touch()
+    mount("--bind", image["trainenv"], TRAINENV_IN_POD)
+    mount("-o", "remount,bind,ro", TRAINENV_IN_POD)
+
+
+def trainenv_image(container):
+    """The container runs trainenv's image: its binary at /usr/local/bin/trainenv, and a /dev of
+    the runtime's making with the kubelet's termination-log file at /dev/termination-log (only
+    the nodes it uses: null, zero, random, urandom). In the container's own mount namespace."""
+    dev = Path("/run") / f"trainenv-dev-{os.getpid()}"  # /run is the pod's tmpfs
+    dev.mkdir()
+    mount("-t", "tmpfs", "-o", "mode=755", "tmpfs", str(dev))
+    for node in ("null", "zero", "random", "urandom"):
+        (dev / node).touch()
+        mount("--bind", f"/dev/{node}", str(dev / node))
+    (dev / "termination-log").touch()
+    mount("--bind", container["terminationLog"], str(dev / "termination-log"))
+    mount("--move", str(dev), "/dev")
+    mount("-t", "tmpfs", "-o", "mode=755", "tmpfs", "/usr/local/bin")
+    Path("/usr/local/bin/trainenv").touch()
+    mount("--bind", TRAINENV_IN_POD, "/usr/local/bin/trainenv")
 
 
 def install_image(image, pod_directory):
@@ -175,10 +200,20 @@ def run_pod(plan_path):
     plan = json.loads(Path(plan_path).read_text())
     prepare_sandbox(plan)
     for container in plan["initContainers"]:
-        code = wait_for(start_container(plan_path, container))
-        emit("exited", container=container["name"], init=True, code=code)
-        if code != 0:
-            return 1
+        # The kubelet restarts a failed init container (restartPolicy OnFailure or Always) with
+        # a back-off from 10 s, doubling; with Never the pod fails.
+        backoff = 10
+        while True:
+            code = wait_for(start_container(plan_path, container))
+            emit("exited", container=container["name"], init=True, code=code)
+            if code == 0:
+                break
+            if plan["restartPolicy"] == "Never":
+                return 1
+            time.sleep(backoff)
+            backoff = min(2 * backoff, 300)
+    if plan["startDelay"]:
+        time.sleep(plan["startDelay"])  # the app's image pulls late
     running = {start_container(plan_path, c): c["name"] for c in plan["containers"]}
     emit("running")
     failed = False
@@ -194,6 +229,8 @@ def run_pod(plan_path):
 def exec_container(plan_path, name):
     plan = json.loads(Path(plan_path).read_text())
     container = next(c for c in plan["initContainers"] + plan["containers"] if c["name"] == name)
+    if container.get("trainenvImage"):
+        trainenv_image(container)
     for volume_mount in container["mounts"]:
         make_path(volume_mount["target"], is_file=os.path.isfile(volume_mount["source"]))
         mount("--bind", volume_mount["source"], volume_mount["target"])

@@ -24,6 +24,28 @@ cp -r "$src/manifests" "$src/policies" "$work/"
 "$src/certs/mint.sh" --static-overlay "$work/manifests/overlays/static-certs" "$work/certs" >/dev/null 2>&1
 render static-certs "$work/manifests/overlays/static-certs"
 
+# The readiness wait runs the deployed image: an overlay's `images:` reaches TRAINENV_WAIT_IMAGE,
+# which the Deployment passes to --wait-image (manifests/base/wait-image.yaml).
+mkdir -p "$work/manifests/overlays/registry"
+cat >"$work/manifests/overlays/registry/kustomization.yaml" <<'YAML'
+resources:
+  - ../cert-manager
+images:
+  - name: trainenv
+    newName: registry.example.com/platform/trainenv
+    newTag: "1.2.3"
+YAML
+render registry "$work/manifests/overlays/registry"
+for want in "image: registry.example.com/platform/trainenv:1.2.3" \
+            "value: registry.example.com/platform/trainenv:1.2.3" "- --wait-image=\$(TRAINENV_WAIT_IMAGE)"; do
+  grep -qF -- "$want" "$work/registry.yaml" || { echo "FAILED: an images: override does not give $want"; status=1; }
+done
+for name in base cert-manager opt-in-namespaces previews static-certs; do
+  image=$(sed -n 's/^ *image: *\(trainenv[^ ]*\) *$/\1/p' "$work/$name.yaml")
+  waits=$(grep -A1 "name: TRAINENV_WAIT_IMAGE" "$work/$name.yaml" | sed -n 's/^ *value: *//p')
+  [ -n "$image" ] && [ "$image" = "$waits" ] || { echo "FAILED: $name: the wait's image $waits is not the Deployment's $image"; status=1; }
+done
+
 # The ConfigMap generator lists files by hand: it must list every policy, and nothing else.
 listed=$(sed -n 's/^ *- \(.*\.yaml\)$/\1/p' "$src/policies/kustomization.yaml" | sort)
 present=$(cd "$src/policies" && ls *.yaml | grep -v '^kustomization.yaml$' | sort)
@@ -47,5 +69,5 @@ grep -q "^#.* -t $tag " "$src/Dockerfile" || { echo "FAILED: the Dockerfile's co
 grep -q "^RUN scripts/dev.sh deps --build" "$src/Dockerfile" || { echo "FAILED: the Dockerfile's build stage installs more than the build packages"; status=1; }
 # The image runs as the numeric user the Deployment expects.
 grep -q "^USER 65532:65532" "$src/Dockerfile" || { echo "FAILED: Dockerfile USER is not 65532"; status=1; }
-[ $status -eq 0 ] && echo "manifests: base and the four overlays render and validate"
+[ $status -eq 0 ] && echo "manifests: base and the four overlays render and validate; an images: override reaches the wait"
 exit $status

@@ -98,3 +98,31 @@ TEST_CASE("every declared counter and gauge renders with its help and is documen
     CHECK_THAT(operations, Contains("| `" + std::string(s.name) + "` | gauge |"));
   }
 }
+
+TEST_CASE("the readiness waits are counted by policy and result, as docs/operations.md lists them",
+          "[metrics]") {
+  server::metrics m;
+  core::decision added;
+  added.wait = core::wait_plan{};
+  core::decision present;
+  present.wait = core::wait_plan{};
+  present.wait->present = true;
+  core::decision off;
+  off.no_wait_reason = core::no_wait::switched_off;
+  core::decision rank0;
+  rank0.no_wait_reason = core::no_wait::nothing_to_dial;
+  for (const auto* d : {&added, &added, &present, &off, &rank0}) m.on_wait("torch", *d);
+  CHECK(m.waits("torch", "added") == 2);
+  CHECK(m.waits("torch", "present") == 1);
+  CHECK(m.waits("torch", "switched-off") == 1);
+  CHECK(m.waits("torch", "nothing-to-dial") == 1);
+  CHECK(m.waits("torch", "waits-already") == 0);
+  CHECK(m.waits("mpi", "added") == 0);
+  CHECK_THAT(m.render(), Contains(R"(trainenv_waits_total{policy="torch",result="added"} 2)"));
+  std::ifstream doc(std::string(TRAINENV_SOURCE_DIR) + "/docs/operations.md");
+  const std::string operations((std::istreambuf_iterator<char>(doc)),
+                               std::istreambuf_iterator<char>());
+  for (const auto* reason : {"no-policy-wait", "switched-off", "nothing-to-dial", "waits-already"})
+    CHECK_THAT(operations, Contains(std::string("`") + reason + "`"));
+  CHECK(core::no_wait_name(core::no_wait::waits_already) == "waits-already");
+}

@@ -100,7 +100,7 @@ struct running_server {
       tls_reloader->start();
     }
     state.owners.budget = options.lookup_timeout;
-    state.cluster_domain = options.cluster_domain;
+    state.decide_options.cluster_domain = options.cluster_domain;
     if (options.request_memory) {
       state.memory = std::make_unique<server::memory_budget>(
           server::memory_budget::options{.bytes = *options.request_memory});

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "trainenv/core/decide/engine.hpp"
 #include "trainenv/core/policy/owners.hpp"
 #include "trainenv/core/text/names.hpp"
 #include "trainenv/core/text/result.hpp"
@@ -59,6 +60,9 @@ struct serve_config {
   std::size_t owner_cache_bytes = std::size_t{32} * 1024 * 1024;
   std::string owners;  // --owners FILE: owners from a file instead of the API (no cluster)
   std::string cluster_domain{core::default_cluster_domain};  // the pods' full DNS names end in it
+  // The readiness wait (docs/contract.md §3.1): auto (each policy's) or off, and its image.
+  std::string wait = "auto";
+  std::string wait_image{core::default_wait_image};
   // serve --help states these defaults; the tests parse them back and compare.
   friend bool operator==(const serve_config&, const serve_config&) = default;
 };
@@ -73,6 +77,22 @@ struct preview_config {
   std::string cluster_domain{core::default_cluster_domain};
   bool job = false;              // --job: FILE is a whole job (TrainJob, JobSet, Job, Volcano Job)
   std::string output = "table";  // -o table|json, for --job (a pod's preview is always JSON)
+};
+
+// trainenv wait: what the readiness wait checks (docs/contract.md §3.1).
+struct wait_config {
+  std::int64_t timeout_seconds = 600;
+  std::string job;                   // "jobset/bert": the job `trainenv doctor` explains
+  std::string namespace_name;        // its namespace
+  std::vector<std::string> resolve;  // names that must resolve
+  std::vector<std::string> connect;  // HOST:PORT that must accept
+  std::string hostfile;              // every host of this MPI hostfile ...
+  std::uint16_t hostfile_port = 0;   // ... accepting on this port (0: resolving)
+  std::vector<std::string> skip;     // ... but these (the pod itself)
+  std::string termination_log = "/dev/termination-log";
+  unsigned parallel = 32;  // checks in flight at most
+  std::chrono::milliseconds progress_every{10'000};
+  std::chrono::milliseconds connect_timeout{2'000};
 };
 
 struct check_config {
@@ -95,6 +115,7 @@ struct parsed {
 [[nodiscard]] parsed<serve_config> parse_serve(const std::vector<std::string>& args);
 [[nodiscard]] parsed<preview_config> parse_preview(const std::vector<std::string>& args);
 [[nodiscard]] parsed<check_config> parse_check(const std::vector<std::string>& args);
+[[nodiscard]] parsed<wait_config> parse_wait(const std::vector<std::string>& args);
 
 [[nodiscard]] core::result<endpoint_spec> parse_endpoint(const std::string& text);
 
@@ -106,5 +127,6 @@ struct parsed {
 [[nodiscard]] std::string serve_help();
 [[nodiscard]] std::string preview_help();
 [[nodiscard]] std::string check_help();
+[[nodiscard]] std::string wait_help();
 
 }  // namespace trainenv::inputs

@@ -179,6 +179,11 @@ class metrics {
   [[nodiscard]] std::uint64_t owner_lookups(
       std::string_view kind, lookup_source source,
       std::optional<core::lookup_failure> failure = std::nullopt) const;
+  // A pod a policy applied to was admitted: its readiness wait (docs/contract.md §3.1), counted
+  // by policy and result: "added", "present" (reinvocation), or why it got none
+  // (core::no_wait_name: "switched-off", "nothing-to-dial", ...).
+  void on_wait(std::string_view policy, const core::decision& d);
+  [[nodiscard]] std::uint64_t waits(std::string_view policy, std::string_view result) const;
 
   [[nodiscard]] std::string render() const;
 

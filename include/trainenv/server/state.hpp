@@ -35,8 +35,9 @@ struct server_state {
   // caller's token, through a client and a cache of their own. Both or neither.
   std::optional<preview_access> preview_callers;
   owner_lookup preview_owners;
-  // The cluster's DNS domain (--cluster-domain): the pods' full names end in it.
-  std::string cluster_domain{core::default_cluster_domain};
+  // What every decision is made with: the cluster's DNS domain (--cluster-domain, the pods' full
+  // names end in it) and the readiness wait (--wait, --wait-image); a preview adds its ?policy=.
+  core::mutate_options decide_options;
 
   // Whether the webhook reads the cluster with its own rights: then no preview is served on the
   // admission port (docs/security.md).

@@ -412,7 +412,8 @@ decision build_patch(const pod_view& pod, const wants& want, const std::string& 
       [](const json_ref&, const json&) -> std::optional<std::string> { return {}; },
       [&](const json& w) {
         d.injected.init_containers.push_back(name_of(w));
-        for (const auto& m : w["volumeMounts"]) mounted_by_patch.insert(name_of(m));
+        if (const auto* mounts = member(w, "volumeMounts"))
+          for (const auto& m : *mounts) mounted_by_patch.insert(name_of(m));
       },
       patch, d.warnings);
   // A volume nothing mounts is not added (the pod mounts its own at the wanted path).
@@ -432,6 +433,16 @@ decision build_patch(const pod_view& pod, const wants& want, const std::string& 
       },
       [&](const json& w) { d.injected.volumes.push_back(name_of(w)); }, patch, d.warnings);
   diff_dns_searches(spec, want.dns_searches, patch, d);
+  if (const auto policy = string_member(spec, "dnsPolicy");
+      !want.dns_policy.empty() && policy != want.dns_policy) {
+    // The one value trainenv overwrites (docs/contract.md §3.1: hostNetwork), said in a warning.
+    if (policy) {
+      patch.replace("/spec/dnsPolicy", json(want.dns_policy).dump());
+    } else {
+      patch.add("/spec/dnsPolicy", json(want.dns_policy));
+    }
+    d.injected.dns_policy = want.dns_policy;
+  }
   diff_annotations(pod, want.annotations, patch, d);
   d.patch_ops = patch.size();
   d.patch_text = patch.take();

@@ -8,6 +8,7 @@
 #include "trainenv/core/decide/pod_shape.hpp"
 #include "trainenv/core/decide/render.hpp"
 #include "trainenv/core/decide/selection.hpp"
+#include "trainenv/core/decide/wait_plan.hpp"
 #include "trainenv/core/job/controller_env.hpp"
 #include "trainenv/core/job/elastic.hpp"
 #include "trainenv/core/job/owner_walk.hpp"
@@ -152,6 +153,20 @@ std::optional<written_env> controller_written(const pod_view& view, const owner_
                             t.layout.roles[t.role_at].pod_template, {});
   }
   return std::nullopt;
+}
+
+// What `trainenv doctor` reads to explain this pod's job (docs/contract.md §5): its top owner,
+// which the wait names in its time-out message. Empty when no kind doctor reads runs it.
+std::string doctor_target(const topology& t, const trainer_settings* trainer) {
+  if (t.job.empty()) return {};
+  // Trainer names the JobSet it creates after its TrainJob.
+  if (trainer != nullptr) return "trainjob/" + t.job;
+  const auto* kind = t.layout.kind;
+  if (kind == nullptr) return {};
+  if (kind->group == "jobset.x-k8s.io") return "jobset/" + t.job;
+  if (kind->group == "batch" && kind->kind == "Job") return "job/" + t.job;
+  if (kind->group == "batch.volcano.sh" && kind->kind == "Job") return "vcjob/" + t.job;
+  return {};
 }
 
 // The pod's place in its job, and the owner that gave its layout if one was read.
@@ -361,7 +376,22 @@ owner_step<decision> decide_steps(const subject& what, const policy_set& policie
   if (topo->counts_known && !topo->layout.no_nodes.empty() && uses_counts(p))
     return deny(topo->layout.no_nodes, p.name);
   if (!want) return deny(want.message(), p.name);
+  const wait_request waiting{*selected.chosen,
+                             *topo,
+                             view,
+                             owners,
+                             options.wait,
+                             options.wait_image,
+                             doctor_target(*topo, trainer.get())};
+  auto wait = plan_wait(waiting, *want);
+  if (!wait) return deny(error{wait.message(), wait.code()}, p.name);
+  if (wait->container) want->init_containers.push_back(std::move(*wait->container));
+  want->dns_policy = wait->dns_policy;
+  for (auto& warning : wait->warnings) want->warnings.push_back(std::move(warning));
   auto d = build_patch(view, *want, p.name);
+  d.wait = std::move(wait->plan);
+  d.no_wait_reason = wait->reason;
+  d.no_wait_why = std::move(wait->why);
   for (const auto& note : topo->notes) d.warnings.push_back(make_warning(note));
   if (!target_warning.empty()) d.warnings.push_back(make_warning(target_warning));
   d.sources = topo->sources;

@@ -14,27 +14,6 @@ using nlohmann::json;
 // Bounds and restarts above this are not believed (as the owners' counts).
 constexpr std::int64_t max_bound = 1'000'000;
 
-// An annotation of the pod, else of the first owner the walk read that has it, with where.
-struct found_annotation {
-  std::string value;
-  std::string where;
-};
-
-std::optional<found_annotation> find_annotation(const pod_view& pod, const owner_values& owners,
-                                                std::string_view key) {
-  if (const auto* own = pod.annotation(key)) return found_annotation{std::string(*own), "the pod"};
-  for (const auto& f : owners.all()) {
-    if (!f.fetched) continue;
-    if (const auto* value = object_annotation(&f.object(), key))
-      return found_annotation{*value, f.ref.display()};
-  }
-  return std::nullopt;
-}
-
-std::string annotation_text(std::string_view key, const found_annotation& a) {
-  return "annotation " + std::string(key) + " of " + a.where;
-}
-
 // A Job Kueue admitted partially, without completions following parallelism: its pods past the
 // admitted count start only as the first ones complete, which no training world survives.
 void note_partial_admission(const owner_values& owners, std::vector<std::string>& notes) {
@@ -73,15 +52,14 @@ std::optional<std::pair<std::int64_t, std::int64_t>> parse_bounds(std::string_vi
 result<elastic_reading> read_elastic(const pod_view& pod, const owner_values& owners,
                                      const trainer_settings* trainer) {
   elastic_reading out;
-  if (const auto bounds = find_annotation(pod, owners, keys::elastic)) {
+  if (const auto bounds = find_job_annotation(pod, owners, keys::elastic)) {
     const auto parsed = parse_bounds(bounds->value);
     if (!parsed) {
-      return error{"trainenv: " + annotation_text(keys::elastic, *bounds) + " is " +
-                   quote(bounds->value) +
+      return error{"trainenv: " + bounds->describe(keys::elastic) + " is " + quote(bounds->value) +
                    "; expected MIN:MAX with 1 <= MIN <= MAX (torchrun's --nnodes), e.g. \"2:8\""};
     }
-    out.elastic = elastic_mode{parsed->first, parsed->second, std::nullopt,
-                               annotation_text(keys::elastic, *bounds)};
+    out.elastic =
+        elastic_mode{parsed->first, parsed->second, std::nullopt, bounds->describe(keys::elastic)};
   } else if (trainer != nullptr && (trainer->elastic_min || trainer->elastic_max)) {
     const auto min = trainer->elastic_min.value_or(1);
     const auto max = trainer->elastic_max.value_or(min);
@@ -93,25 +71,25 @@ result<elastic_reading> read_elastic(const pod_view& pod, const owner_values& ow
     out.elastic = elastic_mode{min, max, trainer->elastic_max_restarts, where};
   }
   if (out.elastic) {
-    if (const auto restarts = find_annotation(pod, owners, keys::max_restarts)) {
+    if (const auto restarts = find_job_annotation(pod, owners, keys::max_restarts)) {
       const auto n = parse_decimal(restarts->value, max_bound);
       if (!n) {
-        return error{"trainenv: " + annotation_text(keys::max_restarts, *restarts) + " is " +
+        return error{"trainenv: " + restarts->describe(keys::max_restarts) + " is " +
                      quote(restarts->value) + "; expected a whole number >= 0"};
       }
       out.elastic->max_restarts = *n;
     }
-  } else if (const auto kueue = find_annotation(pod, owners, keys::kueue_elastic);
+  } else if (const auto kueue = find_job_annotation(pod, owners, keys::kueue_elastic);
              kueue && kueue->value == "true") {
     out.notes.push_back("trainenv: Kueue marks the job elastic (" +
-                        annotation_text(keys::kueue_elastic, *kueue) + "), but it has no " +
+                        kueue->describe(keys::kueue_elastic) + "), but it has no " +
                         std::string(keys::elastic) +
                         " bounds: wired statically, for its size now; set them to rendezvous "
                         "as it grows and shrinks");
   }
-  if (const auto rendezvous = find_annotation(pod, owners, keys::rendezvous)) {
+  if (const auto rendezvous = find_job_annotation(pod, owners, keys::rendezvous)) {
     if (rendezvous->value != "c10d") {
-      return error{"trainenv: " + annotation_text(keys::rendezvous, *rendezvous) + " is " +
+      return error{"trainenv: " + rendezvous->describe(keys::rendezvous) + " is " +
                    quote(rendezvous->value) + "; expected c10d (torch's rendezvous)"};
     }
     out.rendezvous_c10d = true;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "trainenv/core/text/command_flags.hpp"
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
 #include "trainenv/core/text/names.hpp"
@@ -333,6 +334,20 @@ void settle_roles(job_layout& layout, const policy& p, const world_rules& rules,
   if (coordinator) place_coordinator(layout, *coordinator);
 }
 
+namespace {
+
+bool publishes_not_ready(const pod_naming::not_ready_rule& rule, const json& owner) {
+  if (!rule.at.empty()) {
+    const auto* on = find_path(owner, rule.at);
+    return on != nullptr && on->is_boolean() ? on->get<bool>() : rule.by_default;
+  }
+  const auto* args = find_path(owner, rule.plugin);
+  const auto given = args != nullptr ? bool_flag_value(*args, rule.flag) : std::nullopt;
+  return given.value_or(rule.by_default);
+}
+
+}  // namespace
+
 void set_naming(job_layout& layout, const owner_kind& kind, const json* owner, std::string_view job,
                 const std::string_view* pod_subdomain, bool has_owner) {
   layout.naming_kind = kind.kind;
@@ -381,6 +396,8 @@ void set_naming(job_layout& layout, const owner_kind& kind, const json* owner, s
         return;
       }
     }
+    if (naming.not_ready)
+      layout.not_ready_published = publishes_not_ready(*naming.not_ready, *owner);
     const json* subdomain =
         !naming.subdomain.empty() ? find_path(*owner, naming.subdomain) : nullptr;
     if (subdomain != nullptr && subdomain->is_string() &&

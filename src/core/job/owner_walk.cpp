@@ -352,4 +352,19 @@ owner_step<result<std::optional<owner_counts>>> counts_from_owners(const pod_vie
   return counts_of(*owner, *kind, role, owners);
 }
 
+std::string job_annotation::describe(std::string_view key) const {
+  return "annotation " + std::string(key) + " of " + where;
+}
+
+std::optional<job_annotation> find_job_annotation(const pod_view& pod, const owner_values& owners,
+                                                  std::string_view key) {
+  if (const auto* own = pod.annotation(key)) return job_annotation{std::string(*own), "the pod"};
+  for (const auto& f : owners.all()) {
+    if (!f.fetched) continue;
+    if (const auto* value = object_annotation(&f.object(), key))
+      return job_annotation{*value, f.ref.display()};
+  }
+  return std::nullopt;
+}
+
 }  // namespace trainenv::core

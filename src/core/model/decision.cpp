@@ -14,10 +14,26 @@ std::string_view outcome_name(outcome o) {
   return "denied";
 }
 
+std::string_view no_wait_name(no_wait reason) {
+  switch (reason) {
+    case no_wait::none:
+      return "none";
+    case no_wait::no_policy_wait:
+      return "no-policy-wait";
+    case no_wait::switched_off:
+      return "switched-off";
+    case no_wait::nothing_to_dial:
+      return "nothing-to-dial";
+    case no_wait::waits_already:
+      return "waits-already";
+  }
+  return "none";
+}
+
 bool injection_summary::empty() const {
   return env.empty() && ports.empty() && mounts.empty() && args.empty() && volumes.empty() &&
          annotations.empty() && init_containers.empty() && dns_searches.empty() &&
-         removed_env.empty();
+         removed_env.empty() && dns_policy.empty();
 }
 
 std::string injection_summary::describe(std::size_t max_length) const {
@@ -36,6 +52,7 @@ std::string injection_summary::describe(std::size_t max_length) const {
   for (const auto& name : init_containers) add("initContainer ", name);
   for (const auto& domain : dns_searches) add("dnsSearch ", domain);
   for (const auto& name : removed_env) add("removed ", name);
+  if (!dns_policy.empty()) add("dnsPolicy ", dns_policy);
   if (out.size() > max_length) out = out.substr(0, max_length - 3) + "...";
   return out;
 }

@@ -220,7 +220,7 @@ class owner_kind_parser {
     if (!keep(expect_object(naming, "spec.naming"))) return std::nullopt;
     if (!known(naming, "spec.naming",
                {"hostname", "subdomain", "subdomainDefault", "templateSubdomain", "dnsHostnames",
-                "requiresAny"}))
+                "requiresAny", "notReadyAddresses"}))
       return std::nullopt;
     constexpr variable_mask naming_variables =
         variable_bit(variable::job) | variable_bit(variable::role) |
@@ -280,7 +280,36 @@ class owner_kind_parser {
         out.requires_any.push_back(split(*path));
       }
     }
+    if (const auto* rule = member(naming, "notReadyAddresses")) {
+      out.not_ready = parse_not_ready(*rule);
+      if (!out.not_ready) return std::nullopt;
+    }
     if (failed_) return std::nullopt;
+    return out;
+  }
+
+  // naming.notReadyAddresses: {at, default} or {plugin, flag, default}.
+  std::optional<pod_naming::not_ready_rule> parse_not_ready(const json& rule) {
+    const std::string field = "spec.naming.notReadyAddresses";
+    if (!keep(expect_object(rule, field))) return std::nullopt;
+    if (!known(rule, field, {"at", "plugin", "flag", "default"})) return std::nullopt;
+    pod_naming::not_ready_rule out;
+    if (const auto* at = text(rule, "at", field + ".at", true)) out.at = split(*at);
+    if (const auto* plugin = text(rule, "plugin", field + ".plugin", true))
+      out.plugin = split(*plugin);
+    if (const auto* flag = text(rule, "flag", field + ".flag", true)) out.flag = *flag;
+    if (const auto* by_default = member(rule, "default")) {
+      if (!by_default->is_boolean())
+        return fail_layout(field + ".default", "must be true or false");
+      out.by_default = by_default->get<bool>();
+    }
+    if (failed_) return std::nullopt;
+    if (out.at.empty() == out.plugin.empty() || out.plugin.empty() != out.flag.empty()) {
+      return fail_layout(field,
+                         "needs either `at` (a boolean in the owner) or `plugin` and `flag` (a job "
+                         "plugin's boolean flag), e.g. {at: spec.network.publishNotReadyAddresses, "
+                         "default: true}");
+    }
     return out;
   }
 

@@ -17,6 +17,25 @@ std::optional<nproc_setting> nproc_setting::parse(std::string_view text) {
   return nproc_setting{mode::count, *n};
 }
 
+std::string_view wait_check_name(wait_check check) {
+  switch (check) {
+    case wait_check::off:
+      return "off";
+    case wait_check::dns:
+      return "dns";
+    case wait_check::connect:
+      return "connect";
+  }
+  return "off";
+}
+
+std::optional<wait_check> parse_wait_check(std::string_view text) {
+  for (const auto check : {wait_check::off, wait_check::dns, wait_check::connect}) {
+    if (text == wait_check_name(check)) return check;
+  }
+  return std::nullopt;
+}
+
 bool role_scope::matches(std::string_view role, bool is_training_role) const {
   if (all || (training && is_training_role)) return true;
   return std::find(names.begin(), names.end(), role) != names.end();

@@ -12,6 +12,7 @@
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
 #include "trainenv/core/text/names.hpp"
+#include "trainenv/core/text/quantity.hpp"
 
 namespace trainenv::core {
 namespace policy_parse_detail {
@@ -45,7 +46,7 @@ void parser::parse_spec(const json& spec) {
   check_keys(spec, "spec",
              {"frameworks", "default", "replaces", "when", "container", "extraContainers",
               "trainingRoles", "strictTrainingRoles", "allContainers", "defaults", "env", "ports",
-              "args", "volumes", "volumeMounts", "annotations", "dnsSearches", "hostfile"});
+              "args", "volumes", "volumeMounts", "annotations", "dnsSearches", "hostfile", "wait"});
   if (spec.contains("frameworks"))
     p_.frameworks = take(read_names(spec["frameworks"], "spec.frameworks"));
   if (spec.contains("default")) {
@@ -117,6 +118,60 @@ void parser::parse_spec(const json& spec) {
   each(spec, "dnsSearches",
        [&](const json& item, const std::string& field) { parse_dns_search(item, field); });
   if (spec.contains("hostfile")) parse_hostfile(require_object(spec["hostfile"], "spec.hostfile"));
+  if (spec.contains("wait")) parse_wait(require_object(spec["wait"], "spec.wait"));
+}
+
+// spec.wait: {master, hostfile, timeout, resources: {cpu, memory}, roles: {ROLE: CHECK}}.
+void parser::parse_wait(const json& item) {
+  const std::string field = "spec.wait";
+  check_keys(item, field, {"master", "hostfile", "timeout", "resources", "roles"});
+  wait_block wait;
+  const auto read_check = [&](const json& value, const std::string& at, bool off_allowed) {
+    const auto text = require_string(value, at);
+    const auto check = parse_wait_check(text);
+    if (!check || (!off_allowed && *check == wait_check::off))
+      fail(at, quote(text) + " is not a check; write " + (off_allowed ? "off, " : "") +
+                   "dns (the name resolves) or connect (it resolves and its port accepts)");
+    return *check;
+  };
+  if (item.contains("master")) wait.master = read_check(item["master"], field + ".master", false);
+  if (item.contains("hostfile")) {
+    wait.hostfile = read_check(item["hostfile"], field + ".hostfile", false);
+    if (!p_.hostfile) fail(field + ".hostfile", "needs spec.hostfile: the hosts it waits on");
+  }
+  if (!wait.master && !wait.hostfile)
+    fail(field, "names no row; set master (dns|connect) or hostfile (dns|connect)");
+  if (item.contains("timeout")) {
+    const auto& value = item["timeout"];
+    const auto text = value.is_number_integer() ? std::to_string(value.get<std::int64_t>())
+                                                : require_string(value, field + ".timeout");
+    const auto seconds = parse_duration_seconds(text, max_wait_seconds);
+    if (!seconds)
+      fail(field + ".timeout", quote(text) +
+                                   " is not a bound; write seconds or a duration from 1 s "
+                                   "to 24h, e.g. 600 or 10m");
+    wait.timeout_seconds = *seconds;
+  }
+  if (item.contains("resources")) {
+    const auto& resources = require_object(item["resources"], field + ".resources");
+    check_keys(resources, field + ".resources", {"cpu", "memory"});
+    for (auto [key, target] : {std::pair{"cpu", &wait.cpu}, std::pair{"memory", &wait.memory}}) {
+      if (!resources.contains(key)) continue;
+      const std::string at = field + ".resources." + key;
+      *target = require_string(resources[key], at);
+      const auto q = parse_quantity(*target);
+      if (!q || q->is_zero() || q->negative)
+        fail(at, quote(*target) + " is not a positive quantity, e.g. 50m or 64Mi");
+    }
+  }
+  if (item.contains("roles")) {
+    const auto& roles = require_object(item["roles"], field + ".roles");
+    for (const auto& [role, value] : roles.items()) {
+      if (!is_dns_label(role)) fail(field + ".roles", quote(role) + " is not a role name");
+      wait.roles.emplace_back(role, read_check(value, field + ".roles." + role, true));
+    }
+  }
+  p_.wait = std::move(wait);
 }
 
 void parser::parse_dns_search(const json& item, const std::string& field) {

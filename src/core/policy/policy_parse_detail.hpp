@@ -110,6 +110,7 @@ class parser {
   void parse_spec(const json& spec);
   void parse_dns_search(const json& item, const std::string& field);
   void parse_hostfile(const json& item);
+  void parse_wait(const json& item);
   void parse_replaces(const json& replaces);
   static std::vector<std::string> require_tokens(const json& value, const std::string& field);
   void parse_defaults(const json& defaults);

@@ -3,6 +3,7 @@
 #include "job_preview_detail.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -227,6 +228,99 @@ void check_rendezvous(const created_job& job, const std::vector<previewed_pod>& 
   }
 }
 
+// The pod a wait target names: its hostname.subdomain, or that followed by the namespace's
+// domain (an elastic endpoint's full name). Null when none.
+const previewed_pod* named_pod(const created_job& job, const std::vector<previewed_pod>& pods,
+                               const std::string& host) {
+  for (const auto& q : pods) {
+    if (q.dns_name.empty()) continue;
+    if (host == q.dns_name || host.rfind(q.dns_name + "." + job.namespace_name + ".svc.", 0) == 0)
+      return &q;
+  }
+  return nullptr;
+}
+
+// Whether the headless Service that names `pod` publishes it before it is Ready; a Service the
+// job's objects do not hold (a user's own) counts as not.
+bool named_before_ready(const created_job& job, const previewed_pod& pod) {
+  const auto dot = pod.dns_name.find('.');
+  if (dot == std::string::npos) return false;
+  const auto subdomain = pod.dns_name.substr(dot + 1);
+  for (const auto& object : job.objects) {
+    if (string_or_empty(object, "kind") != "Service") continue;
+    const auto* metadata = member(object, "metadata");
+    if (metadata == nullptr || string_or_empty(*metadata, "name") != subdomain) continue;
+    const auto* spec = member(object, "spec");
+    const auto* publish = spec != nullptr ? member(*spec, "publishNotReadyAddresses") : nullptr;
+    return publish != nullptr && publish->is_boolean() && publish->get<bool>();
+  }
+  return false;
+}
+
+// The waits (docs/contract.md §3.1): every target is a pod of the job, and none can deadlock. A
+// wait needs its target started (past its own init containers) when it connects, or when the
+// target's name is published only once it is Ready; a cycle of such waits (a pod waiting on its
+// own name among them) never ends.
+void check_waits(const created_job& job, const std::vector<previewed_pod>& pods,
+                 std::vector<job_problem>& problems) {
+  std::map<std::size_t, std::set<std::size_t>> needs_started;
+  const auto index_of = [&](const previewed_pod* q) {
+    return static_cast<std::size_t>(q - pods.data());
+  };
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const auto& p = pods[i];
+    if (!p.d.allowed || !p.d.wait) continue;
+    const auto& plan = *p.d.wait;
+    std::vector<wait_target> targets = plan.targets;
+    if (!plan.hostfile.empty()) {
+      const auto first = [](std::string_view name) { return name.substr(0, name.find('.')); };
+      for (const auto& host : p.hostfile) {
+        if (first(host) != first(plan.skip)) targets.push_back({host, plan.hostfile_port});
+      }
+    }
+    for (const auto& target : targets) {
+      const auto* q = named_pod(job, pods, target.host);
+      if (q == nullptr) {
+        problems.push_back(
+            {"pod " + p.created.name + " waits on " + target.host + ", which is no pod of the job",
+             {p.created.name}});
+        continue;
+      }
+      if (target.port != 0 || !named_before_ready(job, *q)) needs_started[i].insert(index_of(q));
+    }
+  }
+  // A cycle through the edges, found by a depth-first walk (white, grey, black).
+  std::vector<int> colour(pods.size(), 0);
+  std::vector<std::size_t> path;
+  const std::function<bool(std::size_t)> walk = [&](std::size_t at) {
+    colour[at] = 1;
+    path.push_back(at);
+    for (const auto next : needs_started[at]) {
+      if (colour[next] == 1) {
+        std::vector<std::string> names;
+        std::string chain;
+        const auto from = std::find(path.begin(), path.end(), next);
+        for (auto it = from; it != path.end(); ++it) {
+          names.push_back(pods[*it].created.name);
+          chain += pods[*it].created.name + " -> ";
+        }
+        problems.push_back(
+            {"pods wait on each other and never start: " + chain + pods[next].created.name +
+                 (next == at ? " (its own name, published only once it is Ready)" : ""),
+             names});
+        return true;
+      }
+      if (colour[next] == 0 && walk(next)) return true;
+    }
+    path.pop_back();
+    colour[at] = 2;
+    return false;
+  };
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    if (colour[i] == 0 && walk(i)) return;
+  }
+}
+
 }  // namespace
 
 std::vector<job_problem> check_job(const created_job& job, std::vector<previewed_pod>& pods,
@@ -279,6 +373,7 @@ std::vector<job_problem> check_job(const created_job& job, std::vector<previewed
   check_hostfiles(job, pods, problems);
   check_world(pods, problems);
   check_rendezvous(job, pods, problems);
+  check_waits(job, pods, problems);
   return problems;
 }
 

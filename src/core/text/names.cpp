@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
+#include <utility>
 
 namespace trainenv::core {
 namespace {
@@ -89,6 +91,31 @@ std::optional<std::int64_t> parse_decimal(std::string_view s, std::int64_t max) 
   }
   if (n > max) return std::nullopt;
   return n;
+}
+
+std::optional<std::int64_t> parse_duration_seconds(std::string_view s, std::int64_t max) {
+  if (auto plain = parse_decimal(s, max)) {
+    if (*plain < 1) return std::nullopt;
+    return plain;
+  }
+  // Go's units as time.ParseDuration writes them, each at most once and larger first.
+  constexpr std::pair<char, std::int64_t> units[] = {{'h', 3600}, {'m', 60}, {'s', 1}};
+  std::int64_t total = 0;
+  std::size_t next_unit = 0;
+  while (!s.empty()) {
+    std::size_t digits = 0;
+    while (digits < s.size() && s[digits] >= '0' && s[digits] <= '9') ++digits;
+    if (digits == 0 || digits == s.size()) return std::nullopt;
+    const auto n = parse_decimal(s.substr(0, digits), max);
+    while (next_unit < std::size(units) && units[next_unit].first != s[digits]) ++next_unit;
+    if (!n || next_unit == std::size(units)) return std::nullopt;
+    total += *n * units[next_unit].second;
+    if (total > max) return std::nullopt;
+    ++next_unit;
+    s.remove_prefix(digits + 1);
+  }
+  if (total < 1) return std::nullopt;
+  return total;
 }
 
 std::string_view trim(std::string_view s) {

@@ -18,11 +18,18 @@
 
 namespace trainenv::core {
 
+// trainenv's own image, which the readiness wait runs unless serve --wait-image names another.
+inline constexpr std::string_view default_wait_image = "trainenv:" TRAINENV_VERSION;
+
 struct mutate_options {
   // Use this policy regardless of the pod's annotation or framework label (preview ?policy=).
   std::string forced_policy;
   // The cluster's DNS domain (serve --cluster-domain): ${clusterDomain}, for the pods' full names.
   std::string cluster_domain{default_cluster_domain};
+  // The readiness wait (docs/contract.md §3.1): serve --wait auto (true) or off, and the image
+  // its init container runs (serve --wait-image).
+  bool wait = true;
+  std::string wait_image{default_wait_image};
 };
 
 // What one evaluation decides: a pod, and the admission request it came in, if it came in one

@@ -64,6 +64,7 @@ struct wants {
   std::vector<nlohmann::json> volumes;          // v1.Volume
   nlohmann::json annotations = nlohmann::json::object();
   std::vector<std::string> dns_searches;  // spec.dnsConfig.searches the pod should have
+  std::string dns_policy;                 // spec.dnsPolicy it should have; empty: as it is
   // When its controller wrote env (written entries in `containers`): who, the names it leaves
   // where the policy wants none, the env names the policy writes at all (only those are the
   // policy's to remove), and the owner whose layout decides.

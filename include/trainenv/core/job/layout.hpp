@@ -88,6 +88,9 @@ struct job_layout {
   // the master's, and the one sshd listens on.
   std::optional<std::int64_t> plugin_master_port;
   std::optional<std::int64_t> plugin_ssh_port;
+  // Whether the Service that names the pods publishes them before they are Ready, when the owner
+  // was read and its kind says how to tell (pod_naming::not_ready); none: unknown.
+  std::optional<bool> not_ready_published;
   // Set when the owner's controller mounts the job's SSH keys (owner_kind::ssh_keys): says where.
   std::string ssh_keys_by;
 

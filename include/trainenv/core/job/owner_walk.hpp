@@ -99,4 +99,17 @@ using pod_label_field = std::string pod_labels::*;
     const pod_view& pod, std::string_view role, const owner_values& owners,
     const owner_kind_set& kinds);
 
+// An annotation the job gives the pod: the pod's own, else that of the first owner the walk read
+// that has it, and where it was found ("the pod", "JobSet team-a/bert").
+struct job_annotation {
+  std::string value;
+  std::string where;
+
+  // "annotation trainenv.io/elastic of JobSet team-a/bert", for messages.
+  [[nodiscard]] std::string describe(std::string_view key) const;
+};
+[[nodiscard]] std::optional<job_annotation> find_job_annotation(const pod_view& pod,
+                                                                const owner_values& owners,
+                                                                std::string_view key);
+
 }  // namespace trainenv::core

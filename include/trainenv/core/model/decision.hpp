@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,7 @@ struct injection_summary {
   std::vector<std::string> init_containers;  // names
   std::vector<std::string> dns_searches;     // spec.dnsConfig.searches added
   std::vector<std::string> removed_env;  // a controller's entries removed (docs/contract.md §4)
+  std::string dns_policy;  // spec.dnsPolicy set (hostNetwork: ClusterFirstWithHostNet)
 
   [[nodiscard]] bool empty() const;
   // "PET_NNODES,WORLD_SIZE,port 29500,mount /etc/mpi,volume mpi-ssh-auth,arg --x,annotation k,
@@ -32,6 +34,33 @@ struct injection_summary {
   // (audit events are stored, so this is bounded).
   [[nodiscard]] std::string describe(std::size_t max_length = 1024) const;
 };
+
+// What a pod's `trainenv-wait` checks before its trainer starts (docs/contract.md §3.1).
+struct wait_target {
+  std::string host;
+  std::int64_t port = 0;  // 0: that the name resolves; else also that this port accepts
+};
+struct wait_plan {
+  std::vector<wait_target> targets;
+  // An MPI launcher's: every host of this hostfile but `skip` (the pod itself), on this port
+  // (0: that they resolve). Empty: none.
+  std::string hostfile;
+  std::int64_t hostfile_port = 0;
+  std::string skip;
+  std::int64_t timeout_seconds = 0;
+  std::string decided_by;  // what chose how it checks: "policy torch", "annotation ... of the pod"
+  bool present = false;    // the pod has it already (reinvocation): nothing added
+};
+
+// Why a pod a policy applied to got no wait; what the metrics count (docs/operations.md).
+enum class no_wait : std::uint8_t {
+  none,             // it has one
+  no_policy_wait,   // its policy has no wait: block
+  switched_off,     // serve --wait off, an annotation, or the policy's role says off
+  nothing_to_dial,  // it dials no other pod at start (node rank 0, a world of one, a worker)
+  waits_already,    // its own wait (Volcano's wait-for-master)
+};
+[[nodiscard]] std::string_view no_wait_name(no_wait reason);  // "switched-off", ...
 
 // Where one value came from: {"numNodes", "4", "JobSet team-a/bert spec.replicatedJobs"}.
 struct value_source {
@@ -57,7 +86,6 @@ enum class pass_reason : std::uint8_t {
 };
 
 struct decision {
-  bool allowed = true;
   std::string policy;  // the policy that applied, if any
   // The JSON Patch as text (a JSON array of operations), as the response carries it; empty
   // when nothing is patched.
@@ -66,18 +94,24 @@ struct decision {
   injection_summary injected;         // what the patch adds
   std::vector<value_source> sources;  // where the counts came from, when a policy applied
   std::vector<std::string> warnings;
-  pass_reason passed = pass_reason::none;  // allowed unchanged: why
   // Denied: the violation ("trainenv: ..."). Allowed: why nothing applied, if so.
   std::string message;
+  // The pod's place as its layout sees it, for preview --job's whole-job checks: the name the
+  // layout gives it (empty when it has none), the roles of its world, and whether those need not
+  // be training pods themselves (an MPI job's workers, world_of_workers below).
+  std::string layout_name;
+  std::vector<std::string> world_roles;
+  // Its readiness wait, or why it has none (`no_wait_reason`, in words) when a policy applied.
+  std::optional<wait_plan> wait;
+  std::string no_wait_why;
   // Denied: status.code (docs/contract.md §6): 400 a contract violation; 404, 500 or 503 an owner
   // that could not be read (gone, our access refused, or unreachable for now).
   int code = 400;
-  // The pod's place as its layout sees it, for preview --job's whole-job checks: the name the
-  // layout gives it (empty when it has none), the roles of its world, and whether those need not
-  // be training pods themselves (an MPI job's workers).
-  std::string layout_name;
-  std::vector<std::string> world_roles;
+  // The small members together, after the rest (no padding between them).
+  bool allowed = true;
+  pass_reason passed = pass_reason::none;  // allowed unchanged: why
   bool world_of_workers = false;
+  no_wait no_wait_reason = no_wait::none;
 
   [[nodiscard]] bool mutated() const { return patch_ops != 0; }
   [[nodiscard]] outcome verdict() const {

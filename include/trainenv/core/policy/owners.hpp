@@ -83,6 +83,18 @@ struct pod_naming {
   // The controller names the pods only when the owner has one of these members (Volcano's svc
   // plugin, which its webhook turns on for pytorch, mpi, tensorflow and ray). Empty: always.
   std::vector<member_path> requires_any;
+  // Whether the Service that names the pods publishes them before they are Ready (their DNS names
+  // exist from when they have an address; docs/contract.md §3.1): a boolean in the owner (`at`,
+  // JobSet's spec.network.publishNotReadyAddresses), or a boolean flag of a job plugin (`plugin`
+  // and `flag`, Volcano's svc plugin's --publish-not-ready-addresses), else `by_default`. None:
+  // unknown, which counts as "not before Ready".
+  struct not_ready_rule {
+    member_path at;
+    member_path plugin;
+    std::string flag;
+    bool by_default = false;
+  };
+  std::optional<not_ready_rule> not_ready;
 };
 
 // The labels a controller writes on each pod it makes (docs/policies.md, "Owner kinds"), read as

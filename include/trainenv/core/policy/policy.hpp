@@ -106,6 +106,30 @@ struct dns_search_item {
   item_scope scope;
 };
 
+// What a readiness wait checks of a target (docs/contract.md §3.1): nothing, that its name
+// resolves, or that it resolves and its port accepts a connection.
+enum class wait_check : std::uint8_t { off, dns, connect };
+// "off", "dns", "connect".
+[[nodiscard]] std::string_view wait_check_name(wait_check check);
+[[nodiscard]] std::optional<wait_check> parse_wait_check(std::string_view text);
+
+// The wait `trainenv-wait` runs before the trainer starts (docs/contract.md §3.1, the policy's
+// `wait:`): which of the contract's rows apply to its pods and how they check, its bound, its
+// resources. A policy without one adds no wait.
+struct wait_block {
+  // Static node ranks > 0 on <master> (and elastic pods on the endpoint, which always connect):
+  // dns or connect; none: the policy's pods dial no master at start.
+  std::optional<wait_check> master;
+  // An MPI launcher on every host of its hostfile but itself, on the SSH port.
+  std::optional<wait_check> hostfile;
+  std::int64_t timeout_seconds = 600;
+  std::string cpu = "50m";  // requests and limits alike
+  std::string memory = "64Mi";
+  std::vector<std::pair<std::string, wait_check>> roles;  // a role's own check, over the rows'
+};
+// The largest bound a wait takes: a day.
+inline constexpr std::int64_t max_wait_seconds = 86'400;
+
 // Another container that receives the env and volume mounts too, when the pod has it.
 struct extra_container {
   std::string name;
@@ -156,6 +180,7 @@ struct policy {
   std::vector<annotation_item> annotations;
   std::vector<dns_search_item> dns_searches;
   std::optional<hostfile_item> hostfile;
+  std::optional<wait_block> wait;
   // The variables any of its templates or conditions use (a used() mask, set by parse_policy):
   // a policy that uses no count does not make the engine read a pod's owners.
   variable_mask variables_used = 0;

@@ -15,4 +15,10 @@ namespace trainenv::core {
 [[nodiscard]] std::optional<std::string> flag_value(const nlohmann::json& args,
                                                     std::string_view flag);
 
+// A boolean flag as Go's flag package reads one: "--flag" alone is true, "--flag=false" (or 0, f,
+// F, FALSE, False) false, "--flag=true" (1, t, T, TRUE, True) true; the last one given wins. None
+// when absent or when its value is none of these.
+[[nodiscard]] std::optional<bool> bool_flag_value(const nlohmann::json& args,
+                                                  std::string_view flag);
+
 }  // namespace trainenv::core

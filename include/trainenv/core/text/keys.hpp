@@ -42,6 +42,11 @@ inline constexpr std::string_view run_launcher_as_node = "trainenv.io/run-launch
 inline constexpr std::string_view elastic = "trainenv.io/elastic";
 inline constexpr std::string_view max_restarts = "trainenv.io/max-restarts";
 inline constexpr std::string_view rendezvous = "trainenv.io/rendezvous";
+// The readiness wait (docs/contract.md §3.1): off, dns or connect; its bound.
+inline constexpr std::string_view wait = "trainenv.io/wait";
+inline constexpr std::string_view wait_timeout = "trainenv.io/wait-timeout";
+// The port the MPI workers' sshd listens on, for the launcher's wait.
+inline constexpr std::string_view ssh_port = "trainenv.io/ssh-port";
 // Kueue's: a job it scales (ElasticJobsViaWorkloadSlices), and its partial admission.
 inline constexpr std::string_view kueue_elastic = "kueue.x-k8s.io/elastic-job";
 inline constexpr std::string_view kueue_min_parallelism = "kueue.x-k8s.io/job-min-parallelism";

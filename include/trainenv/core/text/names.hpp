@@ -41,6 +41,11 @@ inline constexpr std::int64_t max_port = 65535;
 // An unsigned decimal of at most 18 digits, no sign or space, up to `max`; nullopt otherwise.
 [[nodiscard]] std::optional<std::int64_t> parse_decimal(std::string_view s, std::int64_t max);
 
+// A time span in whole seconds, from 1 to `max`, written as seconds ("600") or as a Go duration of
+// whole hours, minutes and seconds in that order ("10m", "1h30m", "90s"); nullopt otherwise.
+[[nodiscard]] std::optional<std::int64_t> parse_duration_seconds(std::string_view s,
+                                                                 std::int64_t max);
+
 // The largest count of pods, replicas or nodes believed; above it a value is refused as
 // implausible, which also keeps every product of counts below 2^63.
 inline constexpr std::int64_t max_count = 1'000'000;
