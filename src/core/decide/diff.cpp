@@ -119,6 +119,10 @@ void write_item(std::string& out, const json& item) {
   append_json(out, item);
 }
 
+void write_item(std::string& out, const init_container_want& item) {
+  out += item.text;
+}
+
 // Adds each wanted entry of the list `key` that the pod lacks (by `find`); an entry the pod
 // already has is kept, with the warning `disagreement(existing, wanted)` gives (none when they
 // agree). `record` notes each added entry in the decision's summary.
@@ -408,12 +412,13 @@ decision build_patch(const pod_view& pod, const wants& want, const std::string& 
   // pod has one of that name; the volumes it mounts are then the patch's too.
   merge_list(
       spec, "/spec", "initContainers", want.init_containers,
-      [](const json_ref& list, const json& w) { return find_by(list, "name", name_of(w)); },
-      [](const json_ref&, const json&) -> std::optional<std::string> { return {}; },
-      [&](const json& w) {
-        d.injected.init_containers.push_back(name_of(w));
-        if (const auto* mounts = member(w, "volumeMounts"))
-          for (const auto& m : *mounts) mounted_by_patch.insert(name_of(m));
+      [](const json_ref& list, const init_container_want& w) {
+        return find_by(list, "name", w.name);
+      },
+      [](const json_ref&, const init_container_want&) -> std::optional<std::string> { return {}; },
+      [&](const init_container_want& w) {
+        d.injected.init_containers.push_back(w.name);
+        mounted_by_patch.insert(w.volumes.begin(), w.volumes.end());
       },
       patch, d.warnings);
   // A volume nothing mounts is not added (the pod mounts its own at the wanted path).

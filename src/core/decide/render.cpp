@@ -384,7 +384,8 @@ result<bool> render_hostfile(const policy& p, const topology& t, const variable_
     }
     out.volumes.push_back(downward_api_volume("mpi-hostfile-rule", "rule", key));
     out.volumes.push_back({{"name", hostfile_volume}, {"emptyDir", json::object()}});
-    out.init_containers.push_back(hostfile_expander(*image, dir, file, container));
+    out.init_containers.push_back(
+        init_container_want::of(hostfile_expander(*image, dir, file, container)));
   }
   if (others + key.size() + text.size() > annotations_limit) {
     return error{"trainenv: the pod's annotations would exceed the API server's " +
@@ -421,6 +422,15 @@ while IFS='|' read -r jobs pods head middle tail; do
 done < "$1" >> "$out.tmp"
 mv "$out.tmp" "$out"
 )";
+}
+
+init_container_want init_container_want::of(const json& container) {
+  init_container_want out{string_or_empty(container, "name"), {}, {}};
+  core::append_json(out.text, container);
+  if (const auto* mounts = member(container, "volumeMounts")) {
+    for (const auto& m : *mounts) out.volumes.push_back(string_or_empty(m, "name"));
+  }
+  return out;
 }
 
 void env_want::append_json(std::string& out) const {

@@ -4,7 +4,9 @@
 #include <array>
 
 #include "trainenv/core/job/owner_walk.hpp"
+#include "trainenv/core/policy/policy_objects.hpp"
 #include "trainenv/core/text/json_access.hpp"
+#include "trainenv/core/text/json_text.hpp"
 #include "trainenv/core/text/keys.hpp"
 #include "trainenv/core/text/names.hpp"
 
@@ -204,8 +206,8 @@ result<std::string> fill_rows(const wait_request& r, const wants& want, const sw
   const auto& t = r.t;
   const auto& block = *r.p.wait;
   const bool own_before_ready = t.layout.not_ready_published.value_or(false);
-  const auto self = own_name(t);
   if (t.launches && block.hostfile && r.p.hostfile) {
+    const auto self = own_name(t);
     const bool is_node = t.node_rank.has_value();
     if (t.layout.node_count() - (is_node ? 1 : 0) <= 0)
       return std::string("its hostfile names no host but itself");
@@ -243,14 +245,35 @@ bool has_init_container(const pod_view& pod, std::string_view name) {
                      [&](const json_ref& c) { return string_or_empty(c, "name") == name; });
 }
 
-json security_context(std::int64_t user) {
-  return {{"runAsNonRoot", true},
-          {"runAsUser", user},
-          {"runAsGroup", user},
-          {"allowPrivilegeEscalation", false},
-          {"capabilities", {{"drop", json::array({"ALL"})}}},
-          {"readOnlyRootFilesystem", true},
-          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+// The init container as the patch carries it: the policy's text, this pod's arguments, image,
+// user and, for an MPI launcher, its hostfile's mount (docs/contract.md §3.1).
+init_container_want wait_container(const wait_request& r, const wants& want, const wait_plan& plan,
+                                   std::int64_t user) {
+  const auto& parts = r.p.wait->container;
+  init_container_want out{std::string(wait_container_name), R"({"args":[)", {}};
+  auto& text = out.text;
+  bool first = true;
+  for (const auto& arg : wait_args(plan, r.doctor, r.t.namespace_name)) {
+    if (!first) text += ',';
+    first = false;
+    append_json_string(text, arg, json::error_handler_t::replace);
+  }
+  text += ']';
+  text += parts.after_args;
+  append_json_string(text, r.image, json::error_handler_t::replace);
+  text += parts.after_image;
+  text += user == wait_user ? parts.security : wait_security_context(user).dump();
+  text += parts.tail;
+  if (!plan.hostfile.empty()) {
+    if (auto mount = hostfile_mount(r, want)) {
+      out.volumes.push_back(string_or_empty(*mount, "name"));
+      text += R"(,"volumeMounts":[)";
+      append_json(text, *mount);
+      text += ']';
+    }
+  }
+  text += '}';
+  return out;
 }
 
 }  // namespace
@@ -318,23 +341,8 @@ result<wait_outcome> plan_wait(const wait_request& r, const wants& want) {
     case mesh::none:
       break;
   }
-  plan.present = has_init_container(r.pod, wait_container);
-  if (!plan.present) {
-    const auto& block = *r.p.wait;
-    const json amount = {{"cpu", block.cpu}, {"memory", block.memory}};
-    json container = {{"name", wait_container},
-                      {"image", r.image},
-                      {"command", json::array({wait_binary, "wait"})},
-                      {"args", wait_args(plan, r.doctor, r.t.namespace_name)},
-                      {"resources", {{"requests", amount}, {"limits", amount}}},
-                      {"securityContext", security_context(user)},
-                      {"terminationMessagePolicy", "FallbackToLogsOnError"}};
-    if (!plan.hostfile.empty()) {
-      if (auto mount = hostfile_mount(r, want))
-        container["volumeMounts"] = json::array({std::move(*mount)});
-    }
-    out.container = std::move(container);
-  }
+  plan.present = has_init_container(r.pod, wait_container_name);
+  if (!plan.present) out.container = wait_container(r, want, plan, user);
   out.plan = std::move(plan);
   return out;
 }

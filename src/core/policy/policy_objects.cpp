@@ -152,4 +152,28 @@ result<json> volume_mount_body(const json& item, std::string_view field_view) {
   return body;
 }
 
+nlohmann::json wait_security_context(std::int64_t user) {
+  using nlohmann::json;
+  return {{"runAsNonRoot", true},
+          {"runAsUser", user},
+          {"runAsGroup", user},
+          {"allowPrivilegeEscalation", false},
+          {"capabilities", {{"drop", json::array({"ALL"})}}},
+          {"readOnlyRootFilesystem", true},
+          {"seccompProfile", {{"type", "RuntimeDefault"}}}};
+}
+
+wait_container_text wait_container_parts(std::string_view cpu, std::string_view memory) {
+  using nlohmann::json;
+  const json amount = {{"cpu", cpu}, {"memory", memory}};
+  const auto text = [](const json& value) { return value.dump(); };
+  wait_container_text out;
+  out.after_args = R"(,"command":)" + text(json::array({wait_binary, "wait"})) + R"(,"image":)";
+  out.after_image = R"(,"name":)" + text(wait_container_name) + R"(,"resources":)" +
+                    text({{"limits", amount}, {"requests", amount}}) + R"(,"securityContext":)";
+  out.security = text(wait_security_context(wait_user));
+  out.tail = R"(,"terminationMessagePolicy":"FallbackToLogsOnError")";
+  return out;
+}
+
 }  // namespace trainenv::core

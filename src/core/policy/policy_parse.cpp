@@ -171,6 +171,7 @@ void parser::parse_wait(const json& item) {
       wait.roles.emplace_back(role, read_check(value, field + ".roles." + role, true));
     }
   }
+  wait.container = wait_container_parts(wait.cpu, wait.memory);
   p_.wait = std::move(wait);
 }
 

@@ -42,6 +42,16 @@ struct env_want {
   void append_json(std::string& out) const;
 };
 
+// An init container of trainenv's own to add (the hostfile's expander, the readiness wait), as
+// the JSON text the patch carries: added whole when the pod has none of that name.
+struct init_container_want {
+  std::string name;
+  std::string text;                  // the v1.Container
+  std::vector<std::string> volumes;  // the volumes it mounts, which the patch must then add
+
+  [[nodiscard]] static init_container_want of(const nlohmann::json& container);
+};
+
 struct container_wants {
   std::string list = "containers";  // or "initContainers"
   std::size_t index = 0;
@@ -60,8 +70,8 @@ struct container_wants {
 struct wants {
   bool applies = true;  // false when the policy's `when` is false for this pod
   std::vector<container_wants> containers;
-  std::vector<nlohmann::json> init_containers;  // v1.Container, added when none has the name
-  std::vector<nlohmann::json> volumes;          // v1.Volume
+  std::vector<init_container_want> init_containers;
+  std::vector<nlohmann::json> volumes;  // v1.Volume
   nlohmann::json annotations = nlohmann::json::object();
   std::vector<std::string> dns_searches;  // spec.dnsConfig.searches the pod should have
   std::string dns_policy;                 // spec.dnsPolicy it should have; empty: as it is

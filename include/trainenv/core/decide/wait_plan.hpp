@@ -20,10 +20,6 @@
 
 namespace trainenv::core {
 
-inline constexpr std::string_view wait_container = "trainenv-wait";
-// Where the image runs its binary (the Dockerfile's), and the user it runs as.
-inline constexpr std::string_view wait_binary = "/usr/local/bin/trainenv";
-inline constexpr std::int64_t wait_user = 65532;
 // The user Istio's traffic redirection leaves alone (its proxy's): a classic Istio sidecar's
 // pod waits as it, so that its connections reach the peers rather than a proxy not yet started.
 inline constexpr std::int64_t istio_proxy_user = 1337;
@@ -41,9 +37,9 @@ struct wait_request {
 struct wait_outcome {
   std::optional<wait_plan> plan;
   no_wait reason = no_wait::none;
-  std::string why;                          // why none, in words
-  std::optional<nlohmann::json> container;  // the init container, when the pod lacks one
-  std::string dns_policy;                   // spec.dnsPolicy to set; empty: as it is
+  std::string why;                               // why none, in words
+  std::optional<init_container_want> container;  // the init container, when the pod lacks one
+  std::string dns_policy;                        // spec.dnsPolicy to set; empty: as it is
   std::vector<std::string> warnings;
 };
 

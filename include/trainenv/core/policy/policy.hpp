@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainenv/core/policy/owners.hpp"
+#include "trainenv/core/policy/policy_objects.hpp"
 #include "trainenv/core/policy/template.hpp"
 #include "trainenv/core/text/names.hpp"
 #include "trainenv/core/text/result.hpp"
@@ -126,7 +127,11 @@ struct wait_block {
   std::string cpu = "50m";  // requests and limits alike
   std::string memory = "64Mi";
   std::vector<std::pair<std::string, wait_check>> roles;  // a role's own check, over the rows'
+  // The init container's text that does not change from pod to pod (policy_objects.hpp), built
+  // once with the policy: a pod's wait adds its arguments, image and mounts.
+  wait_container_text container;
 };
+
 // The largest bound a wait takes: a day.
 inline constexpr std::int64_t max_wait_seconds = 86'400;
 
