@@ -407,6 +407,17 @@ TEST_CASE("hostNetwork pods get ClusterFirstWithHostNet for ClusterFirst or none
   CHECK_THAT(pod(kept, "gpt-worker-0-0").d.warnings.front(), Contains("kept dnsPolicy Default"));
 }
 
+namespace {
+
+// A wait on one target.
+core::wait_plan waiting_on(const std::string& host, std::int64_t port) {
+  core::wait_plan plan;
+  plan.targets.push_back({host, port});
+  return plan;
+}
+
+}  // namespace
+
 TEST_CASE("preview --job refuses a wait on a stranger and waits that deadlock", "[wait]") {
   auto p = preview(torch_jobset("{publishNotReadyAddresses: false}"));
   REQUIRE(p.ok());
@@ -433,14 +444,13 @@ TEST_CASE("preview --job refuses a wait on a stranger and waits that deadlock", 
   CHECK_THAT(stranger[0],
              Contains("gpt-worker-0-0 waits on gpt-master-0-0.other, which is no pod"));
   // Rank 0 on its own name, which only Ready publishes: it never becomes Ready.
-  auto self = problems_with([&](auto& pods) {
-    at(pods, "gpt-master-0-0").d.wait = core::wait_plan{{{"gpt-master-0-0.gpt", 0}}};
-  });
+  auto self = problems_with(
+      [&](auto& pods) { at(pods, "gpt-master-0-0").d.wait = waiting_on("gpt-master-0-0.gpt", 0); });
   REQUIRE(self.size() == 1);
   CHECK_THAT(self[0], Contains("gpt-master-0-0 -> gpt-master-0-0 (its own name"));
   // The master connecting to a worker that waits on it.
   auto cycle = problems_with([&](auto& pods) {
-    at(pods, "gpt-master-0-0").d.wait = core::wait_plan{{{"gpt-worker-0-1.gpt", 22}}};
+    at(pods, "gpt-master-0-0").d.wait = waiting_on("gpt-worker-0-1.gpt", 22);
   });
   REQUIRE(cycle.size() == 1);
   CHECK_THAT(cycle[0], Contains("pods wait on each other and never start"));
