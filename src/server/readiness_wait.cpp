@@ -198,12 +198,18 @@ long long whole_seconds(milliseconds ms) {
   return (ms.count() + 500) / 1000;
 }
 
+// The missing targets grouped by cause, each group in the targets' order.
+std::map<wait_cause, std::vector<const wait_missing*>> by_cause(
+    const std::vector<wait_missing>& missing) {
+  std::map<wait_cause, std::vector<const wait_missing*>> groups;
+  for (const auto& m : missing) groups[m.cause].push_back(&m);
+  return groups;
+}
+
 // "no DNS record yet (NXDOMAIN): a, b, +3 more; refused: c:22", at most `per_cause` names each.
 std::string summary(const std::vector<wait_missing>& missing, std::size_t per_cause) {
-  std::map<wait_cause, std::vector<const wait_missing*>> by_cause;
-  for (const auto& m : missing) by_cause[m.cause].push_back(&m);
   std::string out;
-  for (const auto& [cause, list] : by_cause) {
+  for (const auto& [cause, list] : by_cause(missing)) {
     out += out.empty() ? "" : "; ";
     out += cause_text(cause) + ": ";
     for (std::size_t i = 0; i < list.size() && i < per_cause; ++i)
@@ -308,14 +314,12 @@ std::string timeout_message(const wait_result& result, const std::string& doctor
                      " s: " + std::to_string(result.missing.size()) + " of " +
                      std::to_string(result.targets) + " targets did not answer\n";
   const std::string tail = "Why, and what to do: " + doctor + "\n";
-  // Grouped by cause, each group in the targets' order; what does not fit is counted.
-  std::map<wait_cause, std::vector<const wait_missing*>> by_cause;
-  for (const auto& m : result.missing) by_cause[m.cause].push_back(&m);
+  // What does not fit is counted.
   std::string body;
   std::size_t left_out = 0;
   const auto budget =
       limit > head.size() + tail.size() + 64 ? limit - head.size() - tail.size() - 64 : 0;
-  for (const auto& [cause, list] : by_cause) {
+  for (const auto& [cause, list] : by_cause(result.missing)) {
     std::string line = cause_text(cause) + ":";
     std::size_t listed = 0;
     for (const auto* m : list) {

@@ -129,9 +129,9 @@ std::optional<error> check_own_name(const pod_view& view, const topology& t) {
   // off and no Service gives it a name: only then is its label not the name to check.
   if (const auto* declared = view.label(keys::coordinator);
       declared != nullptr && t.layout.coordinator && t.layout.templates_only.empty()) {
-    if (auto master = t.layout.master(); master && *master != *declared) {
+    if (t.master && *t.master != *declared) {
       return report("the coordinator is " + std::string(*declared) + " (label " +
-                    std::string(keys::coordinator) + "), but trainenv names it " + *master);
+                    std::string(keys::coordinator) + "), but trainenv names it " + *t.master);
     }
   }
   return std::nullopt;

@@ -225,7 +225,7 @@ result<std::string> fill_rows(const wait_request& r, const wants& want, const sw
   if (!t.node_rank) return "role " + quote(t.role) + " is not a node of the job";
   if (t.layout.node_count() <= 1) return std::string("a world of one pod");
   const bool rank0 = *t.node_rank == 0;
-  auto name = t.elastic || t.c10d ? t.rendezvous_host() : t.layout.master();
+  auto name = t.elastic || t.c10d ? t.rendezvous_host() : t.master;
   if (!name) return "its master has no DNS name (" + name.message() + ")";
   if (rank0) {
     // It dials its own name too; waiting on it where it needs this pod Ready is a deadlock.
@@ -239,10 +239,54 @@ result<std::string> fill_rows(const wait_request& r, const wants& want, const sw
   return std::string();
 }
 
-bool has_init_container(const pod_view& pod, std::string_view name) {
-  const auto list = member(pod.spec(), "initContainers");
-  return std::any_of(list.begin(), list.end(),
-                     [&](const json_ref& c) { return string_or_empty(c, "name") == name; });
+// Which of the two waits the pod's init containers hold already: Volcano's and trainenv's own.
+struct present_waits {
+  bool volcano = false;
+  bool own = false;
+};
+
+present_waits waits_present(const pod_view& pod) {
+  present_waits found;
+  for (const auto c : member(pod.spec(), "initContainers")) {
+    const auto name = string_or_empty(c, "name");
+    found.volcano = found.volcano || name == "wait-for-master";
+    found.own = found.own || name == wait_container_name;
+  }
+  return found;
+}
+
+// The container's args, what `trainenv wait` reads (docs/contract.md §3.1), appended to `text` as
+// JSON strings; one scratch string for all of them.
+void append_wait_args(std::string& text, const wait_plan& plan, std::string_view doctor,
+                      std::string_view namespace_name) {
+  std::string arg;
+  bool first = true;
+  const auto add = [&](std::string_view flag, std::string_view value, std::int64_t port = 0) {
+    arg.assign(flag);
+    arg += value;
+    if (port != 0) {
+      arg += ':';
+      arg += std::to_string(port);
+    }
+    if (!first) text += ',';
+    first = false;
+    append_json_string(text, arg, json::error_handler_t::replace);
+  };
+  add("--timeout=", std::to_string(plan.timeout_seconds));
+  if (!doctor.empty()) add("--job=", doctor);
+  if (!namespace_name.empty()) add("--namespace=", namespace_name);
+  for (const auto& target : plan.targets) {
+    if (target.port == 0) {
+      add("--resolve=", target.host);
+    } else {
+      add("--connect=", target.host, target.port);
+    }
+  }
+  if (!plan.hostfile.empty()) {
+    add("--hostfile=", plan.hostfile);
+    if (plan.hostfile_port != 0) add("--hostfile-port=", std::to_string(plan.hostfile_port));
+    if (!plan.skip.empty()) add("--skip=", plan.skip);
+  }
 }
 
 // The init container as the patch carries it: the policy's text, this pod's arguments, image,
@@ -252,12 +296,7 @@ init_container_want wait_container(const wait_request& r, const wants& want, con
   const auto& parts = r.p.wait->container;
   init_container_want out{std::string(wait_container_name), R"({"args":[)", {}};
   auto& text = out.text;
-  bool first = true;
-  for (const auto& arg : wait_args(plan, r.doctor, r.t.namespace_name)) {
-    if (!first) text += ',';
-    first = false;
-    append_json_string(text, arg, json::error_handler_t::replace);
-  }
+  append_wait_args(text, plan, r.doctor, r.t.namespace_name);
   text += ']';
   text += parts.after_args;
   append_json_string(text, r.image, json::error_handler_t::replace);
@@ -278,25 +317,6 @@ init_container_want wait_container(const wait_request& r, const wants& want, con
 
 }  // namespace
 
-std::vector<std::string> wait_args(const wait_plan& plan, std::string_view doctor,
-                                   std::string_view namespace_name) {
-  std::vector<std::string> args = {"--timeout=" + std::to_string(plan.timeout_seconds)};
-  if (!doctor.empty()) args.push_back("--job=" + std::string(doctor));
-  if (!namespace_name.empty()) args.push_back("--namespace=" + std::string(namespace_name));
-  for (const auto& target : plan.targets) {
-    args.push_back(target.port == 0
-                       ? "--resolve=" + target.host
-                       : "--connect=" + target.host + ":" + std::to_string(target.port));
-  }
-  if (!plan.hostfile.empty()) {
-    args.push_back("--hostfile=" + plan.hostfile);
-    if (plan.hostfile_port != 0)
-      args.push_back("--hostfile-port=" + std::to_string(plan.hostfile_port));
-    if (!plan.skip.empty()) args.push_back("--skip=" + plan.skip);
-  }
-  return args;
-}
-
 result<wait_outcome> plan_wait(const wait_request& r, const wants& want) {
   wait_outcome out;
   // Every switch is checked whatever the others say: a bad value is refused, not ignored.
@@ -313,8 +333,8 @@ result<wait_outcome> plan_wait(const wait_request& r, const wants& want) {
   };
   if (!r.p.wait) return none(no_wait::no_policy_wait, "policy " + quote(r.p.name) + " has none");
   if (s->forced == wait_check::off) return none(no_wait::switched_off, s->decided_by + " says off");
-  if (has_init_container(r.pod, "wait-for-master"))
-    return none(no_wait::waits_already, "it has Volcano's wait-for-master");
+  const auto present = waits_present(r.pod);
+  if (present.volcano) return none(no_wait::waits_already, "it has Volcano's wait-for-master");
 
   wait_plan plan;
   plan.timeout_seconds = *timeout;
@@ -341,7 +361,7 @@ result<wait_outcome> plan_wait(const wait_request& r, const wants& want) {
     case mesh::none:
       break;
   }
-  plan.present = has_init_container(r.pod, wait_container_name);
+  plan.present = present.own;
   if (!plan.present) out.container = wait_container(r, want, plan, user);
   out.plan = std::move(plan);
   return out;

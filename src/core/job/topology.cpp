@@ -462,6 +462,7 @@ result<topology> resolve_topology(const pod_view& pod, const policy& p, std::siz
   if (auto ok = resolve_ssh_keys(pod, p, t); !ok) return std::move(ok).take_error();
   name_and_sources(pod, p, src, *nodes_annotation, t);
   if (src.owners == nullptr && src.has_owner) t.owner_open = open_without_owner(pod, p, t);
+  t.master = layout.master();
   return t;
 }
 

@@ -9,7 +9,7 @@ result<std::string> topology::rendezvous_host() const {
   // The endpoint pod: the coordinator, else index 0 of the first node role (the pod an Indexed
   // Job keeps while it shrinks): node rank 0 either way. Only a job that stays one pod may
   // rendezvous on localhost.
-  auto name = elastic && elastic->max > 1 ? layout.rank0_name() : layout.master();
+  auto name = elastic && elastic->max > 1 ? layout.rank0_name() : master;
   if (!name) {
     if (!elastic || elastic->max <= 1) return name;
     return error{name.message() + " (the elastic job, " + elastic->source + ", may grow to " +
@@ -85,7 +85,7 @@ variable_values topology::variables() const {
              layout.roles[role_at].node ? index_unknown_reason
                                         : "trainenv: role " + quote(role) +
                                               " is not a node of the job: it has no node rank");
-  set_text(variable::master_addr, layout.master());
+  set_text(variable::master_addr, master);
   v.set(variable::ssh_auth_mount_path, ssh_auth_mount_path);
   v.set(variable::ssh_key_mode, ssh_key_mode);
   v.set(variable::ssh_secret, ssh_secret);

@@ -47,8 +47,4 @@ struct wait_outcome {
 // patch adds it). An error is a bad trainenv.io/wait or trainenv.io/wait-timeout value.
 [[nodiscard]] result<wait_outcome> plan_wait(const wait_request& request, const wants& want);
 
-// The container's args for a plan: what `trainenv wait` reads (docs/contract.md §3.1).
-[[nodiscard]] std::vector<std::string> wait_args(const wait_plan& plan, std::string_view doctor,
-                                                 std::string_view namespace_name);
-
 }  // namespace trainenv::core

@@ -57,7 +57,10 @@ struct topology {
   std::vector<std::string> notes;
   std::optional<std::int64_t> node_rank;   // a node with a known index
   std::optional<std::int64_t> world_size;  // training roles
-  std::size_t container = 0;               // the target container's index
+  // layout.master(), worked out once: ${masterAddr}, the rendezvous endpoint, the self-check and
+  // the readiness wait all read it, and each working-out renders the naming rule.
+  result<std::string> master = std::string();
+  std::size_t container = 0;  // the target container's index
   // Where the counts came from, for /preview and the admission log.
   std::vector<value_source> sources;
   // The variables whose values only the pod's owners can tell (a used() mask): set when the pod
