@@ -123,7 +123,7 @@ class Case:
         expect = data.get("expect") or {}
         # A wait that must give up: {role, within, message: [text the termination message has]}.
         self.wait_gives_up = expect.get("wait_gives_up")
-        # A wait that must have waited: {role, log: text its log has}.
+        # A wait that must have waited: {role or pod (its name): ..., log: text its log has}.
         self.waited = expect.get("waited")
         if self.steps is None and "world" not in expect and not self.wait_gives_up:
             raise HarnessError(f"{path}: expect.world is missing")
@@ -524,12 +524,14 @@ class Run:
         return True, f"world {world}, ranks 0..{world - 1}", []
 
     def _check_waited(self):
-        """expect.waited: the pods of that role sat in their wait, saying what they waited for."""
+        """expect.waited: the pods of that role (or that pod) sat in their wait, saying what they
+        waited for."""
         if not self.case.waited:
             return []
-        role, text = self.case.waited["role"], self.case.waited["log"]
-        problems = []
-        for pod in (p for p in self.pods if p.role == role):
+        who, text = self.case.waited.get("pod") or self.case.waited["role"], self.case.waited["log"]
+        matched = [p for p in self.pods if who in (p.role, p.created_name)]
+        problems = [] if matched else [f"expect.waited: no pod is {who!r}"]
+        for pod in matched:
             log = pod.logs.get(WAIT_CONTAINER)
             said = log.read_text(errors="replace") if log and log.exists() else ""
             if text not in said:

@@ -426,6 +426,7 @@ class ScenarioRun(launch.Run):
             self._layout_pod(i)["name"] for i in indexes)
         for pod in (self.by_index[i] for i in indexes):
             pod.state = "started"  # created: a Service that publishes not-ready pods lists it
+            pod.started_at = time.monotonic()  # late_names count from here
         self.dns.publish(self._dns_records())
         for pod in (self.by_index[i] for i in indexes):
             self._start(pod)
@@ -607,6 +608,9 @@ def _run_once(path, args, case, breaking, self_test=False):
                         run.step_stop(spec, deadline)
                     elif kind == "finish":
                         run.step_finish(spec, deadline)
+                waited = run._check_waited()
+                if waited:
+                    raise StepFailed(waited[0])
                 passed = True
             except StepFailed as failure:
                 said, failed_step = str(failure), kind
