@@ -7,7 +7,7 @@
 #                                                 binary's tests on it, then the whole test suite
 #                                                 under ASan+UBSan (build-sanitize/), the server
 #                                                 tests under TSan (build-tsan/), each fuzz target
-#                                                 for half a minute (build-fuzz/); the image is
+#                                                 for 15 s (build-fuzz/); the image is
 #                                                 built meanwhile and checked last (image.sh)
 #   scripts/dev.sh check [boundary|format|tidy]   the include boundary, clang-format, clang-tidy
 #   scripts/dev.sh image [all|base|build|check]   build the image and check it (scripts/image.sh)
@@ -218,8 +218,8 @@ test_suite() {
   [ $fuzz_build_status = 0 ] || { cat "$fuzz_build_log"; log "the fuzz targets' build FAILED (above)"; exit 1; }
   # Each fuzz target briefly, after replaying the inputs that once broke something: a smoke
   # test, two at a time. scripts/fuzz.sh --seconds 1800 is the long run.
-  log "the fuzz targets, half a minute each (build-fuzz/)"
-  scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-30}"
+  log "the fuzz targets, 15 s each (build-fuzz/)"
+  scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-15}"
   # The image built above, run as the Deployment runs it and checked from outside.
   if [ -n "$image_pid" ]; then
     log "the image: check it as the Deployment runs it (scripts/image.sh check)"
