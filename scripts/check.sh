@@ -79,7 +79,7 @@ check_boundary() {
 # include/trainenv/core/ and src/core/. A core file may include core headers of its own wing and
 # of the wings below it, never above: each wing can be read knowing only those below it.
 # A new file goes into a wing's folder; a new wing needs a line here.
-core_wings=(text model policy job decide preview)
+core_wings=(text model policy job decide preview diagnose)
 
 wing_rank() {
   local i

@@ -15,6 +15,7 @@
 
 #include "trainenv/core/text/hostfile.hpp"
 #include "trainenv/inputs/config.hpp"
+#include "trainenv/inputs/doctor.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
@@ -356,6 +357,44 @@ int run_check(const std::vector<std::string>& args) {
   return exit_ok;
 }
 
+// doctor: the live job out of --from, diagnosed with the policies; exit 0 healthy, 1 with an
+// error finding, 2 when the job cannot be read or laid out.
+int run_doctor(const std::vector<std::string>& args) {
+  const auto parsed = inputs::parse_doctor(args);
+  if (int code = 0; usage_failed(parsed, code)) return code;
+  const auto& config = parsed.config;
+  auto target = inputs::parse_doctor_target(config.target);
+  if (!target) {
+    std::cerr << "trainenv doctor: " << target.message() << "\n";
+    return exit_usage;
+  }
+  auto loaded = inputs::load_policy_dir(config.policies);
+  if (!loaded.errors.empty()) {
+    for (const auto& e : loaded.errors) std::cerr << "trainenv: " << e << "\n";
+    return exit_usage;
+  }
+  auto dump = read_owners(config.from);
+  if (!dump) {
+    std::cerr << "trainenv doctor: --from " << dump.message() << "\n";
+    return exit_usage;
+  }
+  auto job = inputs::live_job_from(*dump, *target, config.namespace_name);
+  if (!job) {
+    std::cerr << "trainenv doctor: " << job.message() << "\n";
+    return exit_usage;
+  }
+  core::mutate_options options;
+  options.cluster_domain = config.cluster_domain;
+  auto diagnosis = core::diagnose(*job, *loaded.policies, options);
+  if (!diagnosis) {
+    std::cerr << "trainenv doctor: " << diagnosis.message() << "\n";
+    return exit_usage;
+  }
+  std::cout << (config.output == "json" ? inputs::to_json(*diagnosis).dump(2) + "\n"
+                                        : inputs::to_table(*diagnosis));
+  return diagnosis->healthy() ? exit_ok : exit_violation;
+}
+
 // EX_TEMPFAIL: what a wait that timed out exits with (docs/contract.md §3.1).
 constexpr int exit_wait_timed_out = 75;
 
@@ -427,6 +466,7 @@ int run(int argc, char** argv) {
   if (command == "preview") return run_preview(args);
   if (command == "check-policies") return run_check(args);
   if (command == "wait") return run_wait(args);
+  if (command == "doctor") return run_doctor(args);
   if (command == "version" || command == "--version") {
     std::cout << "trainenv " TRAINENV_VERSION "\n";
     return exit_ok;

@@ -483,6 +483,23 @@ std::vector<flag> wait_flags(wait_config& c) {
   };
 }
 
+std::vector<flag> doctor_flags(doctor_config& c) {
+  return {
+      {{"-n", "--namespace"}, "NAMESPACE", "the job's namespace", string_value(c.namespace_name)},
+      {{"--from"},
+       "FILE",
+       "the job's objects as `kubectl get -o json` lists them (its owners, pods, Services, "
+       "EndpointSlices, events)",
+       string_value(c.from)},
+      {{"--policies"}, "DIR", "policy directory", string_value(c.policies)},
+      {{"--cluster-domain"}, "DOMAIN", "the cluster's DNS domain", domain_value(c.cluster_domain)},
+      {{"-o", "--output"},
+       "table|json",
+       "how to print the diagnosis",
+       choice_value(c.output, {"table", "json"})},
+  };
+}
+
 std::vector<flag> preview_flags(preview_config& c) {
   return {
       {{"-f", "--file"}, "FILE", "input file, or - for standard input", string_value(c.file)},
@@ -546,6 +563,7 @@ std::string main_help() {
          "  preview          print the patch trainenv would apply to a Pod, offline\n"
          "  check-policies   validate a directory of policy files\n"
          "  wait             wait until a pod's peers resolve and answer (trainenv-wait)\n"
+         "  doctor           why a live job does not start or train\n"
          "  version          print the version\n"
          "\n"
          "Run 'trainenv <command> --help' for a command's flags.\n";
@@ -620,6 +638,30 @@ std::string wait_help() {
          render_flags(wait_flags(defaults));
 }
 
+std::string doctor_help() {
+  doctor_config defaults;
+  return "Usage: trainenv doctor KIND/NAME [-n NAMESPACE] --from FILE [-o table|json] [--policies "
+         "DIR]\n"
+         "\n"
+         "Why a live job does not start or train (docs/doctor.md). KIND is trainjob, jobset, job,\n"
+         "vcjob or pod (a pod stands for its job). The job is laid out as preview --job lays it\n"
+         "out and held against its live pods, their Service, EndpointSlices and events: pods not\n"
+         "admitted by trainenv or admitted with values the live layout no longer gives, pods\n"
+         "denied, the whole-job checks on the pods' actual env, a missing or mismatched Service, "
+         "a\n"
+         "name not published, a trainenv-wait that gave up or still waits, and what keeps pods\n"
+         "pending. One row per pod, then each finding with its pods, evidence and fix. --from\n"
+         "reads what this lists:\n"
+         "  kubectl get -n NS -o json trainjobs,jobsets,jobs,pods,services,endpointslices,events\n"
+         "(add clustertrainingruntimes, trainingruntimes, workloads, podgroups and configmaps "
+         "when\n"
+         "the job has them). Exits 0 without an error finding, 1 with one, 2 when the job is not\n"
+         "found or the input is unreadable.\n"
+         "\n"
+         "Flags:\n" +
+         render_flags(doctor_flags(defaults));
+}
+
 std::string describe(const serve_config& config) {
   serve_config copy = config;  // the flags bind to a config they may write; this one is read
   std::string out;
@@ -663,6 +705,23 @@ parsed<wait_config> parse_wait(const std::vector<std::string>& args) {
     failure = parse_failure{false, "nothing to wait for: give --resolve, --connect or --hostfile"};
   if (!failure && c.hostfile.empty() && (c.hostfile_port != 0 || !c.skip.empty()))
     failure = parse_failure{false, "--hostfile-port and --skip go with --hostfile"};
+  return finish(std::move(c), std::move(failure));
+}
+
+parsed<doctor_config> parse_doctor(const std::vector<std::string>& args) {
+  doctor_config c;
+  auto failure = parse_flags(args, doctor_flags(c), doctor_help(), [&](const std::string& target) {
+    if (!c.target.empty()) return std::string("only one job may be given");
+    c.target = target;
+    return std::string();
+  });
+  if (!failure && c.target.empty())
+    failure = parse_failure{false, "which job? e.g. trainenv doctor jobset/bert -n team-a"};
+  if (!failure && c.from.empty()) {
+    failure = parse_failure{false,
+                            "give --from FILE: the job's objects as kubectl get -o json lists "
+                            "them (trainenv doctor --help says which)"};
+  }
   return finish(std::move(c), std::move(failure));
 }
 

@@ -230,5 +230,28 @@ check "wait refuses a bad bound" exit_code 2 "$bin" wait --resolve localhost --t
 check "wait on an unreadable hostfile exits 2" exit_code 2 "$bin" wait --hostfile "$work/no-hostfile"
 check "naming it" contains "$work/err" "cannot read the hostfile $work/no-hostfile"
 
+# --- doctor: a live job from a kubectl dump (tests/fixtures/doctor, docs/doctor.md) ------------
+doctor_dumps="$src/tests/fixtures/doctor"
+check "doctor of a healthy JobSet exits 0" exit_code 0 "$bin" doctor jobset/gpt -n team-a \
+  --from "$doctor_dumps/healthy-jobset.json" --policies "$src/policies"
+check "saying so" contains "$work/out" "healthy: every pod is where its layout puts it"
+check "doctor of a stale Indexed Job exits 1" exit_code 1 "$bin" doctor job/pretrain -n team-a \
+  --from "$doctor_dumps/stale-after-resize.json" --policies "$src/policies"
+check "naming the value found and expected" contains "$work/out" "WORLD_SIZE 3, expected 4"
+check "and the fix" contains "$work/out" "fix: delete the pod"
+check "doctor -o json: the findings under doctor, preview --job's pods beside them" bash -c "'$bin' doctor \
+  job/pretrain -n team-a --from '$doctor_dumps/stale-after-resize.json' --policies '$src/policies' -o json \
+  | jq -e '(.doctor.healthy | not) and ([.doctor.findings[].kind] | unique) == [\"stale\"] and (.pods | length) == 4' >/dev/null"
+llama_pod=$(jq -r '[.items[] | select(.kind == "Pod")][0].metadata.name' "$doctor_dumps/healthy-trainjob.json")
+check "doctor of a pod explains its job" exit_code 0 "$bin" doctor "pod/$llama_pod" -n team-a \
+  --from "$doctor_dumps/healthy-trainjob.json" --policies "$src/policies"
+check "the TrainJob" contains "$work/out" "TrainJob team-a/llama"
+check "doctor of a job not in the dump exits 2" exit_code 2 "$bin" doctor jobset/nope -n team-a \
+  --from "$doctor_dumps/healthy-jobset.json" --policies "$src/policies"
+check "naming it" contains "$work/err" "no JobSet.jobset.x-k8s.io nope in namespace team-a in the --from file"
+check "doctor without --from exits 2" exit_code 2 "$bin" doctor jobset/gpt
+check "doctor of an unknown kind exits 2" exit_code 2 "$bin" doctor deployment/x --from "$doctor_dumps/healthy-jobset.json" \
+  --policies "$src/policies"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

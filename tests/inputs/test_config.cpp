@@ -505,3 +505,25 @@ TEST_CASE("serve takes --owners (a local server with no cluster) or --kubeconfig
   CHECK_FALSE(both.ok);
   CHECK_THAT(both.failure.message, Contains("not both"));
 }
+
+TEST_CASE("doctor takes KIND/NAME, -n and --from, and says what is missing", "[config][doctor]") {
+  const auto ok = parse_doctor({"jobset/gpt", "-n", "team-a", "--from", "gpt.json", "-o", "json"});
+  REQUIRE(ok.ok);
+  CHECK(ok.config.target == "jobset/gpt");
+  CHECK(ok.config.namespace_name == "team-a");
+  CHECK(ok.config.from == "gpt.json");
+  CHECK(ok.config.output == "json");
+  CHECK(ok.config.policies == "policies/");
+  const auto no_job = parse_doctor({"--from", "gpt.json"});
+  REQUIRE_FALSE(no_job.ok);
+  CHECK_THAT(no_job.failure.message, Catch::Contains("which job?"));
+  const auto no_from = parse_doctor({"jobset/gpt"});
+  REQUIRE_FALSE(no_from.ok);
+  CHECK_THAT(no_from.failure.message, Catch::Contains("give --from FILE"));
+  CHECK_FALSE(parse_doctor({"jobset/a", "jobset/b", "--from", "x"}).ok);
+  CHECK_FALSE(parse_doctor({"jobset/a", "--from", "x", "-o", "yaml"}).ok);
+  const auto help = parse_doctor({"--help"});
+  CHECK(help.failure.help);
+  CHECK_THAT(help.failure.message, Catch::Contains("kubectl get -n NS -o json"));
+  CHECK_THAT(main_help(), Catch::Contains("doctor"));
+}

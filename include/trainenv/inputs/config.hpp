@@ -99,6 +99,16 @@ struct check_config {
   std::string policies = "policies/";
 };
 
+// trainenv doctor: why a live job does not start (docs/contract.md §5).
+struct doctor_config {
+  std::string target;          // "jobset/bert": trainjob, jobset, job, vcjob or pod, then a name
+  std::string namespace_name;  // -n; else the one the dump's objects share
+  std::string from;            // --from FILE: a `kubectl get -o json` List of the job's objects
+  std::string policies = "policies/";
+  std::string cluster_domain{core::default_cluster_domain};
+  std::string output = "table";  // -o table|json
+};
+
 // `--help` comes back as an error whose message is the help text and `help` set.
 struct parse_failure {
   bool help = false;
@@ -116,6 +126,7 @@ struct parsed {
 [[nodiscard]] parsed<preview_config> parse_preview(const std::vector<std::string>& args);
 [[nodiscard]] parsed<check_config> parse_check(const std::vector<std::string>& args);
 [[nodiscard]] parsed<wait_config> parse_wait(const std::vector<std::string>& args);
+[[nodiscard]] parsed<doctor_config> parse_doctor(const std::vector<std::string>& args);
 
 [[nodiscard]] core::result<endpoint_spec> parse_endpoint(const std::string& text);
 
@@ -128,5 +139,6 @@ struct parsed {
 [[nodiscard]] std::string preview_help();
 [[nodiscard]] std::string check_help();
 [[nodiscard]] std::string wait_help();
+[[nodiscard]] std::string doctor_help();
 
 }  // namespace trainenv::inputs

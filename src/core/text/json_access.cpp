@@ -60,4 +60,15 @@ std::string path_text(const member_path& path) {
   return out;
 }
 
+const nlohmann::json& array_member(const nlohmann::json* object, std::string_view key) {
+  static const nlohmann::json none = nlohmann::json::array();
+  const auto* found = object != nullptr ? member(*object, key) : nullptr;
+  return found != nullptr && found->is_array() ? *found : none;
+}
+
+bool true_member(const nlohmann::json* object, std::string_view key) {
+  const auto* found = object != nullptr ? member(*object, key) : nullptr;
+  return found != nullptr && found->is_boolean() && found->get<bool>();
+}
+
 }  // namespace trainenv::core

@@ -77,6 +77,12 @@ struct job_preview {
                                               const preview_bounds& bounds = cli_preview_bounds,
                                               const mutate_options& options = {});
 
+// What the pod was told, by meaning: the policy's env items whose templates are one of the
+// layout's values, read back from `p.admitted`'s final env (the last of duplicate entries, as the
+// kubelet takes it), into p's told values (and p.hostfile, from `objects`' ConfigMaps).
+void read_values(previewed_pod& p, const policy& pol, const std::vector<std::string>& sidecars,
+                 const std::vector<nlohmann::json>& objects);
+
 // The checks alone, over pods already decided (what preview_job runs last).
 [[nodiscard]] std::vector<job_problem> check_job(const created_job& job,
                                                  std::vector<previewed_pod>& pods,

@@ -19,6 +19,12 @@ namespace trainenv::core {
 [[nodiscard]] const std::string& string_or_empty(const nlohmann::json& object,
                                                  std::string_view key);
 
+// The member `key` of `object` (which may be null) when it is an array, else an empty array.
+[[nodiscard]] const nlohmann::json& array_member(const nlohmann::json* object,
+                                                 std::string_view key);
+// Whether the member `key` of `object` (which may be null) is the boolean true.
+[[nodiscard]] bool true_member(const nlohmann::json* object, std::string_view key);
+
 // A label or an annotation of an object that has metadata (a Job, an owner, a pod template:
 // {metadata: {labels, annotations}}) as a string, or nullptr. A null object has none. (A Pod's
 // own are read through pod_view, which reads them once.)
