@@ -1,5 +1,6 @@
 // Composition root: parse the command line, wire the pieces, run, return the exit code.
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -16,6 +17,7 @@
 #include "trainenv/core/text/hostfile.hpp"
 #include "trainenv/inputs/config.hpp"
 #include "trainenv/inputs/doctor.hpp"
+#include "trainenv/inputs/exec_credential.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
@@ -59,17 +61,29 @@ bool usage_failed(const inputs::parsed<T>& p, int& code) {
   return true;
 }
 
-// Where owners are read from: --kubeconfig FILE, else the service account when
-// KUBERNETES_SERVICE_HOST is set (as client-go's InClusterConfig decides), else nowhere.
+// Who reads the API: the webhook (its service account, or --kubeconfig), or a command run by a
+// person (--kubeconfig, its credential plugin run as that person).
+enum class api_reader : std::uint8_t { webhook, command_line };
+
+// Where owners are read from: --kubeconfig FILE, else, for the webhook, the service account when
+// KUBERNETES_SERVICE_HOST is set (as client-go's InClusterConfig decides), else nowhere. A
+// kubeconfig user's exec plugin runs for the command line only (docs/security.md).
 core::result<std::optional<inputs::kube_credentials>> api_credentials(const std::string& kubeconfig,
-                                                                      bool in_cluster_allowed) {
+                                                                      api_reader reader) {
   if (!kubeconfig.empty()) {
     auto c = inputs::load_kubeconfig(kubeconfig);
     if (!c) return std::move(c).take_error();
+    if (c->exec && reader == api_reader::webhook) {
+      return core::error{"kubeconfig " + kubeconfig +
+                         ": its user's credentials come from an exec plugin, which the webhook "
+                         "never runs (docs/security.md); give it a token, tokenFile or client "
+                         "certificate"};
+    }
+    if (auto got = inputs::obtain_exec_credentials(*c); !got) return std::move(got).take_error();
     return std::optional(std::move(*c));
   }
   const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
-  if (!in_cluster_allowed || host == nullptr || *host == '\0')
+  if (reader != api_reader::webhook || host == nullptr || *host == '\0')
     return std::optional<inputs::kube_credentials>();
   auto c = inputs::load_in_cluster();
   if (!c) return std::move(c).take_error();
@@ -91,7 +105,7 @@ core::result<inputs::owner_file> read_owners(const std::string& path) {
 core::result<bool> wire_owner_lookups(const inputs::serve_config& config,
                                       boost::asio::io_context& ioc, server::server_state& state) {
   auto credentials = config.owners.empty()
-                         ? api_credentials(config.kubeconfig, true)
+                         ? api_credentials(config.kubeconfig, api_reader::webhook)
                          : core::result<std::optional<inputs::kube_credentials>>(std::nullopt);
   if (!credentials) return std::move(credentials).take_error();
   state.owners.budget = config.lookup_timeout;
@@ -254,7 +268,7 @@ core::result<server::owner_lookup> cli_owners(const inputs::preview_config& conf
     if (!owners) return std::move(owners).take_error();
     lookup.file = std::make_shared<const inputs::owner_file>(std::move(*owners));
   } else if (!config.kubeconfig.empty()) {
-    auto credentials = api_credentials(config.kubeconfig, false);
+    auto credentials = api_credentials(config.kubeconfig, api_reader::command_line);
     if (!credentials) return std::move(credentials).take_error();
     server::kube_client_options client_options;
     client_options.events = &m;

@@ -175,7 +175,8 @@ class kubeconfig_reader {
 
   std::string resolve(const std::string& file) const {
     const fs::path p(file);
-    return p.is_absolute() || dir_.empty() ? file : (dir_ / p).string();
+    // Joined and cleaned, as Go's filepath.Join: "./get-token" is dir/get-token.
+    return p.is_absolute() || dir_.empty() ? file : (dir_ / p).lexically_normal().string();
   }
 
   // `-data` (base64) wins over the file, as in client-go.
@@ -224,12 +225,10 @@ class kubeconfig_reader {
 
   core::result<bool> read_user(const std::string& name, const json& user, kube_credentials& out) {
     const std::string owner = "user " + core::quote(name);
-    for (const char* plugin : {"exec", "auth-provider"}) {
-      if (const auto it = user.find(plugin); it != user.end() && !it->is_null()) {
-        return fail(owner + ": " + plugin +
-                    " credentials are not supported; give token, tokenFile or a client "
-                    "certificate");
-      }
+    if (const auto it = user.find("auth-provider"); it != user.end() && !it->is_null()) {
+      return fail(owner +
+                  ": auth-provider credentials are not supported (client-go dropped its "
+                  "providers); give an exec plugin, token, tokenFile or a client certificate");
     }
     if (const auto* token = string_at(user, "token")) out.token = std::string(core::trim(*token));
     if (const auto* file = string_at(user, "tokenFile"); file != nullptr && !file->empty()) {
@@ -248,10 +247,77 @@ class kubeconfig_reader {
     }
     out.client_cert_pem = std::move(*cert);
     out.client_key_pem = std::move(*key);
+    // As client-go: a plugin runs only when no token or certificate is given.
+    if (const auto it = user.find("exec"); it != user.end() && !it->is_null()) {
+      auto plugin = read_exec(owner, *it, out);
+      if (!plugin) return std::move(plugin).take_error();
+      if (out.token.empty() && out.client_cert_pem.empty()) out.exec = std::move(*plugin);
+      return true;
+    }
     if (out.token.empty() && out.client_cert_pem.empty()) {
-      return fail(owner + ": no credentials (token, tokenFile or client-certificate)");
+      return fail(owner + ": no credentials (token, tokenFile, client-certificate or exec)");
     }
     return true;
+  }
+
+  // user.exec, checked as client-go's loader and validation check it (clientcmd/api/v1
+  // defaults.go, validation.go; plugin/pkg/client/auth/exec).
+  core::result<exec_plugin> read_exec(const std::string& owner, const json& exec,
+                                      const kube_credentials& cluster) {
+    if (!exec.is_object()) return fail(owner + ": exec is not a mapping");
+    exec_plugin plugin;
+    const auto* command = string_at(exec, "command");
+    if (command == nullptr || command->empty())
+      return fail(owner + ": exec: command must be specified");
+    // Only a command with a path separator is the kubeconfig's own file; a bare name is
+    // looked up in PATH.
+    plugin.command = command->find('/') != std::string::npos ? resolve(*command) : *command;
+    const auto* version = string_at(exec, "apiVersion");
+    if (version == nullptr || version->empty())
+      return fail(owner + ": exec: apiVersion must be specified");
+    if (*version != "client.authentication.k8s.io/v1" &&
+        *version != "client.authentication.k8s.io/v1beta1") {
+      return fail(owner + ": exec: invalid apiVersion " + core::quote(*version) +
+                  " (client.authentication.k8s.io/v1 or v1beta1)");
+    }
+    plugin.api_version = *version;
+    if (const auto it = exec.find("args"); it != exec.end() && !it->is_null()) {
+      if (!it->is_array()) return fail(owner + ": exec: args is not a list");
+      for (const auto& arg : *it) {
+        if (!arg.is_string()) return fail(owner + ": exec: args holds a value that is no string");
+        plugin.args.push_back(arg.get<std::string>());
+      }
+    }
+    if (const auto it = exec.find("env"); it != exec.end() && !it->is_null()) {
+      if (!it->is_array()) return fail(owner + ": exec: env is not a list");
+      for (const auto& entry : *it) {
+        const auto* env_name = entry.is_object() ? string_at(entry, "name") : nullptr;
+        if (env_name == nullptr || env_name->empty())
+          return fail(owner + ": exec: env variable name must be specified");
+        const auto* value = string_at(entry, "value");
+        plugin.env.emplace_back(*env_name, value != nullptr ? *value : std::string());
+      }
+    }
+    const auto* mode = string_at(exec, "interactiveMode");
+    if (mode == nullptr || mode->empty()) {
+      if (plugin.api_version == "client.authentication.k8s.io/v1")
+        return fail(owner + ": exec: interactiveMode must be specified for " + plugin.api_version);
+      plugin.interactive_mode = "IfAvailable";
+    } else if (*mode == "Never" || *mode == "IfAvailable" || *mode == "Always") {
+      plugin.interactive_mode = *mode;
+    } else {
+      return fail(owner + ": exec: invalid interactiveMode " + core::quote(*mode) +
+                  " (Never, IfAvailable or Always)");
+    }
+    if (const auto* hint = string_at(exec, "installHint")) plugin.install_hint = *hint;
+    if (const auto it = exec.find("provideClusterInfo"); it != exec.end() && *it == true) {
+      json info = {{"server", cluster.server_url()}};
+      if (!cluster.server_name.empty()) info["tls-server-name"] = cluster.server_name;
+      if (!cluster.ca_pem.empty())
+        info["certificate-authority-data"] = core::base64_encode(cluster.ca_pem);
+      plugin.cluster_info = info.dump();
+    }
+    return plugin;
   }
 
   std::string path_;

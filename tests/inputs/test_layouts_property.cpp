@@ -537,8 +537,7 @@ TEST_CASE("every generated layout, for every shipped policy, passes the whole-jo
   generator g(seed);
   const auto runtimes = test::owner_file_at("examples/jobs/runtimes.yaml").objects();
   run_counts counts;
-  // x (3 x policies + 2) jobs: about 3,800 a run (150 rounds took 150 s of CI's ASan suite).
-  const int rounds = test::property_rounds(100);
+  const int rounds = test::property_rounds(150);  // x (3 x policies + 2) jobs
   for (int round = 0; round < rounds; ++round) {
     for (const auto& policy : policy_names()) {
       const auto annotated = policy == "torch" && g.chance(50) ? std::string() : policy;

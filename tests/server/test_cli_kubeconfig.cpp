@@ -110,6 +110,55 @@ TEST_CASE("preview --kubeconfig with a token the cluster refuses denies with 500
   CHECK_THAT(out, Catch::Contains("unauthorized (401)"));
 }
 
+TEST_CASE("preview --kubeconfig runs the user's exec credential plugin, serve never does",
+          "[.cli]") {
+  test::fake_apiserver api({.tokens = {"from-plugin"}});
+  api.load_yaml(source("examples/owners/trainer-torch-owners.yaml"));
+  temp_dir dir;
+  const auto plugin = dir.path / "get-token";
+  std::ofstream(plugin)
+      << "#!/bin/sh\n"
+         "[ \"$1\" = --cluster ] || exit 9\n"
+         "echo '{\"apiVersion\": \"client.authentication.k8s.io/v1\", "
+         "\"kind\": \"ExecCredential\", \"status\": {\"token\": \"from-plugin\"}}'\n";
+  std::filesystem::permissions(plugin, std::filesystem::perms::owner_all);
+  // "./get-token": a command with a '/' is the kubeconfig's own file, found beside it.
+  const auto kubeconfig =
+      write_kubeconfig(api, dir.path,
+                       "exec:\n      apiVersion: client.authentication.k8s.io/v1\n"
+                       "      command: ./get-token\n      args: [--cluster]\n"
+                       "      interactiveMode: Never");
+  const auto pod = source("examples/owners/trainer-torch-pod.yaml");
+  {
+    const auto [out, status] = run("preview -f " + pod + " --kubeconfig " + kubeconfig +
+                                   " --policies " + source("policies"));
+    INFO(out);
+    REQUIRE(status == 0);
+    CHECK(json::parse(out)["policy"] == "torch");
+    CHECK(api.total_gets() >= 4);  // read with the plugin's token, which the server accepts
+  }
+  {
+    const auto [out, status] =
+        run("serve --kubeconfig " + kubeconfig + " --policies " + source("policies") +
+            " --listen 127.0.0.1:0 --metrics-listen "
+            "127.0.0.1:0 --tls-cert " +
+            test::cert_dir() +
+            "/tls.crt "
+            "--tls-key " +
+            test::cert_dir() + "/tls.key");
+    INFO(out);
+    CHECK(status != 0);
+    CHECK_THAT(out, Catch::Contains("come from an exec plugin, which the webhook never runs"));
+  }
+  std::ofstream(plugin) << "#!/bin/sh\necho 'token expired: run sso login' >&2\nexit 4\n";
+  const auto [out, status] = run("preview -f " + pod + " --kubeconfig " + kubeconfig +
+                                 " --policies " + source("policies"));
+  CHECK(status == 2);
+  CHECK_THAT(out, Catch::Contains("token expired: run sso login"));  // its stderr, passed on
+  CHECK_THAT(out, Catch::Contains("getting credentials: exec: executable " +
+                                  (dir.path / "get-token").string() + " failed with exit code 4"));
+}
+
 TEST_CASE("preview --job --kubeconfig reads the TrainJob's runtime from the cluster", "[.cli]") {
   test::fake_apiserver api;
   api.load_yaml(source("examples/jobs/runtimes.yaml"));

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "fake_apiserver.hpp"
 #include "test_certs.hpp"
 #include "trainenv/core/model/admission.hpp"
+#include "trainenv/inputs/exec_credential.hpp"
 #include "trainenv/inputs/kube_credentials.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/server/kube_client.hpp"
@@ -204,20 +206,229 @@ TEST_CASE("kubeconfig: what is missing or wrong is named in one line", "[kube]")
                       dir.file("missing/ca.crt")));
   CHECK_THAT(error_of(kubeconfig_text(server + "    certificate-authority-data: '%%%'\n", token)),
              Catch::Contains("certificate-authority-data is not valid base64"));
+  CHECK_THAT(error_of(kubeconfig_text(server, "    auth-provider:\n      name: gcp\n")),
+             Catch::Contains("user \"u1\": auth-provider credentials are not supported"));
+  CHECK_THAT(error_of(kubeconfig_text(server,
+                                      "    exec:\n      apiVersion: "
+                                      "client.authentication.k8s.io/v1beta1\n")),
+             Catch::Contains("user \"u1\": exec: command must be specified"));
   CHECK_THAT(error_of(kubeconfig_text(server, "    exec:\n      command: aws\n")),
-             Catch::Contains("user \"u1\": exec credentials are not supported"));
+             Catch::Contains("user \"u1\": exec: apiVersion must be specified"));
+  CHECK_THAT(error_of(kubeconfig_text(server,
+                                      "    exec:\n      command: aws\n      apiVersion: "
+                                      "client.authentication.k8s.io/v1alpha1\n")),
+             Catch::Contains("exec: invalid apiVersion \"client.authentication.k8s.io/v1alpha1\""));
+  CHECK_THAT(error_of(kubeconfig_text(server,
+                                      "    exec:\n      command: aws\n      apiVersion: "
+                                      "client.authentication.k8s.io/v1\n")),
+             Catch::Contains("exec: interactiveMode must be specified for "
+                             "client.authentication.k8s.io/v1"));
+  CHECK_THAT(error_of(kubeconfig_text(server,
+                                      "    exec:\n      command: aws\n      apiVersion: "
+                                      "client.authentication.k8s.io/v1\n"
+                                      "      interactiveMode: Sometimes\n")),
+             Catch::Contains("exec: invalid interactiveMode \"Sometimes\""));
+  CHECK_THAT(error_of(kubeconfig_text(server,
+                                      "    exec:\n      command: aws\n      apiVersion: "
+                                      "client.authentication.k8s.io/v1beta1\n"
+                                      "      env:\n      - value: x\n")),
+             Catch::Contains("exec: env variable name must be specified"));
   CHECK_THAT(error_of(kubeconfig_text(server, "    client-certificate-data: eA==\n")),
              Catch::Contains("client-certificate is given without client-key"));
   CHECK_THAT(error_of(kubeconfig_text(server, "    tokenFile: nope\n")),
              Catch::Contains("user \"u1\": tokenFile: cannot read " + dir.file("nope")));
   CHECK_THAT(error_of(kubeconfig_text(server, "    username: admin\n")),
-             Catch::Contains("user \"u1\": no credentials"));
+             Catch::Contains(
+                 "user \"u1\": no credentials (token, tokenFile, client-certificate or exec)"));
   CHECK_THAT(error_of(kubeconfig_text("    server: [1, 2]\n", token)),
              Catch::Contains("server is not a string"));
 
   auto missing = inputs::load_kubeconfig(dir.file("absent"));
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.message(), Catch::StartsWith("kubeconfig: cannot read " + dir.file("absent")));
+}
+
+// ---- exec credential plugins (client-go's plugin/pkg/client/auth/exec) ---------------------
+
+namespace {
+
+// An executable script at `path`.
+void write_script(const std::string& path, const std::string& body) {
+  fs::create_directories(fs::path(path).parent_path());
+  write_file(path, "#!/bin/sh\n" + body);
+  fs::permissions(path, fs::perms::owner_all);
+}
+
+std::string credential(const std::string& version, const std::string& status) {
+  return R"({"apiVersion": ")" + version + R"(", "kind": "ExecCredential", "status": )" + status +
+         "}";
+}
+
+constexpr const char* v1 = "client.authentication.k8s.io/v1";
+constexpr const char* v1beta1 = "client.authentication.k8s.io/v1beta1";
+
+}  // namespace
+
+TEST_CASE("kubeconfig: an exec plugin is read as client-go reads it", "[kube][exec]") {
+  temp_dir dir;
+  const auto ca = make_cert({.common_name = "ca", .is_ca = true});
+  const std::string cluster =
+      "    server: https://api.example.com:6443\n"
+      "    certificate-authority-data: " +
+      core::base64_encode(ca.cert) + "\n";
+  write_file(dir.file("config"),
+             kubeconfig_text(cluster,
+                             "    exec:\n"
+                             "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+                             "      command: bin/get-token\n"
+                             "      args: [--cluster, prod]\n"
+                             "      env:\n      - {name: AWS_PROFILE, value: ml}\n"
+                             "      provideClusterInfo: true\n"
+                             "      installHint: apt-get install get-token\n"));
+  auto c = inputs::load_kubeconfig(dir.file("config"));
+  REQUIRE(c.ok());
+  REQUIRE(c->exec);
+  CHECK(c->token.empty());
+  // A command with a '/' is the kubeconfig's own file; v1beta1's default mode is IfAvailable.
+  CHECK(c->exec->command == dir.file("bin/get-token"));
+  CHECK(c->exec->args == std::vector<std::string>{"--cluster", "prod"});
+  CHECK(c->exec->env == std::vector<std::pair<std::string, std::string>>{{"AWS_PROFILE", "ml"}});
+  CHECK(c->exec->interactive_mode == "IfAvailable");
+  CHECK(c->exec->install_hint == "apt-get install get-token");
+  const auto info = json::parse(c->exec->cluster_info);
+  CHECK(info["server"] == "https://api.example.com:6443");
+  CHECK(info["certificate-authority-data"] == core::base64_encode(ca.cert));
+
+  // A bare name is looked up in PATH; a token given beside the plugin wins, as in client-go.
+  write_file(dir.file("config"),
+             kubeconfig_text(cluster,
+                             "    token: given\n    exec:\n      apiVersion: "
+                             "client.authentication.k8s.io/v1\n      command: aws\n"
+                             "      interactiveMode: Never\n"));
+  auto with_token = inputs::load_kubeconfig(dir.file("config"));
+  REQUIRE(with_token.ok());
+  CHECK_FALSE(with_token->exec);
+  CHECK(with_token->token == "given");
+}
+
+TEST_CASE("exec plugin: its environment, KUBERNETES_EXEC_INFO, and the token and expiry it prints",
+          "[kube][exec]") {
+  temp_dir dir;
+  const auto seen = dir.file("seen");
+  write_script(dir.file("plugin"),
+               "printf '%s\\n%s\\n%s\\n' \"$AWS_PROFILE\" \"$KUBERNETES_EXEC_INFO\" \"$*\" > " +
+                   seen + "\ncat <<'EOF'\n" + credential(v1, R"({"token": "from-plugin",
+                                      "expirationTimestamp": "2030-01-02T03:04:05Z"})") +
+                   "\nEOF\n");
+  inputs::exec_plugin plugin;
+  plugin.api_version = v1;
+  plugin.command = dir.file("plugin");
+  plugin.args = {"--region", "eu"};
+  plugin.env = {{"AWS_PROFILE", "ml"}};
+  plugin.interactive_mode = "Never";
+  plugin.cluster_info = R"({"server": "https://api.example.com"})";
+  auto got = inputs::run_exec_plugin(plugin);
+  INFO((got.ok() ? std::string() : got.message()));
+  REQUIRE(got.ok());
+  CHECK(got->token == "from-plugin");
+  CHECK(got->expires == *inputs::parse_rfc3339("2030-01-02T03:04:05Z"));
+  std::ifstream in(seen);
+  std::string profile;
+  std::string info;
+  std::string args;
+  std::getline(in, profile);
+  std::getline(in, info);
+  std::getline(in, args);
+  CHECK(profile == "ml");
+  CHECK(args == "--region eu");
+  const auto request = json::parse(info);
+  CHECK(request["apiVersion"] == v1);
+  CHECK(request["kind"] == "ExecCredential");
+  CHECK(request["spec"]["interactive"] == false);
+  CHECK(request["spec"]["cluster"]["server"] == "https://api.example.com");
+
+  // obtain_exec_credentials puts them into the credentials a client uses.
+  inputs::kube_credentials c;
+  c.source = "kubeconfig-path";
+  c.exec = plugin;
+  REQUIRE(inputs::obtain_exec_credentials(c).ok());
+  CHECK(c.token == "from-plugin");
+}
+
+TEST_CASE("exec plugin: a certificate and key pair, as v1beta1", "[kube][exec]") {
+  const auto client = make_cert({.common_name = "alice"});
+  json status = {{"clientCertificateData", client.cert}, {"clientKeyData", client.key}};
+  auto got = inputs::read_exec_credential(credential(v1beta1, status.dump()), v1beta1);
+  REQUIRE(got.ok());
+  CHECK(got->token.empty());
+  CHECK(got->client_cert_pem == client.cert);
+  CHECK(got->client_key_pem == client.key);
+  CHECK(got->expires == std::chrono::system_clock::time_point{});
+}
+
+TEST_CASE("exec plugin: what goes wrong is said in client-go's words", "[kube][exec]") {
+  const auto error_of = [](std::string_view text, const char* version = v1) {
+    auto got = inputs::read_exec_credential(text, version);
+    REQUIRE_FALSE(got.ok());
+    return got.message();
+  };
+  CHECK_THAT(error_of("not json"), Catch::StartsWith("decoding stdout: "));
+  CHECK_THAT(error_of(R"({"apiVersion": "v1", "kind": "Pod"})"),
+             Catch::StartsWith("decoding stdout: not an ExecCredential"));
+  CHECK(error_of(credential(v1beta1, R"({"token": "t"})")) ==
+        "exec plugin is configured to use API version client.authentication.k8s.io/v1, plugin "
+        "returned version client.authentication.k8s.io/v1beta1");
+  CHECK(
+      error_of(R"({"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential"})") ==
+      "exec plugin didn't return a status field");
+  CHECK(error_of(credential(v1, "{}")) == "exec plugin didn't return a token or cert/key pair");
+  CHECK(error_of(credential(v1, R"({"clientCertificateData": "x"})")) ==
+        "exec plugin returned only certificate or key, not both");
+  CHECK_THAT(error_of(credential(v1, R"({"token": "t", "expirationTimestamp": "tomorrow"})")),
+             Catch::Contains("expirationTimestamp \"tomorrow\" is not an RFC 3339 time"));
+
+  temp_dir dir;
+  inputs::exec_plugin plugin;
+  plugin.api_version = v1;
+  plugin.interactive_mode = "Never";
+  const auto run_error = [&](const std::string& body, std::chrono::seconds bound = 30s) {
+    write_script(dir.file("plugin"), body);
+    plugin.command = dir.file("plugin");
+    auto got = inputs::run_exec_plugin(plugin, bound);
+    REQUIRE_FALSE(got.ok());
+    return got.message();
+  };
+  CHECK(run_error("echo 'no such profile' >&2\nexit 3\n") ==
+        "exec: executable " + dir.file("plugin") + " failed with exit code 3");
+  CHECK_THAT(run_error("sleep 20\n", 1s), Catch::EndsWith("did not finish in time"));
+  CHECK_THAT(run_error("head -c 2000000 /dev/zero\n"), Catch::Contains("printed more than"));
+  plugin.command = "trainenv-no-such-credential-plugin";
+  plugin.install_hint = "install it with apt-get install the-plugin";
+  auto missing = inputs::run_exec_plugin(plugin);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.message() ==
+        "exec: executable trainenv-no-such-credential-plugin not found (a client-go credential "
+        "plugin that is not installed; install it with apt-get install the-plugin)");
+  // Always needs a terminal on standard input, which a test does not have.
+  if (::isatty(STDIN_FILENO) != 1) {
+    plugin.interactive_mode = "Always";
+    auto refused = inputs::run_exec_plugin(plugin);
+    REQUIRE_FALSE(refused.ok());
+    CHECK_THAT(refused.message(), Catch::Contains("standard input is not a terminal"));
+  }
+}
+
+TEST_CASE("exec plugin: RFC 3339 times with offsets and fractions", "[kube][exec]") {
+  const auto utc = *inputs::parse_rfc3339("2030-01-02T03:04:05Z");
+  CHECK(inputs::parse_rfc3339("2030-01-02T04:04:05+01:00") == utc);
+  CHECK(inputs::parse_rfc3339("2030-01-01T23:04:05-04:00") == utc);
+  CHECK(inputs::parse_rfc3339("2030-01-02T03:04:05.123456Z") == utc);
+  CHECK(std::chrono::system_clock::to_time_t(utc) == 1893553445);
+  for (const char* bad : {"", "2030-01-02", "2030-01-02 03:04:05Z", "2030-13-02T03:04:05Z",
+                          "2030-01-02T03:04:05", "2030-01-02T03:04:05+0100"}) {
+    INFO(bad);
+    CHECK_FALSE(inputs::parse_rfc3339(bad));
+  }
 }
 
 TEST_CASE("in-cluster: service host, port, token and CA from the mount", "[kube]") {
