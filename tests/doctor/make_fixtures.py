@@ -398,6 +398,80 @@ def main():
     live.pods.append(bigger.pods[3])
     live.write("no-place")
 
+    # No Service at all for the pods' subdomain.
+    live = Live(preview(t, jobset))
+    live.services = []
+    live.write("no-service")
+
+    # The Service has a cluster IP: no per-pod names.
+    live = Live(preview(t, jobset))
+    live.services[0]["spec"]["clusterIP"] = "10.96.14.7"
+    live.write("service-not-headless")
+
+    # A pod held by a scheduling gate (a controller that has not lifted it yet).
+    live = Live(preview(t, jobset))
+    pod = live.pod("gpt-worker-1-1-")
+    pod["spec"]["schedulingGates"] = [{"name": "example.com/capacity-check"}]
+    pod["status"] = {"phase": "Pending", "conditions": [{
+        "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+        "message": "Scheduling is blocked due to non-empty scheduling gates"}]}
+    live.write("scheduling-gated")
+
+    # A container whose env names a Secret that does not exist.
+    live = Live(preview(t, jobset))
+    pod = live.pod("gpt-worker-0-0-")
+    pod["status"]["phase"] = "Pending"
+    conditions_false(pod, "Ready", "ContainersReady")
+    pod["status"]["containerStatuses"] = [
+        {"name": c["name"], "ready": False, "restartCount": 0,
+         "state": {"waiting": {"reason": "CreateContainerConfigError",
+                               "message": 'secret "hf-token" not found'}}}
+        for c in pod["spec"]["containers"]]
+    live.write("container-config")
+
+    # Kueue holds the JobSet suspended: its Workload has no quota reserved yet.
+    queued = copy.deepcopy(jobset)
+    queued["spec"]["suspend"] = True
+    queued["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = "team-a-gpus"
+    live = Live(preview(t, queued))
+    live.pods = []
+    owner = live.objects[0]
+    live.objects.append({
+        "apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Workload",
+        "metadata": {"name": "jobset-gpt-5d3a1", "namespace": live.namespace,
+                     "uid": uid_of("workload/gpt"),
+                     "ownerReferences": [{"apiVersion": owner["apiVersion"], "kind": "JobSet",
+                                          "name": "gpt", "uid": owner["metadata"]["uid"],
+                                          "controller": True, "blockOwnerDeletion": True}]},
+        "spec": {"queueName": "team-a-gpus", "podSets": []},
+        "status": {"conditions": [{
+            "type": "QuotaReserved", "status": "False", "reason": "Pending",
+            "message": "couldn't assign flavors to pod set worker: insufficient unused quota for "
+                       "nvidia.com/gpu in flavor a100, 8 more needed",
+            "lastTransitionTime": STARTED}]}})
+    live.write("queued")
+
+    # Volcano's gang scheduler has not found room for the whole job: its PodGroup is Inqueue and
+    # the pods wait, unscheduled.
+    vcjob = example("volcano-job.yaml")
+    live = Live(preview(t, vcjob))
+    for pod in live.pods:
+        pod["status"] = {"phase": "Pending"}
+    owner = live.objects[0]
+    live.objects.append({
+        "apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "mnist-" + owner["metadata"]["uid"], "namespace": live.namespace,
+                     "uid": uid_of("podgroup/mnist"),
+                     "ownerReferences": [{"apiVersion": owner["apiVersion"], "kind": "Job",
+                                          "name": "mnist", "uid": owner["metadata"]["uid"],
+                                          "controller": True}]},
+        "spec": {"minMember": 4, "queue": "default"},
+        "status": {"phase": "Inqueue", "conditions": [{
+            "type": "Unschedulable", "status": "True", "reason": "NotEnoughResources",
+            "message": "4/4 tasks in gang unschedulable: pod group is not ready, 4 Pending, 4 "
+                       "minAvailable"}]}})
+    live.write("podgroup-pending")
+
     # The whole job suspended (a queue has not admitted it): no pod yet.
     suspended = copy.deepcopy(jobset)
     suspended["spec"]["suspend"] = True

@@ -104,6 +104,12 @@ TEST_CASE("doctor: each failure gives exactly its findings", "[doctor]") {
       {"waiting", {"waiting"}, true},
       {"no-place", {"no-place"}, false, "job/pretrain"},
       {"suspended", {"suspended"}, false},
+      {"no-service", {"no-service"}, false},
+      {"service-not-headless", {"service-not-headless"}, false},
+      {"scheduling-gated", {"scheduling-gated"}, true},
+      {"container-config", {"container-config"}, false},
+      {"queued", {"queued"}, false},
+      {"podgroup-pending", {"podgroup-pending"}, false, "vcjob/mnist"},
   };
   for (const auto& c : cases) {
     INFO(c.fixture);

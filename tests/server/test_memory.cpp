@@ -295,9 +295,13 @@ TEST_CASE("no request, and no flood within the limits, takes serve past its mani
   // Every request is answered or refused for the budget, never dropped.
   for (const auto* t : {&mutate, &preview, &job, &owners}) CHECK(t->other == 0);
   CHECK(mutate.ok >= 1);
-  // The budget holds all of them but the 7 MiB reviews at once.
+  // The budget holds all of them but the 7 MiB reviews and the job previews (64 MiB each) at
+  // once: which of those two get in first is a race the machine's speed decides (CI once saw
+  // job previews 6 / 2 with every 7 MiB review answered), so each is answered or refused, and
+  // at least one of each answered.
   CHECK(preview.ok == 24);
-  CHECK(job.ok == 8);
+  CHECK(job.ok + job.busy == 8);
+  CHECK(job.ok >= 1);
   CHECK(owners.ok == 36);
   CHECK(peak < limit);
   // Still serving.

@@ -484,7 +484,6 @@ class doctor {
   // layout has it (its own finding says why it differs).
   void check_whole_job() {
     std::vector<previewed_pod> mixed;
-    std::set<std::string> live_names;
     for (const auto& p : places_) {
       if (p.expected == nullptr) continue;
       if (p.live == nullptr || unwired_.count(name_of(*p.live)) != 0) {
@@ -492,7 +491,6 @@ class doctor {
         continue;
       }
       mixed.push_back(live_copy(p));
-      live_names.insert(mixed.back().dns_name);
     }
     for (auto& problem : check_job(out_.expected.job, mixed, policies_)) {
       if (problem.message.rfind("denied: ", 0) == 0) continue;  // the layout's own: found below
@@ -505,23 +503,6 @@ class doctor {
                   : "the live pods disagree where their layout does not: a value changed after "
                     "admission, or pods of two admissions; delete the pods named",
           problem.pods);
-    }
-    // Every rendezvous host and hostfile line must be a live pod's name.
-    std::set<std::string> layout_names;
-    for (const auto& p : out_.expected.pods) layout_names.insert(p.dns_name);
-    for (const auto& told : mixed) {
-      if (live_names.count(told.dns_name) == 0 && !told.dns_name.empty()) continue;
-      std::vector<std::string> strangers;
-      for (const auto& host : told.hostfile) {
-        const auto short_name = host.substr(0, host.find('.', host.find('.') + 1));
-        if (layout_names.count(short_name) == 0) strangers.push_back(host);
-      }
-      if (!strangers.empty()) {
-        add("host-not-in-job", severity::error,
-            "the hostfile of " + told.created.name + " names " + joined(strangers) +
-                ", no pod of the job",
-            "delete the launcher so that it is admitted with the live layout", {told.created.name});
-      }
     }
     for (const auto& p : out_.expected.pods) {
       if (!p.d.allowed) {
@@ -540,10 +521,15 @@ class doctor {
   }
 
   void check_job_gates() {
-    if (suspended()) {
+    const bool kueue = std::any_of(job_.workloads.begin(), job_.workloads.end(), [](const json& w) {
+      return string_or_empty(w, "kind") == "Workload";
+    });
+    // A job Kueue manages stays suspended until its Workload is admitted: `queued` says why.
+    if (suspended() && !kueue) {
       add("suspended", severity::error,
-          out_.kind + " " + out_.name + " is suspended (spec.suspend: true)" +
-              (job_.workloads.empty() ? std::string() : ": a queue (Kueue) admits it"),
+          out_.kind + " " + out_.name +
+              " is suspended (spec.suspend: true): no pod until it "
+              "is resumed",
           "resume it, or see why its queue has not admitted it (kubectl describe workload)", {});
     }
     for (const auto& w : job_.workloads) {
