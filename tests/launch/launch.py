@@ -471,7 +471,11 @@ class Run:
             self.dns.publish(self._dns_records())
             for pod in starting:
                 self._start(pod)
-            if any(p.state == "failed" for p in self.pods):
+            # A case whose waits must give up goes on until one of that role has: another pod's
+            # own wait (the master's, on its own name) may give up first.
+            gives_up = self.case.wait_gives_up
+            if any(p.state == "failed" and (not gives_up or p.role == gives_up["role"])
+                   for p in self.pods):
                 return
             if all(p.state == "succeeded" for p in finishing):
                 return
