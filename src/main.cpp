@@ -1,7 +1,10 @@
 // Composition root: parse the command line, wire the pieces, run, return the exit code.
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -24,6 +27,7 @@
 #include "trainenv/inputs/preview.hpp"
 #include "trainenv/server/api_access.hpp"
 #include "trainenv/server/kube_client.hpp"
+#include "trainenv/server/live_job_reader.hpp"
 #include "trainenv/server/logging.hpp"
 #include "trainenv/server/owner_lookup.hpp"
 #include "trainenv/server/readiness_wait.hpp"
@@ -371,8 +375,48 @@ int run_check(const std::vector<std::string>& args) {
   return exit_ok;
 }
 
-// doctor: the live job out of --from, diagnosed with the policies; exit 0 healthy, 1 with an
-// error finding, 2 when the job cannot be read or laid out.
+// Where doctor reads the cluster, in kubectl's order: --kubeconfig, the first file of
+// $KUBECONFIG, ~/.kube/config, else (in a pod) the service account. Its exec plugin runs.
+core::result<inputs::kube_credentials> doctor_credentials(const std::string& kubeconfig) {
+  std::string file = kubeconfig;
+  if (file.empty()) {
+    const char* listed = std::getenv("KUBECONFIG");
+    const std::string paths = listed != nullptr ? listed : "";
+    for (std::size_t start = 0; start <= paths.size() && file.empty();) {
+      const auto end = std::min(paths.find(':', start), paths.size());
+      const auto candidate = paths.substr(start, end - start);
+      if (!candidate.empty() && std::filesystem::exists(candidate)) file = candidate;
+      start = end + 1;
+    }
+  }
+  if (file.empty()) {
+    const char* home = std::getenv("HOME");
+    const std::string fallback = home != nullptr ? std::string(home) + "/.kube/config" : "";
+    if (!fallback.empty() && std::filesystem::exists(fallback)) file = fallback;
+  }
+  if (file.empty()) {
+    const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+    if (host == nullptr || *host == '\0') {
+      return core::error{
+          "no cluster to read: give --kubeconfig FILE (or set KUBECONFIG), or "
+          "--from FILE"};
+    }
+    return inputs::load_in_cluster();
+  }
+  auto credentials = api_credentials(file, api_reader::command_line);
+  if (!credentials) return std::move(credentials).take_error();
+  return std::move(**credentials);
+}
+
+// One diagnosis, printed; its exit code.
+int print_diagnosis(const inputs::doctor_config& config, const core::diagnosis& d) {
+  std::cout << (config.output == "json" ? inputs::to_json(d).dump(2) + "\n" : inputs::to_table(d));
+  return d.healthy() ? exit_ok : exit_violation;
+}
+
+// doctor: the live job out of --from or the cluster, diagnosed with the policies; exit 0
+// healthy, 1 with an error finding, 2 when the job cannot be read or laid out. --until-healthy
+// reads and diagnoses again every 5 s until healthy or --timeout.
 int run_doctor(const std::vector<std::string>& args) {
   const auto parsed = inputs::parse_doctor(args);
   if (int code = 0; usage_failed(parsed, code)) return code;
@@ -387,26 +431,78 @@ int run_doctor(const std::vector<std::string>& args) {
     for (const auto& e : loaded.errors) std::cerr << "trainenv: " << e << "\n";
     return exit_usage;
   }
-  auto dump = read_owners(config.from);
-  if (!dump) {
-    std::cerr << "trainenv doctor: --from " << dump.message() << "\n";
-    return exit_usage;
-  }
-  auto job = inputs::live_job_from(*dump, *target, config.namespace_name);
-  if (!job) {
-    std::cerr << "trainenv doctor: " << job.message() << "\n";
-    return exit_usage;
-  }
   core::mutate_options options;
   options.cluster_domain = config.cluster_domain;
-  auto diagnosis = core::diagnose(*job, *loaded.policies, options);
-  if (!diagnosis) {
-    std::cerr << "trainenv doctor: " << diagnosis.message() << "\n";
+  const auto diagnosed = [&](const std::vector<nlohmann::json>& objects, std::string_view ns,
+                             std::string_view source, std::vector<std::string> not_checked) {
+    auto job = inputs::live_job_from(objects, *target, ns, source);
+    if (!job) return core::result<core::diagnosis>(core::error{job.message()});
+    job->not_checked = std::move(not_checked);
+    return core::diagnose(*job, *loaded.policies, options);
+  };
+  if (!config.from.empty()) {
+    auto dump = read_owners(config.from);
+    if (!dump) {
+      std::cerr << "trainenv doctor: --from " << dump.message() << "\n";
+      return exit_usage;
+    }
+    auto diagnosis = diagnosed(dump->objects(), config.namespace_name, "the --from file", {});
+    if (!diagnosis) {
+      std::cerr << "trainenv doctor: " << diagnosis.message() << "\n";
+      return exit_usage;
+    }
+    return print_diagnosis(config, *diagnosis);
+  }
+
+  auto credentials = doctor_credentials(config.kubeconfig);
+  if (!credentials) {
+    std::cerr << "trainenv doctor: " << credentials.message() << "\n";
     return exit_usage;
   }
-  std::cout << (config.output == "json" ? inputs::to_json(*diagnosis).dump(2) + "\n"
-                                        : inputs::to_table(*diagnosis));
-  return diagnosis->healthy() ? exit_ok : exit_violation;
+  const std::string ns = !config.namespace_name.empty()         ? config.namespace_name
+                         : !credentials->namespace_name.empty() ? credentials->namespace_name
+                                                                : "default";
+  const auto deadline = std::chrono::steady_clock::now() + config.timeout;
+  constexpr auto poll_interval = std::chrono::seconds(5);
+  boost::asio::io_context ioc;
+  for (;;) {
+    // A plugin's credential that has expired (or will within the interval) is asked for again,
+    // as client-go does.
+    if (credentials->exec && credentials->expires != std::chrono::system_clock::time_point{} &&
+        credentials->expires < std::chrono::system_clock::now() + poll_interval) {
+      if (auto again = inputs::obtain_exec_credentials(*credentials); !again) {
+        std::cerr << "trainenv doctor: " << again.message() << "\n";
+        return exit_usage;
+      }
+    }
+    auto client = server::kube_client::create(ioc.get_executor(), *credentials);
+    if (!client) {
+      std::cerr << "trainenv doctor: " << client.message() << "\n";
+      return exit_usage;
+    }
+    auto read = server::run_to_end(
+        ioc, server::read_live_job(*client, *target, ns, {.budget = config.lookup_timeout}));
+    if (!read) {
+      std::cerr << "trainenv doctor: " << read.message() << "\n";
+      return exit_usage;
+    }
+    auto diagnosis = diagnosed(read->objects, ns, "the cluster", std::move(read->not_checked));
+    if (!diagnosis) {
+      std::cerr << "trainenv doctor: " << diagnosis.message() << "\n";
+      return exit_usage;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!config.until_healthy || diagnosis->healthy() || now + poll_interval > deadline)
+      return print_diagnosis(config, *diagnosis);
+    std::string kinds;
+    for (const auto& f : diagnosis->findings) {
+      if (f.level == core::severity::error && kinds.find(f.kind) == std::string::npos)
+        kinds += (kinds.empty() ? "" : ", ") + f.kind;
+    }
+    std::cerr << "trainenv doctor: " << diagnosis->kind << " " << ns << "/" << diagnosis->name
+              << " not healthy yet (" << kinds << "); reading again in 5 s\n";
+    std::this_thread::sleep_for(poll_interval);
+  }
 }
 
 // EX_TEMPFAIL: what a wait that timed out exits with (docs/contract.md §3.1).

@@ -184,6 +184,18 @@ value_kind seconds_value(std::chrono::milliseconds& target, bool zero = false) {
           [&target] { return seconds_text(target); }};
 }
 
+// Seconds ("600") or a Go duration ("10m", "1h30m"), from 1 s to a day.
+value_kind duration_value(std::chrono::seconds& target) {
+  return {[&target](const std::string& v) {
+            const auto seconds = core::parse_duration_seconds(v, 86400);
+            if (!seconds)
+              return std::string("expected seconds or a duration from 1s to 24h, e.g. 600 or 10m");
+            target = std::chrono::seconds(*seconds);
+            return std::string();
+          },
+          [&target] { return std::to_string(target.count()) + "s"; }};
+}
+
 // A whole number from `min` to `max`; the value 0, where `min` is higher, shows as none (the
 // flag's `unset`).
 template <class T>
@@ -489,8 +501,25 @@ std::vector<flag> doctor_flags(doctor_config& c) {
       {{"--from"},
        "FILE",
        "the job's objects as `kubectl get -o json` lists them (its owners, pods, Services, "
-       "EndpointSlices, events)",
+       "EndpointSlices, events), read instead of the cluster",
        string_value(c.from)},
+      {{"--kubeconfig"},
+       "FILE",
+       "read the job from this kubeconfig's cluster, as its user (default: $KUBECONFIG, "
+       "~/.kube/config, else the pod's service account in a cluster)",
+       string_value(c.kubeconfig)},
+      {{"--lookup-timeout"},
+       "SECONDS",
+       "budget for each read of the API",
+       seconds_value(c.lookup_timeout)},
+      {{"--until-healthy"},
+       "",
+       "read and diagnose again, every 5 s, until the job is healthy",
+       switch_value(c.until_healthy)},
+      {{"--timeout"},
+       "DURATION",
+       "how long --until-healthy tries (seconds or 10m, 1h)",
+       duration_value(c.timeout)},
       {{"--policies"}, "DIR", "policy directory", string_value(c.policies)},
       {{"--cluster-domain"}, "DOMAIN", "the cluster's DNS domain", domain_value(c.cluster_domain)},
       {{"-o", "--output"},
@@ -640,8 +669,8 @@ std::string wait_help() {
 
 std::string doctor_help() {
   doctor_config defaults;
-  return "Usage: trainenv doctor KIND/NAME [-n NAMESPACE] --from FILE [-o table|json] [--policies "
-         "DIR]\n"
+  return "Usage: trainenv doctor KIND/NAME [-n NAMESPACE] [--kubeconfig FILE | --from FILE]\n"
+         "                       [-o table|json] [--policies DIR] [--until-healthy [--timeout D]]\n"
          "\n"
          "Why a live job does not start or train (docs/doctor.md). KIND is trainjob, jobset, job,\n"
          "vcjob or pod (a pod stands for its job). The job is laid out as preview --job lays it\n"
@@ -650,13 +679,16 @@ std::string doctor_help() {
          "denied, the whole-job checks on the pods' actual env, a missing or mismatched Service, "
          "a\n"
          "name not published, a trainenv-wait that gave up or still waits, and what keeps pods\n"
-         "pending. One row per pod, then each finding with its pods, evidence and fix. --from\n"
-         "reads what this lists:\n"
+         "pending. One row per pod, then each finding with its pods, evidence and fix. It reads\n"
+         "the cluster as you (the trainenv-doctor ClusterRoles, docs/doctor.md); a refused\n"
+         "optional read (events, EndpointSlices, Services, Workloads, PodGroups) is listed as not\n"
+         "checked. --from reads instead what this lists:\n"
          "  kubectl get -n NS -o json trainjobs,jobsets,jobs,pods,services,endpointslices,events\n"
          "(add clustertrainingruntimes, trainingruntimes, workloads, podgroups and configmaps "
          "when\n"
          "the job has them). Exits 0 without an error finding, 1 with one, 2 when the job is not\n"
-         "found or the input is unreadable.\n"
+         "found, a required read fails or the input is unreadable; --until-healthy exits 0 once\n"
+         "healthy, else as the last diagnosis when --timeout passes.\n"
          "\n"
          "Flags:\n" +
          render_flags(doctor_flags(defaults));
@@ -717,11 +749,11 @@ parsed<doctor_config> parse_doctor(const std::vector<std::string>& args) {
   });
   if (!failure && c.target.empty())
     failure = parse_failure{false, "which job? e.g. trainenv doctor jobset/bert -n team-a"};
-  if (!failure && c.from.empty()) {
-    failure = parse_failure{false,
-                            "give --from FILE: the job's objects as kubectl get -o json lists "
-                            "them (trainenv doctor --help says which)"};
-  }
+  if (!failure && !c.from.empty() && !c.kubeconfig.empty())
+    failure = parse_failure{false, "give --from or --kubeconfig, not both"};
+  if (!failure && !c.from.empty() && c.until_healthy)
+    failure = parse_failure{
+        false, "--until-healthy reads the cluster again; a --from file does not change"};
   return finish(std::move(c), std::move(failure));
 }
 

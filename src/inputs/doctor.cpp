@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "trainenv/core/model/owner_ref.hpp"
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/inputs/preview.hpp"
 
@@ -18,45 +19,16 @@ const std::string& metadata_text(const json& object, std::string_view key) {
   return metadata != nullptr ? core::string_or_empty(*metadata, key) : none;
 }
 
-// "jobset.x-k8s.io/v1alpha2" -> "jobset.x-k8s.io"; "v1" -> "".
-std::string group_of(std::string_view api_version) {
-  const auto slash = api_version.find('/');
-  return slash == std::string_view::npos ? std::string()
-                                         : std::string(api_version.substr(0, slash));
-}
-
 bool is(const json& object, std::string_view kind, std::string_view group) {
   return core::string_or_empty(object, "kind") == kind &&
-         group_of(core::string_or_empty(object, "apiVersion")) == group;
-}
-
-// The controller reference of `object`: {kind, group, name, uid}, or none.
-struct controller_link {
-  std::string kind;
-  std::string group;
-  std::string name;
-  std::string uid;
-};
-
-std::optional<controller_link> controller_of(const json& object) {
-  const auto* metadata = core::member(object, "metadata");
-  const auto* refs = metadata != nullptr ? core::member(*metadata, "ownerReferences") : nullptr;
-  if (refs == nullptr || !refs->is_array()) return std::nullopt;
-  for (const auto& ref : *refs) {
-    const auto* controller = core::member(ref, "controller");
-    if (controller == nullptr || !controller->is_boolean() || !controller->get<bool>()) continue;
-    return controller_link{core::string_or_empty(ref, "kind"),
-                           group_of(core::string_or_empty(ref, "apiVersion")),
-                           core::string_or_empty(ref, "name"), core::string_or_empty(ref, "uid")};
-  }
-  return std::nullopt;
+         core::api_group(core::string_or_empty(object, "apiVersion")) == group;
 }
 
 // The dump's objects of one namespace (and the cluster's own), indexed for the walk up.
 class dump_index {
  public:
-  dump_index(const owner_file& dump, std::string_view namespace_name) {
-    for (const auto& object : dump.objects()) {
+  dump_index(const std::vector<json>& dump, std::string_view namespace_name) {
+    for (const auto& object : dump) {
       const auto& ns = metadata_text(object, "namespace");
       if (!namespace_name.empty() && !ns.empty() && ns != namespace_name) continue;
       objects_.push_back(&object);
@@ -66,9 +38,9 @@ class dump_index {
   [[nodiscard]] const std::vector<const json*>& objects() const { return objects_; }
 
   // The object a controller link names: same kind, group, name and uid.
-  [[nodiscard]] const json* follow(const controller_link& link) const {
+  [[nodiscard]] const json* follow(const core::owner_ref& link) const {
     for (const auto* object : objects_) {
-      if (is(*object, link.kind, link.group) && metadata_text(*object, "name") == link.name &&
+      if (is(*object, link.kind, link.group()) && metadata_text(*object, "name") == link.name &&
           (link.uid.empty() || metadata_text(*object, "uid") == link.uid))
         return object;
     }
@@ -78,7 +50,7 @@ class dump_index {
   // The top of `object`'s controller chain within the dump.
   [[nodiscard]] const json* top_of(const json* object) const {
     for (int depth = 0; depth < 8; ++depth) {
-      const auto link = controller_of(*object);
+      const auto link = core::controller_of(*object, metadata_text(*object, "namespace"));
       const auto* up = link ? follow(*link) : nullptr;
       if (up == nullptr) return object;
       object = up;
@@ -90,7 +62,7 @@ class dump_index {
   [[nodiscard]] bool under(const json* object, const json* top) const {
     for (int depth = 0; depth < 8 && object != nullptr; ++depth) {
       if (object == top) return true;
-      const auto link = controller_of(*object);
+      const auto link = core::controller_of(*object, metadata_text(*object, "namespace"));
       if (!link) return false;
       if (!link->uid.empty() && link->uid == metadata_text(*top, "uid")) return true;
       object = follow(*link);
@@ -122,17 +94,22 @@ core::result<doctor_target> parse_doctor_target(std::string_view text) {
   const std::string kind(text.substr(0, slash));
   const std::string name =
       slash == std::string_view::npos ? "" : std::string(text.substr(slash + 1));
-  static const std::map<std::string, std::pair<std::string, std::string>, std::less<>> kinds = {
-      {"trainjob", {"TrainJob", "trainer.kubeflow.org"}},
-      {"trainjobs", {"TrainJob", "trainer.kubeflow.org"}},
-      {"jobset", {"JobSet", "jobset.x-k8s.io"}},
-      {"jobsets", {"JobSet", "jobset.x-k8s.io"}},
-      {"job", {"Job", "batch"}},
-      {"jobs", {"Job", "batch"}},
-      {"vcjob", {"Job", "batch.volcano.sh"}},
-      {"vcjobs", {"Job", "batch.volcano.sh"}},
-      {"pod", {"Pod", ""}},
-      {"pods", {"Pod", ""}},
+  struct kind_read {
+    std::string kind;
+    std::string group;
+    std::string api_version;  // the version doctor reads (the one the controllers serve today)
+  };
+  static const std::map<std::string, kind_read, std::less<>> kinds = {
+      {"trainjob", {"TrainJob", "trainer.kubeflow.org", "trainer.kubeflow.org/v1alpha1"}},
+      {"trainjobs", {"TrainJob", "trainer.kubeflow.org", "trainer.kubeflow.org/v1alpha1"}},
+      {"jobset", {"JobSet", "jobset.x-k8s.io", "jobset.x-k8s.io/v1alpha2"}},
+      {"jobsets", {"JobSet", "jobset.x-k8s.io", "jobset.x-k8s.io/v1alpha2"}},
+      {"job", {"Job", "batch", "batch/v1"}},
+      {"jobs", {"Job", "batch", "batch/v1"}},
+      {"vcjob", {"Job", "batch.volcano.sh", "batch.volcano.sh/v1alpha1"}},
+      {"vcjobs", {"Job", "batch.volcano.sh", "batch.volcano.sh/v1alpha1"}},
+      {"pod", {"Pod", "", "v1"}},
+      {"pods", {"Pod", "", "v1"}},
   };
   const auto found = kinds.find(kind);
   if (found == kinds.end() || name.empty() || name.find('/') != std::string::npos) {
@@ -140,12 +117,14 @@ core::result<doctor_target> parse_doctor_target(std::string_view text) {
                        "\" is not KIND/NAME with KIND one of trainjob, jobset, job, vcjob, pod "
                        "(e.g. jobset/bert)"};
   }
-  return doctor_target{found->second.first, found->second.second, name};
+  return doctor_target{found->second.kind, found->second.group, found->second.api_version, name};
 }
 
-core::result<core::live_job> live_job_from(const owner_file& dump, const doctor_target& target,
-                                           std::string_view namespace_name) {
-  const dump_index index(dump, namespace_name);
+core::result<core::live_job> live_job_from(const std::vector<json>& objects,
+                                           const doctor_target& target,
+                                           std::string_view namespace_name,
+                                           std::string_view source) {
+  const dump_index index(objects, namespace_name);
   const json* named = nullptr;
   for (const auto* object : index.objects()) {
     if (is(*object, target.kind, target.group) && metadata_text(*object, "name") == target.name)
@@ -155,13 +134,12 @@ core::result<core::live_job> live_job_from(const owner_file& dump, const doctor_
       namespace_name.empty() ? std::string() : " in namespace " + std::string(namespace_name);
   if (named == nullptr) {
     return core::error{"no " + target.kind + (target.group.empty() ? "" : "." + target.group) +
-                       " " + target.name + where + " in the --from file"};
+                       " " + target.name + where + " in " + std::string(source)};
   }
   const json* top = target.kind == "Pod" ? index.top_of(named) : named;
   if (top == named && target.kind == "Pod") {
-    return core::error{"pod " + target.name +
-                       " has no owner in the --from file: doctor explains "
-                       "jobs (list its Job, JobSet or TrainJob too)"};
+    return core::error{"pod " + target.name + " has no owner in " + std::string(source) +
+                       ": doctor explains jobs (a pod of a Job, JobSet, TrainJob or Volcano Job)"};
   }
   core::live_job job;
   job.target = *top;

@@ -126,6 +126,7 @@ class kubeconfig_reader {
     }
     kube_credentials out;
     out.source = path_;
+    if (const auto* ns = string_at(*context, "namespace")) out.namespace_name = *ns;
     if (auto done = read_cluster(*cluster_name, *cluster, out); !done) {
       return std::move(done).take_error();
     }
@@ -379,6 +380,10 @@ core::result<kube_credentials> load_in_cluster(std::string_view service_host,
   auto ca = read_small_file(dir + "/ca.crt");
   if (!ca) return core::error{"service account CA: " + ca.message()};
   out.ca_pem = std::move(*ca);
+  // Only commands read it (doctor's default namespace); the webhook reads in each review's.
+  if (auto ns = read_small_file(dir + "/namespace"); ns) {
+    out.namespace_name = std::string(core::trim(*ns));
+  }
   return out;
 }
 

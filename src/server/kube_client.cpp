@@ -568,6 +568,52 @@ asio::awaitable<lookup_result> kube_client::get(std::string path, std::chrono::m
   co_return out;
 }
 
+namespace {
+
+// RFC 3986's unreserved characters stay; every other byte is %XX.
+std::string percent_encoded(std::string_view text) {
+  static constexpr std::string_view hex = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += '%';
+      out += hex[byte >> 4U];
+      out += hex[byte & 0xFU];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<api_answer> kube_client::read(
+    std::string path, std::vector<std::pair<std::string, std::string>> query,
+    std::chrono::milliseconds budget) const {
+  const auto s = state_;
+  api_answer out;
+  if (!is_api_path(path)) {
+    out.failure = lookup_failure::not_found;
+    out.message = "not an API path: " + core::quote(path);
+    co_return out;
+  }
+  char separator = '?';
+  for (const auto& [key, value] : query) {
+    path += separator + percent_encoded(key) + "=" + percent_encoded(value);
+    separator = '&';
+  }
+  api_call what{http::verb::get, std::move(path), {}};
+  const std::string own_token;
+  auto a = co_await s->call(std::move(what), own_token, budget);
+  out.failure = a.result.failure;
+  out.message = std::move(a.result.message);
+  out.http_status = a.result.http_status;
+  if (out.ok()) out.value = std::move(a.value);
+  co_return out;
+}
+
 asio::awaitable<token_review> kube_client::review_token(std::string token,
                                                         std::chrono::milliseconds budget) const {
   const auto s = state_;
@@ -614,8 +660,8 @@ const inputs::kube_credentials& kube_client::credentials() const {
   return state_->credentials;
 }
 
-std::string api_path(std::string_view api_version, std::string_view resource, std::string_view ns,
-                     std::string_view name) {
+std::string collection_path(std::string_view api_version, std::string_view resource,
+                            std::string_view ns) {
   std::string out = api_version.find('/') == std::string_view::npos ? "/api/" : "/apis/";
   out += api_version;
   if (!ns.empty()) {
@@ -624,6 +670,12 @@ std::string api_path(std::string_view api_version, std::string_view resource, st
   }
   out += "/";
   out += resource;
+  return out;
+}
+
+std::string api_path(std::string_view api_version, std::string_view resource, std::string_view ns,
+                     std::string_view name) {
+  auto out = collection_path(api_version, resource, ns);
   out += "/";
   out += name;
   return out;

@@ -479,6 +479,13 @@ def main():
     live.pods = []
     live.write("suspended")
 
+    # Pods not created yet, and nothing says why: the workers' second Job has made none (a role
+    # that dependsOn another waits so; else its Jobs' events tell). A warning: it may yet come.
+    live = Live(preview(t, jobset))
+    live.pods = [p for p in live.pods
+                 if not p["metadata"]["name"].startswith("gpt-worker-1-")]
+    live.write("not-created")
+
 
 if __name__ == "__main__":
     main()

@@ -506,7 +506,8 @@ TEST_CASE("serve takes --owners (a local server with no cluster) or --kubeconfig
   CHECK_THAT(both.failure.message, Contains("not both"));
 }
 
-TEST_CASE("doctor takes KIND/NAME, -n and --from, and says what is missing", "[config][doctor]") {
+TEST_CASE("doctor takes KIND/NAME, -n, --from or --kubeconfig, and says what is wrong",
+          "[config][doctor]") {
   const auto ok = parse_doctor({"jobset/gpt", "-n", "team-a", "--from", "gpt.json", "-o", "json"});
   REQUIRE(ok.ok);
   CHECK(ok.config.target == "jobset/gpt");
@@ -517,9 +518,25 @@ TEST_CASE("doctor takes KIND/NAME, -n and --from, and says what is missing", "[c
   const auto no_job = parse_doctor({"--from", "gpt.json"});
   REQUIRE_FALSE(no_job.ok);
   CHECK_THAT(no_job.failure.message, Catch::Contains("which job?"));
-  const auto no_from = parse_doctor({"jobset/gpt"});
-  REQUIRE_FALSE(no_from.ok);
-  CHECK_THAT(no_from.failure.message, Catch::Contains("give --from FILE"));
+  // Neither: the cluster of $KUBECONFIG, ~/.kube/config or the service account.
+  const auto cluster = parse_doctor({"jobset/gpt"});
+  REQUIRE(cluster.ok);
+  CHECK(cluster.config.from.empty());
+  CHECK_FALSE(cluster.config.until_healthy);
+  const auto both = parse_doctor({"jobset/gpt", "--from", "x", "--kubeconfig", "k"});
+  REQUIRE_FALSE(both.ok);
+  CHECK_THAT(both.failure.message, Catch::Contains("not both"));
+  const auto polled =
+      parse_doctor({"jobset/gpt", "--kubeconfig", "k", "--until-healthy", "--timeout", "1h30m"});
+  REQUIRE(polled.ok);
+  CHECK(polled.config.until_healthy);
+  CHECK(polled.config.timeout == std::chrono::seconds(5400));
+  CHECK(parse_doctor({"jobset/gpt", "--until-healthy", "--timeout", "90"}).config.timeout ==
+        std::chrono::seconds(90));
+  CHECK_FALSE(parse_doctor({"jobset/gpt", "--until-healthy", "--timeout", "0"}).ok);
+  CHECK_FALSE(parse_doctor({"jobset/gpt", "--until-healthy", "--timeout", "2d"}).ok);
+  // A dump does not change: polling it could only wait out the time-out.
+  CHECK_FALSE(parse_doctor({"jobset/gpt", "--from", "x", "--until-healthy"}).ok);
   CHECK_FALSE(parse_doctor({"jobset/a", "jobset/b", "--from", "x"}).ok);
   CHECK_FALSE(parse_doctor({"jobset/a", "--from", "x", "-o", "yaml"}).ok);
   const auto help = parse_doctor({"--help"});

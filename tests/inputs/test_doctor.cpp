@@ -1,15 +1,14 @@
 // trainenv doctor over live jobs as `kubectl get -o json` lists them (tests/fixtures/doctor/,
 // written by tests/doctor/make_fixtures.py): each failure fixture gives exactly its findings, and
 // a healthy job of each owner kind gives none.
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <catch2/catch.hpp>
 
 #include "trainenv/inputs/doctor.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 
+#include "../support/doctor_fixtures.hpp"
 #include "../support/shipped_policies.hpp"
 
 namespace {
@@ -22,16 +21,10 @@ struct doctored {
 };
 
 core::live_job live(const std::string& fixture, const std::string& target) {
-  const std::string path = std::string(TRAINENV_FIXTURES_DIR) + "/doctor/" + fixture + ".json";
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto dump = inputs::owner_file::parse(text.str(), path);
-  REQUIRE(dump);
+  const auto dump = test::doctor_fixture(fixture);
   auto parsed_target = inputs::parse_doctor_target(target);
   REQUIRE(parsed_target);
-  auto job = inputs::live_job_from(*dump, *parsed_target, "team-a");
+  auto job = inputs::live_job_from(dump.objects(), *parsed_target, "team-a", "the fixture");
   INFO((job.ok() ? std::string() : job.message()));
   REQUIRE(job);
   return std::move(*job);
@@ -53,13 +46,10 @@ std::string described(const core::diagnosis& d) {
 }  // namespace
 
 TEST_CASE("doctor: a healthy job of each owner kind has no finding", "[doctor]") {
-  for (const auto& [fixture, target] :
-       std::vector<std::pair<std::string, std::string>>{{"healthy-jobset", "jobset/gpt"},
-                                                        {"healthy-trainjob", "trainjob/llama"},
-                                                        {"healthy-indexed-job", "job/pretrain"},
-                                                        {"healthy-vcjob", "vcjob/mnist"}}) {
-    INFO(fixture);
-    const auto r = doctor(fixture, target);
+  for (const auto& c : test::doctor_cases()) {
+    if (!c.kinds.empty()) continue;
+    INFO(c.fixture);
+    const auto r = doctor(c.fixture, c.target);
     INFO(described(r.d));
     CHECK(r.d.findings.empty());
     CHECK(r.d.healthy());
@@ -80,44 +70,17 @@ TEST_CASE("doctor: a pod named for its job stands for the job", "[doctor]") {
 }
 
 TEST_CASE("doctor: each failure gives exactly its findings", "[doctor]") {
-  struct expectation {
-    std::string fixture;
-    std::multiset<std::string> kinds;
-    bool healthy;
-    std::string target = "jobset/gpt";
-  };
-  const std::vector<expectation> cases = {
-      {"older-trainenv", {"older-trainenv"}, true},
-      {"stale-after-resize", {"stale", "stale", "stale"}, false, "job/pretrain"},
-      {"not-admitted", {"not-admitted"}, false},
-      {"duplicate-rank", {"job-check", "job-check"}, false},  // RANK 1 twice; 2..4 missing
-      {"service-selects-other", {"service-selects-other"}, false},
-      {"subdomain-mismatch", {"subdomain-mismatch"}, false},
-      {"not-published", {"not-published"}, false},
-      {"denied", {"denied"}, false},
-      {"wait-timed-out", {"wait-timed-out"}, false},
-      {"missing-ssh-secret", {"mount-failed"}, false, "trainjob/ds"},
-      {"host-network-dns", {"host-network-dns"}, false},
-      {"unschedulable", {"unschedulable"}, false},
-      {"image-pull", {"image-pull"}, false},
-      {"crash-loop", {"crash-loop"}, false},
-      {"waiting", {"waiting"}, true},
-      {"no-place", {"no-place"}, false, "job/pretrain"},
-      {"suspended", {"suspended"}, false},
-      {"no-service", {"no-service"}, false},
-      {"service-not-headless", {"service-not-headless"}, false},
-      {"scheduling-gated", {"scheduling-gated"}, true},
-      {"container-config", {"container-config"}, false},
-      {"queued", {"queued"}, false},
-      {"podgroup-pending", {"podgroup-pending"}, false, "vcjob/mnist"},
-  };
-  for (const auto& c : cases) {
+  std::set<std::string> kinds_met;
+  for (const auto& c : test::doctor_cases()) {
     INFO(c.fixture);
     const auto r = doctor(c.fixture, c.target);
     INFO(described(r.d));
     CHECK(r.kinds == c.kinds);
     CHECK(r.d.healthy() == c.healthy);
+    kinds_met.insert(c.kinds.begin(), c.kinds.end());
   }
+  // Every kind docs/doctor.md lists has its fixture.
+  CHECK(kinds_met.size() == 24);
 }
 
 TEST_CASE("doctor: a stale pod's finding names the value found, the one expected and the owner",
@@ -157,7 +120,8 @@ TEST_CASE("doctor: a KIND/NAME it does not know, or a job not in the dump, is re
   auto dump =
       inputs::owner_file::parse(R"({"apiVersion": "v1", "kind": "List", "items": []})", "empty");
   REQUIRE(dump);
-  const auto missing = inputs::live_job_from(*dump, *inputs::parse_doctor_target("jobset/gpt"), "");
+  const auto missing = inputs::live_job_from(
+      dump->objects(), *inputs::parse_doctor_target("jobset/gpt"), "", "the fixture");
   REQUIRE_FALSE(missing);
   CHECK_THAT(missing.message(), Catch::Contains("no JobSet.jobset.x-k8s.io gpt"));
 }

@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
+#include <sstream>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,6 +18,7 @@
 #include <regex>
 #include <thread>
 
+#include "doctor_fixtures.hpp"
 #include "fake_apiserver.hpp"
 #include "server_harness.hpp"
 #include "server_process.hpp"
@@ -221,4 +224,113 @@ TEST_CASE("serve --kubeconfig with a tokenFile: a rotated token reaches the runn
   CHECK(metric("trainenv_owner_lookups_total{kind=\"job\",result=\"unauthorized\"}") == -1);
   INFO(serve.log_text());
   CHECK(serve.terminate(std::chrono::seconds(30)) == 0);
+}
+
+namespace {
+
+// The fake API server serving every object of tests/fixtures/doctor/<name>.json.
+void serve_fixture(test::fake_apiserver& api, const std::string& name) {
+  const auto dump = test::doctor_fixture(name);
+  for (const auto& object : dump.objects()) api.add_object(object);
+}
+
+// A kubeconfig whose context works in namespace team-a (doctor's default namespace).
+std::string team_kubeconfig(const test::fake_apiserver& api, const std::filesystem::path& dir) {
+  const auto path = write_kubeconfig(api, dir);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto config = text.str();
+  const std::string context = "{cluster: fake, user: tester}";
+  config.replace(config.find(context), context.size(),
+                 "{cluster: fake, user: tester, namespace: team-a}");
+  std::ofstream(path) << config;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("doctor --kubeconfig reads a live job as its user, in its context's namespace",
+          "[.cli]") {
+  temp_dir dir;
+  const std::string policies = " --policies " + source("policies");
+  {
+    test::fake_apiserver api;
+    serve_fixture(api, "healthy-trainjob");
+    const auto kubeconfig = team_kubeconfig(api, dir.path);
+    const auto [out, status] = run("doctor trainjob/llama --kubeconfig " + kubeconfig + policies);
+    INFO(out);
+    CHECK(status == 0);
+    CHECK_THAT(out, Catch::Contains("TrainJob team-a/llama") && Catch::Contains("healthy:"));
+    const auto [json_out, json_status] =
+        run("doctor trainjob/llama -o json --kubeconfig " + kubeconfig + policies);
+    CHECK(json_status == 0);
+    CHECK(json::parse(json_out)["doctor"]["healthy"] == true);
+  }
+  {
+    test::fake_apiserver api;
+    serve_fixture(api, "not-published");
+    const auto [out, status] =
+        run("doctor jobset/gpt --kubeconfig " + team_kubeconfig(api, dir.path) + policies);
+    INFO(out);
+    CHECK(status == 1);
+    CHECK_THAT(out, Catch::Contains("error not-published: "));
+  }
+}
+
+TEST_CASE("doctor --kubeconfig: unreadable pods exit 2, unreadable events are not checked",
+          "[.cli]") {
+  temp_dir dir;
+  const std::string policies = " --policies " + source("policies");
+  test::fake_apiserver api;
+  serve_fixture(api, "denied");
+  const auto kubeconfig = team_kubeconfig(api, dir.path);
+  api.misbehave("/api/v1/namespaces/team-a/events",
+                {std::chrono::milliseconds(0), test::fault::forbidden});
+  const auto [out, status] = run("doctor jobset/gpt --kubeconfig " + kubeconfig + policies);
+  INFO(out);
+  CHECK(status == 0);  // the denial was in the events: 2 pods only "not created"
+  CHECK_THAT(out, Catch::Contains("not checked: events: ") &&
+                      Catch::Contains("cannot list resource \"events\""));
+  api.misbehave("/api/v1/namespaces/team-a/pods",
+                {std::chrono::milliseconds(0), test::fault::forbidden});
+  const auto [denied, denied_status] =
+      run("doctor jobset/gpt --kubeconfig " + kubeconfig + policies);
+  INFO(denied);
+  CHECK(denied_status == 2);
+  CHECK_THAT(denied,
+             Catch::Contains("trainenv doctor: listing pods: ") && Catch::Contains("forbidden"));
+  const auto [missing, missing_status] =
+      run("doctor jobset/nope --kubeconfig " + kubeconfig + policies);
+  CHECK(missing_status == 2);
+  CHECK_THAT(missing, Catch::Contains("JobSet.jobset.x-k8s.io nope not found in namespace team-a"));
+}
+
+TEST_CASE("doctor --until-healthy reads again until the job heals, or gives its last diagnosis",
+          "[.cli]") {
+  temp_dir dir;
+  const std::string policies = " --policies " + source("policies");
+  test::fake_apiserver api;
+  serve_fixture(api, "not-published");
+  const auto kubeconfig = team_kubeconfig(api, dir.path);
+  // Past its time-out, the last diagnosis is the answer.
+  const auto [late, late_status] =
+      run("doctor jobset/gpt --until-healthy --timeout 1 --kubeconfig " + kubeconfig + policies);
+  CHECK(late_status == 1);
+  CHECK_THAT(late, Catch::Contains("error not-published: "));
+  // The master turns Ready and its name is published 2 s after doctor starts.
+  const auto start = std::chrono::steady_clock::now();
+  auto healed = std::async(std::launch::async, [&] {
+    return run("doctor jobset/gpt --until-healthy --timeout 60 --kubeconfig " + kubeconfig +
+               policies);
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  serve_fixture(api, "healthy-jobset");
+  const auto [out, status] = healed.get();
+  INFO(out);
+  CHECK(status == 0);
+  CHECK_THAT(out, Catch::Contains("JobSet team-a/gpt not healthy yet (not-published); reading "
+                                  "again in 5 s") &&
+                      Catch::Contains("healthy:"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
 }

@@ -3,8 +3,10 @@
 // every test that uses it.
 #include "fake_apiserver.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -23,6 +25,133 @@
 #include <boost/beast/http.hpp>
 
 namespace trainenv::test {
+namespace {
+
+std::string percent_decoded(std::string_view text) {
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      unsigned value = 0;
+      const auto* first = text.data() + i + 1;
+      if (std::from_chars(first, first + 2, value, 16).ptr == first + 2) {
+        out += static_cast<char>(value);
+        i += 2;
+        continue;
+      }
+    }
+    out += text[i] == '+' ? ' ' : text[i];
+  }
+  return out;
+}
+
+// The value of `key` in the request target's query string, decoded; "" when absent.
+std::string query_value(std::string_view target, std::string_view key) {
+  const auto question = target.find('?');
+  if (question == std::string_view::npos) return {};
+  auto query = target.substr(question + 1);
+  while (!query.empty()) {
+    const auto amp = std::min(query.find('&'), query.size());
+    const auto pair = query.substr(0, amp);
+    const auto eq = pair.find('=');
+    if (percent_decoded(pair.substr(0, eq)) == key)
+      return eq == std::string_view::npos ? std::string() : percent_decoded(pair.substr(eq + 1));
+    query = query.substr(std::min(amp + 1, query.size()));
+  }
+  return {};
+}
+
+std::size_t count_or(std::string_view text, std::size_t otherwise) {
+  std::size_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  return ec == std::errc() && end == text.data() + text.size() ? n : otherwise;
+}
+
+std::string trimmed(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  return std::string(text);
+}
+
+// The requirements of a selector, split at the commas outside parentheses.
+std::vector<std::string> requirements(std::string_view selector) {
+  std::vector<std::string> out;
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i <= selector.size(); ++i) {
+    if (i < selector.size() && selector[i] == '(') ++depth;
+    if (i < selector.size() && selector[i] == ')') --depth;
+    if (i == selector.size() || (selector[i] == ',' && depth == 0)) {
+      if (auto r = trimmed(selector.substr(start, i - start)); !r.empty()) out.push_back(r);
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+// A label selector as the API server reads one: k=v, k==v, k!=v, k, !k, k in (a,b), k notin (a,b).
+bool labels_match(const nlohmann::json& object, std::string_view selector) {
+  static const nlohmann::json none = nlohmann::json::object();
+  const nlohmann::json* labels_at = &none;
+  if (const auto metadata = object.find("metadata");
+      metadata != object.end() && metadata->is_object()) {
+    if (const auto it = metadata->find("labels"); it != metadata->end() && it->is_object())
+      labels_at = &*it;
+  }
+  const auto& labels = *labels_at;
+  const auto value_of = [&](const std::string& key) -> std::optional<std::string> {
+    const auto it = labels.find(key);
+    if (it == labels.end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  for (const auto& r : requirements(selector)) {
+    if (const auto set = r.find(" in ("), notset = r.find(" notin (");
+        set != std::string::npos || notset != std::string::npos) {
+      const bool in = set != std::string::npos;
+      const auto key = trimmed(r.substr(0, in ? set : notset));
+      const auto open = r.find('(');
+      const auto values = requirements(r.substr(open + 1, r.rfind(')') - open - 1));
+      const auto v = value_of(key);
+      const bool member = v && std::find(values.begin(), values.end(), *v) != values.end();
+      if (in != member) return false;
+    } else if (const auto ne = r.find("!="); ne != std::string::npos) {
+      if (value_of(trimmed(r.substr(0, ne))) == trimmed(r.substr(ne + 2))) return false;
+    } else if (const auto eq = r.find('='); eq != std::string::npos) {
+      const auto value_at = r.compare(eq, 2, "==") == 0 ? eq + 2 : eq + 1;
+      if (value_of(trimmed(r.substr(0, eq))) != trimmed(r.substr(value_at))) return false;
+    } else if (r.front() == '!') {
+      if (value_of(trimmed(r.substr(1)))) return false;
+    } else if (!value_of(r)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// A field selector: path=value and path!=value over dotted paths (metadata.name,
+// involvedObject.uid, type), a missing field reading as "".
+bool fields_match(const nlohmann::json& object, std::string_view selector) {
+  for (const auto& r : requirements(selector)) {
+    const auto ne = r.find("!=");
+    const auto eq = ne != std::string::npos ? ne : r.find('=');
+    if (eq == std::string::npos) return false;
+    const auto value_at = ne != std::string::npos       ? eq + 2
+                          : r.compare(eq, 2, "==") == 0 ? eq + 2
+                                                        : eq + 1;
+    const nlohmann::json* at = &object;
+    std::string_view path = std::string_view(r).substr(0, eq);
+    while (at != nullptr && !path.empty()) {
+      const auto dot = std::min(path.find('.'), path.size());
+      const auto it = at->is_object() ? at->find(std::string(path.substr(0, dot))) : at->end();
+      at = at->is_object() && it != at->end() ? &*it : nullptr;
+      path = path.substr(std::min(dot + 1, path.size()));
+    }
+    const std::string value = at != nullptr && at->is_string() ? at->get<std::string>() : "";
+    if ((value == r.substr(value_at)) == (ne != std::string::npos)) return false;
+  }
+  return true;
+}
+
+}  // namespace
 
 class fake_apiserver::server {
  public:
@@ -108,6 +237,7 @@ class fake_apiserver::server {
     auto path = path_of(object);
     const std::lock_guard lock(mutex_);
     objects_[path] = object.dump();
+    served_.insert(qualified(parts_of(path)));
     return path;
   }
   void remove_object(const std::string& path) {
@@ -181,9 +311,10 @@ class fake_apiserver::server {
     return s;
   }
 
-  // group, resource and name of an object path, as the API server's messages name them.
+  // group, namespace, resource and name of an API path, as the API server's messages name them;
+  // no name: a collection (a LIST).
   struct path_parts {
-    std::string group, resource, name;
+    std::string api_version, group, ns, resource, name;
   };
   static path_parts parts_of(const std::string& path) {
     std::vector<std::string> segments;
@@ -195,16 +326,91 @@ class fake_apiserver::server {
       start = end + 1;
     }
     path_parts p;
-    if (segments.size() >= 2) {
-      p.name = segments.back();
-      p.resource = segments[segments.size() - 2];
+    std::size_t at = 0;
+    if (!segments.empty() && segments[0] == "apis" && segments.size() >= 3) {
+      p.group = segments[1];
+      p.api_version = segments[1] + "/" + segments[2];
+      at = 3;
+    } else if (!segments.empty() && segments[0] == "api" && segments.size() >= 2) {
+      p.api_version = segments[1];
+      at = 2;
     }
-    if (segments.size() >= 3 && segments[0] == "apis") p.group = segments[1];
+    if (segments.size() >= at + 3 && segments[at] == "namespaces") {
+      p.ns = segments[at + 1];
+      at += 2;
+    }
+    if (segments.size() > at) p.resource = segments[at];
+    if (segments.size() > at + 1) p.name = segments[at + 1];
     return p;
   }
 
   static std::string qualified(const path_parts& p) {
     return p.group.empty() ? p.resource : p.resource + "." + p.group;
+  }
+
+  // RBAC's refusal, worded as the API server's authorizer words it.
+  static std::string forbidden_text(const path_parts& p, const std::string& user) {
+    const bool list = p.name.empty();
+    return qualified(p) + (list ? "" : " \"" + p.name + "\"") + " is forbidden: User \"" + user +
+           "\" cannot " + (list ? "list" : "get") + " resource \"" + p.resource +
+           "\" in API group \"" + p.group + "\"" +
+           (p.ns.empty() ? std::string(" at the cluster scope")
+                         : " in the namespace \"" + p.ns + "\"");
+  }
+
+  // A LIST of the collection at `path` as the API server answers it: {kind: <Kind>List,
+  // apiVersion, metadata: {resourceVersion, continue?, remainingItemCount?}, items} with the
+  // items' own kind and apiVersion left out, filtered by labelSelector and fieldSelector, in
+  // pages of `limit` with an opaque `continue`. None when the cluster serves no such resource:
+  // a built-in one, or one of which an object was ever added (a CRD installed).
+  std::optional<std::string> list_body(const std::string& path, const std::string& target) const {
+    const auto p = parts_of(path);
+    static const std::set<std::string> built_in = {"pods",           "services", "events",
+                                                   "endpointslices", "jobs",     "configmaps"};
+    std::vector<nlohmann::json> items;
+    std::string list_kind;
+    bool served = built_in.contains(p.resource);
+    {
+      const std::lock_guard lock(mutex_);
+      served = served || served_.contains(qualified(p));
+      for (const auto& [object_path, body] : objects_) {
+        const auto q = parts_of(object_path);
+        // (The real API server converts between versions; this one serves each as added.)
+        if (q.api_version != p.api_version || q.resource != p.resource || q.name.empty()) continue;
+        if (!p.ns.empty() && q.ns != p.ns) continue;
+        items.push_back(nlohmann::json::parse(body));
+      }
+    }
+    if (!served) return std::nullopt;
+    const auto labels = query_value(target, "labelSelector");
+    const auto fields = query_value(target, "fieldSelector");
+    std::vector<nlohmann::json> matching;
+    for (auto& item : items) {
+      if (list_kind.empty()) list_kind = item.value("kind", "") + "List";
+      if (!labels_match(item, labels) || !fields_match(item, fields)) continue;
+      item.erase("kind");
+      item.erase("apiVersion");
+      matching.push_back(std::move(item));
+    }
+    std::size_t from = 0;
+    if (const auto token = query_value(target, "continue"); !token.empty()) {
+      from = token.rfind("offset-", 0) == 0 ? count_or(token.substr(7), matching.size())
+                                            : matching.size();
+    }
+    std::size_t limit = matching.size();
+    if (const auto text = query_value(target, "limit"); !text.empty())
+      limit = std::max<std::size_t>(1, count_or(text, matching.size()));
+    nlohmann::json out = {{"kind", list_kind.empty() ? p.resource + "List" : list_kind},
+                          {"apiVersion", p.api_version},
+                          {"metadata", {{"resourceVersion", "4242"}}},
+                          {"items", nlohmann::json::array()}};
+    for (std::size_t i = from; i < matching.size() && i < from + limit; ++i)
+      out["items"].push_back(std::move(matching[i]));
+    if (from + limit < matching.size()) {
+      out["metadata"]["continue"] = "offset-" + std::to_string(from + limit);
+      out["metadata"]["remainingItemCount"] = matching.size() - from - limit;
+    }
+    return out.dump();
   }
 
   misbehaviour behaviour_for(const std::string& path) const {
@@ -412,10 +618,7 @@ class fake_apiserver::server {
         return unauthorized();
       case fault::forbidden:
         return status(http::status::forbidden, "Forbidden",
-                      qualified(p) + " \"" + p.name +
-                          "\" is forbidden: User \"system:serviceaccount:trainenv:trainenv\" "
-                          "cannot get resource \"" +
-                          p.resource + "\" in API group \"" + p.group + "\"",
+                      forbidden_text(p, "system:serviceaccount:trainenv:trainenv"),
                       {{"name", p.name}, {"group", p.group}, {"kind", p.resource}});
       case fault::server_error:
         return status(http::status::internal_server_error, "InternalError",
@@ -438,12 +641,18 @@ class fake_apiserver::server {
     }
     if (!permitted(request, path)) {
       return status(http::status::forbidden, "Forbidden",
-                    qualified(p) + " \"" + p.name + "\" is forbidden: User \"user-" +
-                        bearer_of(request) + "\" cannot get resource \"" + p.resource +
-                        "\" in API group \"" + p.group + "\"",
+                    forbidden_text(p, "user-" + bearer_of(request)),
                     {{"name", p.name}, {"group", p.group}, {"kind", p.resource}});
     }
     if (auto body = object_body(path)) return make(http::status::ok, std::move(*body));
+    if (p.name.empty() && !p.resource.empty()) {
+      if (auto list = list_body(path, std::string(request.target()))) {
+        return make(http::status::ok, std::move(*list));
+      }
+      return status(http::status::not_found, "NotFound",
+                    "the server could not find the requested resource",
+                    {{"group", p.group}, {"kind", p.resource}});
+    }
     nlohmann::json details = {{"name", p.name}};
     if (!p.group.empty()) details["group"] = p.group;
     details["kind"] = p.resource;
@@ -462,6 +671,7 @@ class fake_apiserver::server {
   std::thread thread_;
   mutable std::mutex mutex_;
   std::map<std::string, std::string> objects_;
+  std::set<std::string> served_;  // resource.group of every object added: its CRD is installed
   std::map<std::string, misbehaviour> per_path_;
   misbehaviour global_;
   std::map<std::string, std::size_t> gets_;

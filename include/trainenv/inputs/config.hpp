@@ -104,6 +104,11 @@ struct doctor_config {
   std::string target;          // "jobset/bert": trainjob, jobset, job, vcjob or pod, then a name
   std::string namespace_name;  // -n; else the one the dump's objects share
   std::string from;            // --from FILE: a `kubectl get -o json` List of the job's objects
+  // --kubeconfig FILE; neither this nor --from: $KUBECONFIG, ~/.kube/config, then in-cluster
+  std::string kubeconfig;
+  std::chrono::milliseconds lookup_timeout{std::chrono::seconds(10)};  // each read of the API
+  bool until_healthy = false;  // --until-healthy: read and diagnose again until healthy
+  std::chrono::seconds timeout{std::chrono::minutes(10)};  // --timeout: how long it tries
   std::string policies = "policies/";
   std::string cluster_domain{core::default_cluster_domain};
   std::string output = "table";  // -o table|json

@@ -42,6 +42,9 @@ struct kube_credentials {
   std::string token;       // a literal bearer token (also the last value read from token_file)
   std::string token_file;  // re-read when it changes (service account tokens rotate)
   std::string source;      // "in-cluster" or the kubeconfig's path, for messages
+  // The namespace a command works in when not told (kubectl's rule): the current context's
+  // `namespace`, the service account's own in a cluster; empty: "default".
+  std::string namespace_name;
   // The user's credential plugin, when the kubeconfig gives one and no token or certificate:
   // run_exec_plugin fills token or the certificate, and `expires` (zero: never).
   std::optional<exec_plugin> exec;

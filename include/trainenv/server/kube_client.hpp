@@ -1,8 +1,8 @@
 // A small Kubernetes API client for owner lookups: one GET of one object, over kept-alive TLS
 // connections (the server's certificate checked against the cluster CA and host name), with
 // the bearer token re-read when its file changes and after a 401, or a caller's own token sent
-// as it is (docs/security.md: previews read as their caller). One POST: a TokenReview. No list,
-// no watch.
+// as it is (docs/security.md: previews read as their caller). One POST: a TokenReview. For
+// `trainenv doctor`, whole reads: an object or one page of a LIST, status kept. No watch.
 //
 // Every lookup runs on a strand of the connection it uses and is bounded by its own time
 // budget (resolve, connect, TLS, request and answer together), so it never holds up the
@@ -16,6 +16,10 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -53,6 +57,19 @@ struct kube_client_options {
   // Where its connections, requests and token reloads are counted (the server's metrics, which
   // must outlive the client); none: not counted.
   metrics* events = nullptr;
+};
+
+// A whole answer of the API: an object or a List page as the API server gave it, status included.
+// (clang-tidy 14 reads the implicit special members through nlohmann::json's; none throws.)
+struct api_answer {  // NOLINT(bugprone-exception-escape)
+  // None: had. As lookup_result's: not_found, unauthorized, forbidden, server_error, malformed,
+  // too_large, timeout, unreachable.
+  std::optional<core::lookup_failure> failure;
+  std::string message;  // a failure: what failed, one line (the Status message when there is one)
+  int http_status = 0;  // 0 when no answer came
+  nlohmann::json value;
+
+  [[nodiscard]] bool ok() const { return !failure; }
 };
 
 // Whose rights a request to the API server uses (docs/security.md).
@@ -104,6 +121,13 @@ class kube_client {
     return get(std::move(path), budget, std::move(read), read_rights{});
   }
 
+  // GET `path` with `query` (each value percent-encoded here: labelSelector, fieldSelector,
+  // limit, continue) with the client's own credentials, and the answer whole: a live object with
+  // its status, or one page of a LIST. The same bounds as get().
+  [[nodiscard]] boost::asio::awaitable<api_answer> read(
+      std::string path, std::vector<std::pair<std::string, std::string>> query,
+      std::chrono::milliseconds budget) const;
+
   // POST /apis/authentication.k8s.io/v1/tokenreviews with the client's own credentials (RBAC:
   // create tokenreviews, as system:auth-delegator grants): who `token` is, if anyone.
   [[nodiscard]] boost::asio::awaitable<token_review> review_token(
@@ -122,6 +146,10 @@ class kube_client {
 // cluster-scoped objects (empty namespace) without /namespaces/.
 [[nodiscard]] std::string api_path(std::string_view api_version, std::string_view resource,
                                    std::string_view ns, std::string_view name);
+
+// The path a LIST reads: api_path without the name.
+[[nodiscard]] std::string collection_path(std::string_view api_version, std::string_view resource,
+                                          std::string_view ns);
 
 // The resource (plural) of a kind, as the API server names the kinds trainenv reads:
 // lower case plus "s" (Job → jobs, JobSet → jobsets, MPIJob → mpijobs).

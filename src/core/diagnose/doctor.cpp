@@ -84,7 +84,8 @@ class doctor {
   }
 
   // Each live pod to the first free place of its name, in the layout's order; the places left
-  // are the pods not created.
+  // are the pods not created. Rows in the layout's order, whatever order the pods were read in;
+  // pods with no place after them, by name.
   void match() {
     std::vector<bool> taken(out_.expected.pods.size(), false);
     for (const auto& pod : job_.pods) {
@@ -103,6 +104,14 @@ class doctor {
     for (std::size_t i = 0; i < out_.expected.pods.size(); ++i) {
       if (!taken[i]) places_.push_back({nullptr, &out_.expected.pods[i]});
     }
+    const auto order = [this](const placed& p) {
+      const auto at = p.expected != nullptr
+                          ? static_cast<std::size_t>(p.expected - out_.expected.pods.data())
+                          : out_.expected.pods.size();
+      return std::make_pair(at, p.live != nullptr ? name_of(*p.live) : std::string());
+    };
+    std::stable_sort(places_.begin(), places_.end(),
+                     [&](const placed& a, const placed& b) { return order(a) < order(b); });
     out_.live_pods = static_cast<std::size_t>(std::count_if(
         places_.begin(), places_.end(), [](const placed& p) { return p.live != nullptr; }));
     for (const auto& p : places_) out_.rows.push_back(row_of(p));
@@ -163,6 +172,12 @@ class doctor {
     if (const auto* pol = policies_.by_name(told.d.policy); pol != nullptr && told.d.allowed)
       read_values(told, *pol, policies_.sidecars(), job_.objects);
     return told;
+  }
+
+  // Whether the read of `resource` ("services", "configmaps") was refused: not_checked names it.
+  [[nodiscard]] bool not_read(std::string_view resource) const {
+    return std::any_of(job_.not_checked.begin(), job_.not_checked.end(),
+                       [&](const std::string& s) { return s.rfind(resource, 0) == 0; });
   }
 
   doctor_row& row_named(const std::string& name) {
@@ -242,6 +257,8 @@ class doctor {
     compare("RANK", told.rank, expected.rank);
     std::map<std::string, std::string> found(told.values.begin(), told.values.end());
     for (const auto& [key, value] : expected.values) {
+      // A hostfile is read from the ConfigMap the pod mounts: unread, it is not compared.
+      if (key == "hostfile" && not_read("configmaps")) continue;
       const auto at = found.find(key);
       compare(key, at == found.end() ? std::optional<std::string>() : std::optional(at->second),
               std::optional(value));
@@ -328,10 +345,7 @@ class doctor {
   // The Service each subdomain names, whether it selects the pods, and whether their names are
   // published.
   void check_services() {
-    if (std::find_if(job_.not_checked.begin(), job_.not_checked.end(), [](const std::string& s) {
-          return s.rfind("services", 0) == 0;
-        }) != job_.not_checked.end())
-      return;
+    if (not_read("services")) return;
     std::map<std::string, std::vector<const json*>> by_subdomain;
     for (const auto& p : places_) {
       if (p.live == nullptr || p.expected == nullptr) continue;
@@ -456,9 +470,7 @@ class doctor {
   // whether the EndpointSlice controller would list it: an address, and Ready unless the
   // Service publishes not-ready addresses.
   bool is_published(const std::string& service, const json& pod, bool not_ready_too) const {
-    const bool slices_read =
-        std::none_of(job_.not_checked.begin(), job_.not_checked.end(),
-                     [](const std::string& s) { return s.rfind("endpointslices", 0) == 0; });
+    const bool slices_read = !not_read("endpointslices");
     const pod_status status(pod);
     if (!slices_read || job_.endpoint_slices.empty())
       return status.has_address() && (not_ready_too || status.ready());

@@ -7,10 +7,13 @@ namespace trainenv::core {
 
 using nlohmann::json;
 
+std::string_view api_group(std::string_view api_version) {
+  const auto slash = api_version.find('/');
+  return slash == std::string_view::npos ? std::string_view() : api_version.substr(0, slash);
+}
+
 std::string_view owner_ref::group() const {
-  const std::string_view version(api_version);
-  const auto slash = version.find('/');
-  return slash == std::string_view::npos ? std::string_view() : version.substr(0, slash);
+  return api_group(api_version);
 }
 
 std::string owner_ref::display() const {

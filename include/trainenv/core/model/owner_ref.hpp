@@ -36,6 +36,9 @@ struct owner_ref {
   }
 };
 
+// The API group of an apiVersion: "jobset.x-k8s.io/v1alpha2" -> "jobset.x-k8s.io", "v1" -> "".
+[[nodiscard]] std::string_view api_group(std::string_view api_version);
+
 // The ownerReference with `controller: true` of an object in `namespace_name`, if it has one. A
 // uid left out reads as empty: the walk refuses such a reference rather than treat the object as
 // ownerless.
