@@ -249,7 +249,9 @@ check "the TrainJob" contains "$work/out" "TrainJob team-a/llama"
 check "doctor of a job not in the dump exits 2" exit_code 2 "$bin" doctor jobset/nope -n team-a \
   --from "$doctor_dumps/healthy-jobset.json" --policies "$src/policies"
 check "naming it" contains "$work/err" "no JobSet.jobset.x-k8s.io nope in namespace team-a in the --from file"
-check "doctor without --from exits 2" exit_code 2 "$bin" doctor jobset/gpt
+check "doctor with no cluster to read exits 2" exit_code 2 env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST \
+  HOME="$work" "$bin" doctor jobset/gpt --policies "$src/policies"
+check "saying where it looked" contains "$work/err" "no cluster to read: give --kubeconfig FILE (or set KUBECONFIG), or --from FILE"
 check "doctor of an unknown kind exits 2" exit_code 2 "$bin" doctor deployment/x --from "$doctor_dumps/healthy-jobset.json" \
   --policies "$src/policies"
 

@@ -141,10 +141,12 @@ def check_settings(objects, overlay, errors):
     for kind in ("Namespace", "ServiceAccount", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy",
                  "ConfigMap", "MutatingWebhookConfiguration"):
         expect(len(by_kind.get(kind, [])) == 1, f"expected one {kind}", errors)
-    # The owner reader, and with the previews' port the token reviewer too.
-    for kind in ("ClusterRole", "ClusterRoleBinding"):
-        expect(len(by_kind.get(kind, [])) == (2 if previews else 1),
-               f"expected {2 if previews else 1} {kind}", errors)
+    # The owner reader and doctor's three roles for people, and with the previews' port the token
+    # reviewer too; bound: the owner reader (and the token reviewer).
+    expect(len(by_kind.get("ClusterRole", [])) == (5 if previews else 4),
+           f"expected {5 if previews else 4} ClusterRoles", errors)
+    expect(len(by_kind.get("ClusterRoleBinding", [])) == (2 if previews else 1),
+           f"expected {2 if previews else 1} ClusterRoleBinding", errors)
     if errors:
         return
     hooks = by_kind["MutatingWebhookConfiguration"][0]["webhooks"]
@@ -193,6 +195,21 @@ def check_settings(objects, overlay, errors):
         expect(bindings.get("trainenv-token-reviewer", {}).get("subjects") ==
                [{"kind": "ServiceAccount", "name": "trainenv", "namespace": "trainenv-system"}],
                "the token reviewer is bound to the trainenv ServiceAccount", errors)
+    # doctor's roles (docs/doctor.md): read-only, no Secrets, bound by nobody here (an admin binds
+    # them per namespace); tests/server/test_doctor_cluster.cpp holds their rules against what
+    # doctor reads.
+    for name in ("trainenv-doctor", "trainenv-doctor-cluster", "trainenv-doctor-logs"):
+        rules = roles.get(name, {}).get("rules", [])
+        expect(rules, f"the {name} ClusterRole", errors)
+        for rule in rules:
+            expect(set(rule["verbs"]) <= {"get", "list"}, f"{name} only reads (found {rule['verbs']})", errors)
+            expect("secrets" not in rule["resources"] and "*" not in rule["resources"] and
+                   "*" not in rule["apiGroups"], f"{name}: no Secrets, no wildcards", errors)
+        expect(all(b["roleRef"]["name"] != name for b in by_kind["ClusterRoleBinding"]),
+               f"{name} is bound by the admin, not the manifests", errors)
+    expect(roles.get("trainenv-doctor-logs", {}).get("rules") ==
+           [{"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]}],
+           "trainenv-doctor-logs grants pods/log only", errors)
     role = roles.get("trainenv-owner-reader", {"metadata": {"name": "?"}, "rules": []})
     expect("rules" in role and role["rules"], "the trainenv-owner-reader ClusterRole", errors)
     granted = set()

@@ -227,3 +227,92 @@ TEST_CASE("doctor through the API: the job or its pods unreadable is an error", 
     CHECK_THAT(refused.message(), Catch::Contains("Unauthorized"));
   }
 }
+
+namespace {
+
+// The rules of the ClusterRoles `names` in manifests/base/doctor-clusterroles.yaml.
+std::vector<test::rbac_rule> doctor_role_rules(const std::set<std::string>& names) {
+  const auto docs = inputs::parse_documents(test::read_file(
+      std::string(TRAINENV_SOURCE_DIR) + "/manifests/base/doctor-clusterroles.yaml"));
+  REQUIRE(docs);
+  std::vector<test::rbac_rule> out;
+  for (const auto& role : *docs) {
+    if (!names.contains(role["metadata"]["name"].get<std::string>())) continue;
+    for (const auto& rule : role["rules"]) {
+      out.push_back({rule["apiGroups"].get<std::set<std::string>>(),
+                     rule["resources"].get<std::set<std::string>>(),
+                     rule["verbs"].get<std::set<std::string>>()});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("doctor's ClusterRoles grant what it reads of every fixture, and nothing it does not",
+          "[doctor]") {
+  const auto rules = doctor_role_rules({"trainenv-doctor", "trainenv-doctor-cluster"});
+  REQUIRE_FALSE(rules.empty());
+  std::set<std::string> used;
+  for (const auto& c : test::doctor_cases()) {
+    INFO(c.fixture);
+    test::fake_apiserver api({.rules_of = {{"test-token", rules}}});
+    serve(api, test::doctor_fixture(c.fixture));
+    const auto got = read(api, c.target);
+    INFO((got.ok() ? std::string() : got.message()));
+    REQUIRE(got);
+    CHECK(got->not_checked.empty());
+    const auto reads = api.reads();
+    used.insert(reads.begin(), reads.end());
+    // A pod named for its job reads pods by name, then walks up.
+    if (c.fixture.rfind("healthy-", 0) == 0) {
+      std::string pod;
+      for (const auto& object : got->objects) {
+        if (object.value("kind", "") == "Pod") pod = object["metadata"]["name"];
+      }
+      REQUIRE(read(api, "pod/" + pod));
+      const auto walked = api.reads();
+      used.insert(walked.begin(), walked.end());
+    }
+  }
+  {
+    // A TrainJob whose runtime is a namespaced TrainingRuntime.
+    test::fake_apiserver api({.rules_of = {{"test-token", rules}}});
+    const auto dump = test::doctor_fixture("healthy-trainjob");
+    for (auto object : dump.objects()) {
+      if (object["kind"] == "ClusterTrainingRuntime") {
+        object["kind"] = "TrainingRuntime";
+        object["metadata"]["namespace"] = "team-a";
+      }
+      if (object["kind"] == "TrainJob") object["spec"]["runtimeRef"]["kind"] = "TrainingRuntime";
+      api.add_object(object);
+    }
+    const auto got = read(api, "trainjob/llama");
+    INFO((got.ok() ? std::string() : got.message()));
+    REQUIRE(got);
+    CHECK(diagnosed(got->objects, "trainjob/llama").findings.empty());
+    const auto reads = api.reads();
+    used.insert(reads.begin(), reads.end());
+  }
+  // Every resource the roles name was read by some verb (get beside list is SPEC's pair: a LIST
+  // shows all a GET would).
+  std::set<std::string> granted;
+  for (const auto& rule : rules) {
+    for (const auto& group : rule.api_groups) {
+      for (const auto& resource : rule.resources)
+        granted.insert(group.empty() ? resource : resource + "." + group);
+    }
+  }
+  for (const auto& resource : granted) {
+    INFO(resource);
+    CHECK((used.contains("get " + resource) || used.contains("list " + resource)));
+  }
+  // Without the cluster role, a TrainJob's ClusterTrainingRuntime cannot be read: an error.
+  test::fake_apiserver api({.rules_of = {{"test-token", doctor_role_rules({"trainenv-doctor"})}}});
+  serve(api, test::doctor_fixture("healthy-trainjob"));
+  const auto without = read(api, "trainjob/llama");
+  REQUIRE_FALSE(without);
+  CHECK_THAT(without.message(),
+             Catch::Contains("ClusterTrainingRuntime torch-distributed: ") &&
+                 Catch::Contains("cannot get resource \"clustertrainingruntimes\""));
+}

@@ -286,6 +286,10 @@ class fake_apiserver::server {
     const auto it = gets_by_token_.find(token);
     return it == gets_by_token_.end() ? 0 : it->second;
   }
+  [[nodiscard]] std::set<std::string> reads() const {
+    const std::lock_guard lock(mutex_);
+    return reads_;
+  }
   [[nodiscard]] std::vector<std::string> targets() const {
     const std::lock_guard lock(mutex_);
     return targets_;
@@ -471,6 +475,8 @@ class fake_apiserver::server {
         ++gets_[path];
         ++gets_by_token_[bearer_of(request)];
         targets_.push_back(target);
+        const auto p = parts_of(path);
+        reads_.insert(std::string(p.name.empty() ? "list " : "get ") + qualified(p));
       }
       const auto m = behaviour_for(path);
       if (m.delay.count() > 0) {
@@ -555,6 +561,17 @@ class fake_apiserver::server {
   bool permitted(const boost::beast::http::request<boost::beast::http::string_body>& request,
                  const std::string& path) const {
     const std::lock_guard lock(mutex_);
+    if (const auto rules = options_.rules_of.find(bearer_of(request));
+        rules != options_.rules_of.end()) {
+      const auto p = parts_of(path);
+      const std::string verb = p.name.empty() ? "list" : "get";
+      const bool granted =
+          std::any_of(rules->second.begin(), rules->second.end(), [&](const rbac_rule& rule) {
+            return rule.api_groups.contains(p.group) && rule.resources.contains(p.resource) &&
+                   rule.verbs.contains(verb);
+          });
+      if (!granted) return false;
+    }
     const auto rights = options_.namespaces_of.find(bearer_of(request));
     if (rights == options_.namespaces_of.end()) return true;
     const auto at = path.find("/namespaces/");
@@ -677,6 +694,7 @@ class fake_apiserver::server {
   std::map<std::string, std::size_t> gets_;
   std::map<std::string, std::size_t> gets_by_token_;
   std::vector<std::string> targets_;
+  std::set<std::string> reads_;
   mutable std::atomic<std::size_t> token_reviews_{0};
   std::atomic<std::size_t> accepts_{0};
   std::atomic<std::size_t> handshakes_{0};
@@ -731,6 +749,9 @@ std::size_t fake_apiserver::total_gets() const {
 }
 std::size_t fake_apiserver::gets_with(const std::string& token) const {
   return server_->gets_with(token);
+}
+std::set<std::string> fake_apiserver::reads() const {
+  return server_->reads();
 }
 std::vector<std::string> fake_apiserver::targets() const {
   return server_->targets();

@@ -48,6 +48,13 @@ struct misbehaviour {
   fault what = fault::none;
 };
 
+// One rule of a ClusterRole: what it grants, on every namespace.
+struct rbac_rule {
+  std::set<std::string> api_groups;  // "" for the core group
+  std::set<std::string> resources;
+  std::set<std::string> verbs;  // "get" (one object), "list" (a collection)
+};
+
 struct fake_apiserver_options {
   std::set<std::string> tokens = {"test-token"};
   bool require_client_cert = false;  // a client certificate from ca() authenticates instead
@@ -55,6 +62,8 @@ struct fake_apiserver_options {
   // RBAC: the namespaces a token may GET in; "" stands for cluster-scoped objects. A token not
   // listed may read everything (the webhook's own, in most tests).
   std::map<std::string, std::set<std::string>> namespaces_of = {};
+  // RBAC by rules: a token listed may only GET and LIST what one of its rules grants.
+  std::map<std::string, std::vector<rbac_rule>> rules_of = {};
 };
 
 class fake_apiserver {
@@ -95,6 +104,8 @@ class fake_apiserver {
   [[nodiscard]] std::size_t gets_with(const std::string& token) const;
   // Every path GET asked for, in order, as it came on the wire (query strings included).
   [[nodiscard]] std::vector<std::string> targets() const;
+  // What was read, as RBAC names it: "get pods", "list endpointslices.discovery.k8s.io".
+  [[nodiscard]] std::set<std::string> reads() const;
   [[nodiscard]] std::size_t token_reviews() const;
   [[nodiscard]] std::size_t accepts() const;
   // Connections whose TLS handshake completed.
