@@ -134,11 +134,12 @@ MSG
 }
 
 test_suite() {
-  deps clang-format clang-tidy clang-14  # for scripts/check.sh (clang-14: tidy.py's preprocessor); the image needs none
-  # The image builds in the background while this machine compiles and runs clang-tidy: much of
-  # its time is downloading and unpacking packages and writing layers, not compiling. Its tools
-  # are installed first, since apt cannot run twice at once. IMAGE_CHECK=0 skips the image on a
-  # machine without root; CI builds and checks it.
+  # The image builds in the background from the start: much of its time is making its base image
+  # and installing its packages (downloads, unpacking, writing layers), which this machine's own
+  # package installation below overlaps, so that its compile meets less of this machine's. Its
+  # tools are installed first, since the host's apt cannot run twice at once (mmdebstrap and the
+  # build's apt work in roots of their own). IMAGE_CHECK=0 skips the image on a machine without
+  # root; CI builds and checks it.
   local image_pid="" image_log="$root/build-image.log"
   if [ "${IMAGE_CHECK:-1}" = 1 ]; then
     deps --image
@@ -148,6 +149,7 @@ test_suite() {
   else
     log "IMAGE_CHECK=0: the image is neither built nor checked"
   fi
+  deps clang-format clang-tidy clang-14  # for scripts/check.sh (clang-14: tidy.py's preprocessor); the image needs none
   # What ships, built as the image builds it (Release) with warnings as errors, and the
   # benchmarks, so they keep compiling. Its tests are the ones that drive the binary as a user
   # does (curl, the CLI, the manifests, operations); the whole suite runs once, under

@@ -434,10 +434,12 @@ int run_doctor(const std::vector<std::string>& args) {
   core::mutate_options options;
   options.cluster_domain = config.cluster_domain;
   const auto diagnosed = [&](const std::vector<nlohmann::json>& objects, std::string_view ns,
-                             std::string_view source, std::vector<std::string> not_checked) {
+                             std::string_view source, std::vector<std::string> not_checked,
+                             std::vector<core::pod_log> logs) {
     auto job = inputs::live_job_from(objects, *target, ns, source);
     if (!job) return core::result<core::diagnosis>(core::error{job.message()});
     job->not_checked = std::move(not_checked);
+    job->logs = std::move(logs);
     return core::diagnose(*job, *loaded.policies, options);
   };
   if (!config.from.empty()) {
@@ -446,7 +448,7 @@ int run_doctor(const std::vector<std::string>& args) {
       std::cerr << "trainenv doctor: --from " << dump.message() << "\n";
       return exit_usage;
     }
-    auto diagnosis = diagnosed(dump->objects(), config.namespace_name, "the --from file", {});
+    auto diagnosis = diagnosed(dump->objects(), config.namespace_name, "the --from file", {}, {});
     if (!diagnosis) {
       std::cerr << "trainenv doctor: " << diagnosis.message() << "\n";
       return exit_usage;
@@ -481,12 +483,14 @@ int run_doctor(const std::vector<std::string>& args) {
       return exit_usage;
     }
     auto read = server::run_to_end(
-        ioc, server::read_live_job(*client, *target, ns, {.budget = config.lookup_timeout}));
+        ioc, server::read_live_job(*client, *target, ns,
+                                   {.budget = config.lookup_timeout, .logs = config.logs}));
     if (!read) {
       std::cerr << "trainenv doctor: " << read.message() << "\n";
       return exit_usage;
     }
-    auto diagnosis = diagnosed(read->objects, ns, "the cluster", std::move(read->not_checked));
+    auto diagnosis = diagnosed(read->objects, ns, "the cluster", std::move(read->not_checked),
+                               std::move(read->logs));
     if (!diagnosis) {
       std::cerr << "trainenv doctor: " << diagnosis.message() << "\n";
       return exit_usage;

@@ -512,6 +512,11 @@ std::vector<flag> doctor_flags(doctor_config& c) {
        "SECONDS",
        "budget for each read of the API",
        seconds_value(c.lookup_timeout)},
+      {{"--logs"},
+       "",
+       "read the pods' logs and name the known start-up failures in them "
+       "(policies/startup-failures.yaml; the trainenv-doctor-logs ClusterRole)",
+       switch_value(c.logs)},
       {{"--until-healthy"},
        "",
        "read and diagnose again, every 5 s, until the job is healthy",
@@ -670,7 +675,8 @@ std::string wait_help() {
 std::string doctor_help() {
   doctor_config defaults;
   return "Usage: trainenv doctor KIND/NAME [-n NAMESPACE] [--kubeconfig FILE | --from FILE]\n"
-         "                       [-o table|json] [--policies DIR] [--until-healthy [--timeout D]]\n"
+         "                       [-o table|json] [--policies DIR] [--logs] [--until-healthy "
+         "[--timeout D]]\n"
          "\n"
          "Why a live job does not start or train (docs/doctor.md). KIND is trainjob, jobset, job,\n"
          "vcjob or pod (a pod stands for its job). The job is laid out as preview --job lays it\n"
@@ -751,6 +757,12 @@ parsed<doctor_config> parse_doctor(const std::vector<std::string>& args) {
     failure = parse_failure{false, "which job? e.g. trainenv doctor jobset/bert -n team-a"};
   if (!failure && !c.from.empty() && !c.kubeconfig.empty())
     failure = parse_failure{false, "give --from or --kubeconfig, not both"};
+  if (!failure && !c.from.empty() && c.logs)
+    failure = parse_failure{
+        false, "--logs reads the pods' logs from the cluster; a --from file holds none"};
+  if (!failure && !c.from.empty() && c.logs)
+    failure = parse_failure{
+        false, "--logs reads the pods' logs from the cluster; a --from file holds none"};
   if (!failure && !c.from.empty() && c.until_healthy)
     failure = parse_failure{
         false, "--until-healthy reads the cluster again; a --from file does not change"};

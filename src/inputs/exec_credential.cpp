@@ -204,13 +204,23 @@ core::result<exec_result> run_exec_plugin(const exec_plugin& plugin, std::chrono
   ::posix_spawn_file_actions_init(&actions);
   ::posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
   if (!*talk) ::posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  // A plugin that does not talk to the terminal runs in a process group of its own, so that one
+  // past its time is killed with what it started (a shell's `sleep` would otherwise hold the
+  // pipes of whoever runs trainenv); one that talks stays in the terminal's foreground group.
+  posix_spawnattr_t attributes;
+  ::posix_spawnattr_init(&attributes);
+  if (!*talk) {
+    ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    ::posix_spawnattr_setpgroup(&attributes, 0);
+  }
   pid_t pid = 0;
   const bool path_given = plugin.command.find('/') != std::string::npos;
-  const int spawned = path_given ? ::posix_spawn(&pid, plugin.command.c_str(), &actions, nullptr,
-                                                 argv.data(), envp.data())
-                                 : ::posix_spawnp(&pid, plugin.command.c_str(), &actions, nullptr,
-                                                  argv.data(), envp.data());
+  const int spawned = path_given ? ::posix_spawn(&pid, plugin.command.c_str(), &actions,
+                                                 &attributes, argv.data(), envp.data())
+                                 : ::posix_spawnp(&pid, plugin.command.c_str(), &actions,
+                                                  &attributes, argv.data(), envp.data());
   ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attributes);
   ::close(out[1]);
   if (spawned != 0) {
     ::close(out[0]);
@@ -221,7 +231,7 @@ core::result<exec_result> run_exec_plugin(const exec_plugin& plugin, std::chrono
   std::string why;
   const bool finished = read_output(out[0], steady::now() + bound, output, why);
   ::close(out[0]);
-  if (!finished) ::kill(pid, SIGKILL);
+  if (!finished) ::kill(*talk ? pid : -pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

@@ -83,6 +83,7 @@ struct policy_documents {
   std::vector<core::owner_kind> owner_kinds;
   std::vector<std::string> sidecars;
   std::vector<core::accelerator> accelerators;
+  std::vector<core::startup_failure> startup_failures;
 
   // One document, by its kind (docs/policies.md): a policy, an owner kind (where a pod's counts
   // sit), the known sidecar containers, or the accelerators processes per node counts. A
@@ -98,6 +99,13 @@ struct policy_documents {
         return;
       }
       for (auto& a : *listed) accelerators.push_back(std::move(a));
+    } else if (given == core::startup_failure_list_kind) {
+      auto listed = core::parse_startup_failure_list(document, where);
+      if (!listed) {
+        errors.push_back(listed.message());
+        return;
+      }
+      for (auto& f : *listed) startup_failures.push_back(std::move(f));
     } else if (given == core::sidecar_list_kind) {
       auto names = core::parse_sidecar_list(document, where);
       if (!names) {
@@ -159,7 +167,8 @@ policy_load load_policy_dir(const std::string& dir) {
     return out;
   }
   auto set = core::policy_set::build(std::move(found.policies), std::move(*kinds),
-                                     std::move(found.sidecars), std::move(found.accelerators));
+                                     std::move(found.sidecars), std::move(found.accelerators),
+                                     std::move(found.startup_failures));
   if (!set) {
     out.errors.push_back(set.message());
     return out;

@@ -158,13 +158,15 @@ std::string failure_message(unsigned code, std::string_view reason, const std::s
 struct api_call {
   http::verb method = http::verb::get;
   std::string path;
-  std::string body;  // a POST's
+  std::string body;   // a POST's
+  bool text = false;  // the answer is text (a pod's log), kept as it is rather than parsed
 };
 
 struct attempt {
   lookup_result result;
   memory_budget::share held;  // the answer's share of the memory budget, until it is kept
   nlohmann::json value;       // a 200: the object, made into result.object by the lookup's reader
+  std::string text;           // a 200 to a text call: the answer's body
   bool retry_fresh = false;   // a reused connection failed before any answer: try a new one
   std::shared_ptr<connection> reusable;  // the connection, when the answer leaves it open
 };
@@ -341,7 +343,7 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
   http::request<http::string_body> request{call.method, credentials.base_path + call.path, 11};
   request.set(http::field::host, host_header);
   request.set(http::field::user_agent, user_agent);
-  request.set(http::field::accept, "application/json");
+  request.set(http::field::accept, call.text ? "text/plain" : "application/json");
   if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
   if (call.method == http::verb::post) {
     request.set(http::field::content_type, "application/json");
@@ -413,6 +415,10 @@ asio::awaitable<attempt> kube_client::state::exchange(std::shared_ptr<connection
   if (response.keep_alive()) {
     beast::get_lowest_layer(c->stream).expires_never();
     out.reusable = std::move(c);
+  }
+  if ((code == 200 || code == 201) && call.text) {
+    out.text = std::move(response.body());
+    co_return out;
   }
   if (code == 200 || code == 201) {
     auto parsed = core::parse_json(response.body());
@@ -591,7 +597,7 @@ std::string percent_encoded(std::string_view text) {
 
 asio::awaitable<api_answer> kube_client::read(
     std::string path, std::vector<std::pair<std::string, std::string>> query,
-    std::chrono::milliseconds budget) const {
+    std::chrono::milliseconds budget, answer_form form) const {
   const auto s = state_;
   api_answer out;
   if (!is_api_path(path)) {
@@ -604,13 +610,16 @@ asio::awaitable<api_answer> kube_client::read(
     path += separator + percent_encoded(key) + "=" + percent_encoded(value);
     separator = '&';
   }
-  api_call what{http::verb::get, std::move(path), {}};
+  api_call what{http::verb::get, std::move(path), {}, form == answer_form::text};
   const std::string own_token;
   auto a = co_await s->call(std::move(what), own_token, budget);
   out.failure = a.result.failure;
   out.message = std::move(a.result.message);
   out.http_status = a.result.http_status;
-  if (out.ok()) out.value = std::move(a.value);
+  if (out.ok()) {
+    out.value = std::move(a.value);
+    out.text = std::move(a.text);
+  }
   co_return out;
 }
 

@@ -17,6 +17,12 @@ using nlohmann::json;
 
 // Items of one LIST, at the most: 20,000 pods, the largest job `preview --job` lays out.
 constexpr std::size_t max_items = 20'000;
+// doctor --logs: the pods whose logs are read, the logs at most, and of each its last lines
+// and bytes (kubectl logs --tail --limit-bytes): a launcher's failure is in its last lines.
+constexpr std::size_t max_log_pods = 32;
+constexpr std::size_t max_logs = 64;
+constexpr std::string_view log_lines = "200";
+constexpr std::string_view log_bytes = "65536";
 // How far up a pod's controller references doctor walks (Pod, Job, JobSet, TrainJob is three).
 constexpr int max_owner_depth = 8;
 
@@ -34,7 +40,8 @@ class reader {
       : client_(client),
         ns_(std::move(ns)),
         budget_(options.budget),
-        page_size_(std::max<std::size_t>(1, options.page_size)) {}
+        page_size_(std::max<std::size_t>(1, options.page_size)),
+        logs_(options.logs) {}
 
   // GET one object: it (kind and apiVersion set as the API gives them), none when not found, or
   // the error naming it. (Views and named arguments only: GCC 12 destroys a temporary argument of
@@ -85,6 +92,7 @@ class reader {
     if (auto read = co_await read_job(std::move(*top)); !read)
       co_return std::move(read).take_error();
     co_await read_around();
+    if (logs_) co_await read_logs();
     co_return std::move(out_);
   }
 
@@ -175,6 +183,62 @@ class reader {
     co_await list_optional("scheduling.volcano.sh/v1beta1", "PodGroup", all);
   }
 
+  // The logs of the pods' started containers: the pods not Running and Ready first.
+  asio::awaitable<void> read_logs() {
+    struct wanted {
+      std::string pod;
+      std::string container;
+      bool previous;
+    };
+    std::vector<std::pair<bool, std::vector<wanted>>> by_pod;  // {healthy, its logs}
+    for (const auto& object : out_.objects) {
+      if (core::string_or_empty(object, "kind") != "Pod") continue;
+      const auto& name = metadata_text(object, "name");
+      const auto* status = core::member(object, "status");
+      bool healthy = status != nullptr && core::string_or_empty(*status, "phase") == "Running";
+      std::vector<wanted> logs;
+      for (const char* list : {"initContainerStatuses", "containerStatuses"}) {
+        for (const auto& c : core::array_member(status, list)) {
+          const auto& container = core::string_or_empty(c, "name");
+          const auto* state = core::member(c, "state");
+          const auto* last = core::member(c, "lastState");
+          const bool started = state != nullptr && (core::member(*state, "running") != nullptr ||
+                                                    core::member(*state, "terminated") != nullptr);
+          const bool restarted = last != nullptr && core::member(*last, "terminated") != nullptr;
+          if (started) logs.push_back({name, container, false});
+          if (restarted) logs.push_back({name, container, true});
+          healthy =
+              healthy && !restarted &&
+              (std::string_view(list) == "initContainerStatuses" || core::true_member(&c, "ready"));
+        }
+      }
+      by_pod.emplace_back(healthy, std::move(logs));
+    }
+    std::stable_sort(by_pod.begin(), by_pod.end(),
+                     [](const auto& a, const auto& b) { return !a.first && b.first; });
+    std::size_t pods = 0;
+    std::size_t reads = 0;
+    for (const auto& pod : by_pod) {
+      if (pods++ == max_log_pods) break;
+      for (const auto& w : pod.second) {
+        if (reads++ == max_logs) co_return;
+        query_list query = {{"container", w.container},
+                            {"tailLines", std::string(log_lines)},
+                            {"limitBytes", std::string(log_bytes)}};
+        if (w.previous) query.emplace_back("previous", "true");
+        auto path = api_path("v1", "pods", ns_, w.pod) + "/log";
+        auto a =
+            co_await client_.read(std::move(path), std::move(query), budget_, answer_form::text);
+        if (a.failure == core::lookup_failure::forbidden ||
+            a.failure == core::lookup_failure::unauthorized) {
+          out_.not_checked.push_back("pods/log: " + a.message);
+          co_return;
+        }
+        if (a.ok()) out_.logs.push_back({w.pod, w.container, w.previous, std::move(a.text)});
+      }
+    }
+  }
+
   // The subdomain a pod names, and the ConfigMaps it mounts (whole or projected).
   static void named_by_pod(const json& pod, std::set<std::string>& subdomains,
                            std::set<std::string>& config_maps) {
@@ -227,6 +291,7 @@ class reader {
   std::string ns_;
   std::chrono::milliseconds budget_;
   std::size_t page_size_;
+  bool logs_;
   live_job_read out_;
   std::set<std::tuple<std::string, std::string, std::string>> seen_;
 };

@@ -440,3 +440,40 @@ TEST_CASE("an AcceleratorList parses in order, and a bad one is refused naming t
   CHECK(refused(R"({"resource": "x"})") ==
         "a.yaml: spec.accelerators: must be a list of {resource, processesPerDevice}");
 }
+
+TEST_CASE("a StartupFailureList parses in order, and a bad one is refused naming the field",
+          "[policy][startup-failures]") {
+  const auto doc = [](const std::string& failures) {
+    return nlohmann::json::parse(
+        R"({"apiVersion": "trainenv.io/v1alpha1", "kind": "StartupFailureList",
+        "metadata": {"name": "f"}, "spec": {"failures": )" +
+        failures + "}}");
+  };
+  const auto listed =
+      trainenv::core::parse_startup_failure_list(doc(R"([{"name": "ssh-refused", "program": "ssh",
+               "match": ["ssh: connect to host", "Connection refused"],
+               "cause": "sshd not up", "fix": "start it"}])"),
+                                                 "f.yaml");
+  REQUIRE(listed);
+  REQUIRE(listed->size() == 1);
+  CHECK((*listed)[0].match.size() == 2);
+  const auto refused = [&](const std::string& failures) {
+    return trainenv::core::parse_startup_failure_list(doc(failures), "f.yaml").message();
+  };
+  const std::string rest = R"("program": "ssh", "cause": "c", "fix": "f")";
+  CHECK(refused(R"([{"name": "a", "match": [], )" + rest + "}]") ==
+        "f.yaml: spec.failures[0].match: must be a non-empty list of texts one log line holds");
+  CHECK(refused(R"([{"name": "a", "match": [""], )" + rest + "}]") ==
+        "f.yaml: spec.failures[0].match: each must be a non-empty text of at most 256 characters "
+        "(matched as written, not as a pattern)");
+  CHECK(refused(R"([{"name": "A b", "match": ["x"], )" + rest + "}]") ==
+        "f.yaml: spec.failures[0].name: must be lower-case letters, digits and '-' (a DNS label)");
+  CHECK(refused(R"([{"name": "a", "match": ["x"], "program": "ssh", "cause": "c"}])") ==
+        "f.yaml: spec.failures[0].fix: must be a non-empty string");
+  CHECK(refused(R"([{"name": "a", "match": ["x"], )" + rest +
+                R"(}, {"name": "a", "match": ["y"], )" + rest + "}]") ==
+        "f.yaml: spec.failures[1].name: \"a\" is listed twice");
+  CHECK_THAT(refused(R"([{"name": "a", "match": ["x"], "regex": "y", )" + rest + "}]"),
+             Catch::Contains("regex"));
+  CHECK_FALSE(trainenv::core::parse_startup_failure_list(doc("{}"), "f.yaml"));
+}

@@ -535,6 +535,8 @@ TEST_CASE("doctor takes KIND/NAME, -n, --from or --kubeconfig, and says what is 
         std::chrono::seconds(90));
   CHECK_FALSE(parse_doctor({"jobset/gpt", "--until-healthy", "--timeout", "0"}).ok);
   CHECK_FALSE(parse_doctor({"jobset/gpt", "--until-healthy", "--timeout", "2d"}).ok);
+  CHECK(parse_doctor({"jobset/gpt", "--logs"}).config.logs);
+  CHECK_FALSE(parse_doctor({"jobset/gpt", "--from", "x", "--logs"}).ok);  // a dump holds no logs
   // A dump does not change: polling it could only wait out the time-out.
   CHECK_FALSE(parse_doctor({"jobset/gpt", "--from", "x", "--until-healthy"}).ok);
   CHECK_FALSE(parse_doctor({"jobset/a", "jobset/b", "--from", "x"}).ok);

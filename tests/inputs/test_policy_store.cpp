@@ -103,9 +103,11 @@ TEST_CASE("the shipped policies load with torch as the default", "[policy_store]
   CHECK(set.by_framework("pytorch")->name == "torch");
   REQUIRE(set.by_framework("platform") != nullptr);
   CHECK(set.by_framework("platform")->name == "platform");
-  // Every file but owners.yaml, sidecars.yaml and accelerators.yaml is one policy; those hold
-  // the owner kinds, the known sidecar containers and the accelerators.
-  CHECK(set.all().size() + 3 == load.files.size());
+  // Every file but owners.yaml, sidecars.yaml, accelerators.yaml and startup-failures.yaml is
+  // one policy; those hold the owner kinds, the known sidecar containers, the accelerators and
+  // the launchers' known start-up failures (doctor --logs).
+  CHECK(set.all().size() + 4 == load.files.size());
+  CHECK(set.startup_failures().size() >= 10);
   CHECK(set.accelerators().size() >= 4);
   CHECK(std::find(set.sidecars().begin(), set.sidecars().end(), "istio-proxy") !=
         set.sidecars().end());

@@ -306,6 +306,24 @@ TEST_CASE("doctor --kubeconfig: unreadable pods exit 2, unreadable events are no
   CHECK_THAT(missing, Catch::Contains("JobSet.jobset.x-k8s.io nope not found in namespace team-a"));
 }
 
+TEST_CASE("doctor --logs names a launcher's start-up failure from its log", "[.cli]") {
+  temp_dir dir;
+  test::fake_apiserver api;
+  serve_fixture(api, "crash-loop");
+  api.set_log("team-a", "gpt-master-0-0-32a7c", "node",
+              "[c10d] The server socket has failed to listen on any local network address.\n",
+              true);
+  const auto kubeconfig = team_kubeconfig(api, dir.path);
+  const std::string args =
+      "doctor jobset/gpt --kubeconfig " + kubeconfig + " --policies " + source("policies");
+  const auto [out, status] = run(args + " --logs");
+  INFO(out);
+  CHECK(status == 1);
+  CHECK_THAT(out, Catch::Contains("error startup-failure: torch (torch-port-in-use)"));
+  const auto [without, without_status] = run(args);  // no --logs: no log read
+  CHECK_THAT(without, !Catch::Contains("startup-failure"));
+}
+
 TEST_CASE("doctor --until-healthy reads again until the job heals, or gives its last diagnosis",
           "[.cli]") {
   temp_dir dir;

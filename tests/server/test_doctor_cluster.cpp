@@ -4,6 +4,10 @@
 // each finding is tested through both; refused reads are not checked (optional kinds) or fail
 // the run (the job, its pods).
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
@@ -38,12 +42,14 @@ core::result<server::live_job_read> read(const test::fake_apiserver& api, const 
 }
 
 core::diagnosis diagnosed(const std::vector<json>& objects, const std::string& target,
-                          std::vector<std::string> not_checked = {}) {
+                          std::vector<std::string> not_checked = {},
+                          std::vector<core::pod_log> logs = {}) {
   auto job = inputs::live_job_from(objects, *inputs::parse_doctor_target(target), "team-a",
                                    "the objects read");
   INFO((job.ok() ? std::string() : job.message()));
   REQUIRE(job);
   job->not_checked = std::move(not_checked);
+  job->logs = std::move(logs);
   auto d = core::diagnose(*job, test::shipped_policies());
   INFO((d.ok() ? std::string() : d.message()));
   REQUIRE(d);
@@ -315,4 +321,111 @@ TEST_CASE("doctor's ClusterRoles grant what it reads of every fixture, and nothi
   CHECK_THAT(without.message(),
              Catch::Contains("ClusterTrainingRuntime torch-distributed: ") &&
                  Catch::Contains("cannot get resource \"clustertrainingruntimes\""));
+}
+
+namespace {
+
+// The first pod of `dump` (by name) and its first container.
+std::pair<std::string, std::string> first_pod(const inputs::owner_file& dump) {
+  std::pair<std::string, std::string> out;
+  for (const auto& object : dump.objects()) {
+    if (object.value("kind", "") != "Pod") continue;
+    const std::string name = object["metadata"]["name"];
+    if (!out.first.empty() && out.first < name) continue;
+    out = {name, object["status"]["containerStatuses"][0]["name"].get<std::string>()};
+  }
+  REQUIRE_FALSE(out.first.empty());
+  return out;
+}
+
+// The startup-failure findings of `d`, by the failure's name in their text.
+bool names_failure(const core::diagnosis& d, const std::string& failure) {
+  return std::any_of(d.findings.begin(), d.findings.end(), [&](const core::finding& f) {
+    return f.kind == "startup-failure" && f.what.find("(" + failure + ")") != std::string::npos;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("doctor --logs names each known start-up failure as the real program prints it",
+          "[doctor]") {
+  // The real programs, failing: tests/doctor/startup_failures.sh.
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("trainenv-startup-failures-" + std::to_string(::getpid()));
+  const std::string script = std::string(TRAINENV_SOURCE_DIR) + "/tests/doctor/startup_failures.sh";
+  REQUIRE(std::system(("bash " + script + " " + dir.string() + " >/dev/null").c_str()) == 0);
+  const auto& failures = test::shipped_policies().startup_failures();
+  REQUIRE(failures.size() >= 10);
+  const auto dump = test::doctor_fixture("healthy-jobset");
+  const auto [pod, container] = first_pod(dump);
+  for (const auto& failure : failures) {
+    INFO(failure.name);
+    const auto log = test::read_file((dir / (failure.name + ".log")).string());
+    INFO(log);
+    REQUIRE_FALSE(log.empty());
+    test::fake_apiserver api;
+    serve(api, dump);
+    api.set_log("team-a", pod, container, log);
+    const auto got = read(api, "jobset/gpt", {.logs = true});
+    REQUIRE(got);
+    CHECK(got->not_checked.empty());
+    CHECK(got->logs.size() == 1);  // only the pod given a log: the others' containers answer 400
+    const auto d = diagnosed(got->objects, "jobset/gpt", got->not_checked, got->logs);
+    INFO(inputs::to_table(d));
+    CHECK(names_failure(d, failure.name));
+    CHECK_FALSE(d.healthy());
+  }
+  std::filesystem::remove_all(dir);
+  // A log without any: nothing found.
+  test::fake_apiserver api;
+  serve(api, dump);
+  api.set_log("team-a", pod, container, "epoch 1 loss 0.31\nepoch 2 loss 0.27\n");
+  const auto got = read(api, "jobset/gpt", {.logs = true});
+  REQUIRE(got);
+  REQUIRE(got->logs.size() == 1);
+  CHECK(diagnosed(got->objects, "jobset/gpt", {}, got->logs).findings.empty());
+}
+
+TEST_CASE("doctor --logs reads the run before a restart, and a refusal is not checked",
+          "[doctor]") {
+  const auto dump = test::doctor_fixture("crash-loop");
+  {
+    test::fake_apiserver api;
+    serve(api, dump);
+    const auto [pod, container] = first_pod(dump);
+    api.set_log("team-a", pod, container,
+                "ssh: Could not resolve hostname gpt-worker-0-0.train-svc: Name or service not "
+                "known\n",
+                true);
+    const auto got = read(api, "jobset/gpt", {.logs = true});
+    REQUIRE(got);
+    const auto d = diagnosed(got->objects, "jobset/gpt", got->not_checked, got->logs);
+    INFO(inputs::to_table(d));
+    CHECK(names_failure(d, "ssh-unresolved-host"));
+    CHECK_THAT(inputs::to_table(d), Catch::Contains("the run before its restart"));
+    CHECK(api.reads().contains("get pods/log"));
+  }
+  {
+    // Without trainenv-doctor-logs: the logs are not checked, the rest is.
+    const auto rules = doctor_role_rules({"trainenv-doctor", "trainenv-doctor-cluster"});
+    test::fake_apiserver api({.rules_of = {{"test-token", rules}}});
+    serve(api, dump);
+    const auto got = read(api, "jobset/gpt", {.logs = true});
+    REQUIRE(got);
+    REQUIRE(got->not_checked.size() == 1);
+    CHECK_THAT(got->not_checked[0], Catch::StartsWith("pods/log: ") &&
+                                        Catch::Contains("cannot get resource \"pods/log\""));
+    // With it, they are read.
+    auto with_logs = rules;
+    const auto logs_rules = doctor_role_rules({"trainenv-doctor-logs"});
+    with_logs.insert(with_logs.end(), logs_rules.begin(), logs_rules.end());
+    test::fake_apiserver allowed({.rules_of = {{"test-token", with_logs}}});
+    serve(allowed, dump);
+    const auto [pod, container] = first_pod(dump);
+    allowed.set_log("team-a", pod, container, "crashed\n", true);
+    const auto read_back = read(allowed, "jobset/gpt", {.logs = true});
+    REQUIRE(read_back);
+    CHECK(read_back->not_checked.empty());
+    CHECK_FALSE(read_back->logs.empty());
+  }
 }

@@ -318,7 +318,7 @@ class fake_apiserver::server {
   // group, namespace, resource and name of an API path, as the API server's messages name them;
   // no name: a collection (a LIST).
   struct path_parts {
-    std::string api_version, group, ns, resource, name;
+    std::string api_version, group, ns, resource, name, subresource;
   };
   static path_parts parts_of(const std::string& path) {
     std::vector<std::string> segments;
@@ -345,18 +345,23 @@ class fake_apiserver::server {
     }
     if (segments.size() > at) p.resource = segments[at];
     if (segments.size() > at + 1) p.name = segments[at + 1];
+    if (segments.size() > at + 2) p.subresource = segments[at + 2];
     return p;
   }
 
+  // As RBAC names what a path reads: "pods", "pods/log", "jobsets.jobset.x-k8s.io".
   static std::string qualified(const path_parts& p) {
-    return p.group.empty() ? p.resource : p.resource + "." + p.group;
+    const auto resource = p.subresource.empty() ? p.resource : p.resource + "/" + p.subresource;
+    return p.group.empty() ? resource : resource + "." + p.group;
   }
 
   // RBAC's refusal, worded as the API server's authorizer words it.
   static std::string forbidden_text(const path_parts& p, const std::string& user) {
     const bool list = p.name.empty();
-    return qualified(p) + (list ? "" : " \"" + p.name + "\"") + " is forbidden: User \"" + user +
-           "\" cannot " + (list ? "list" : "get") + " resource \"" + p.resource +
+    const auto object = p.group.empty() ? p.resource : p.resource + "." + p.group;
+    const auto resource = p.subresource.empty() ? p.resource : p.resource + "/" + p.subresource;
+    return object + (list ? "" : " \"" + p.name + "\"") + " is forbidden: User \"" + user +
+           "\" cannot " + (list ? "list" : "get") + " resource \"" + resource +
            "\" in API group \"" + p.group + "\"" +
            (p.ns.empty() ? std::string(" at the cluster scope")
                          : " in the namespace \"" + p.ns + "\"");
@@ -534,6 +539,19 @@ class fake_apiserver::server {
     }
   }
 
+  void set_log(const std::string& ns, const std::string& pod, const std::string& container,
+               std::string text, bool previous) {
+    const std::lock_guard lock(mutex_);
+    logs_[ns + "/" + pod + "/" + container + (previous ? "/previous" : "")] = std::move(text);
+  }
+  std::optional<std::string> log_text(const std::string& ns, const std::string& pod,
+                                      const std::string& container, bool previous) const {
+    const std::lock_guard lock(mutex_);
+    const auto it = logs_.find(ns + "/" + pod + "/" + container + (previous ? "/previous" : ""));
+    if (it == logs_.end()) return std::nullopt;
+    return it->second;
+  }
+
   std::optional<std::string> object_body(const std::string& path) const {
     const std::lock_guard lock(mutex_);
     const auto it = objects_.find(path);
@@ -565,9 +583,10 @@ class fake_apiserver::server {
         rules != options_.rules_of.end()) {
       const auto p = parts_of(path);
       const std::string verb = p.name.empty() ? "list" : "get";
+      const auto resource = p.subresource.empty() ? p.resource : p.resource + "/" + p.subresource;
       const bool granted =
           std::any_of(rules->second.begin(), rules->second.end(), [&](const rbac_rule& rule) {
-            return rule.api_groups.contains(p.group) && rule.resources.contains(p.resource) &&
+            return rule.api_groups.contains(p.group) && rule.resources.contains(resource) &&
                    rule.verbs.contains(verb);
           });
       if (!granted) return false;
@@ -661,6 +680,21 @@ class fake_apiserver::server {
                     forbidden_text(p, "user-" + bearer_of(request)),
                     {{"name", p.name}, {"group", p.group}, {"kind", p.resource}});
     }
+    if (p.resource == "pods" && p.subresource == "log") {
+      const std::string target(request.target());
+      const auto container = query_value(target, "container");
+      const bool previous = query_value(target, "previous") == "true";
+      if (auto text = log_text(p.ns, p.name, container, previous)) {
+        auto r = make(http::status::ok, std::move(*text));
+        r.set(http::field::content_type, "text/plain");
+        return r;
+      }
+      return status(http::status::bad_request, "BadRequest",
+                    previous ? "previous terminated container \"" + container + "\" in pod \"" +
+                                   p.name + "\" not found"
+                             : "container \"" + container + "\" in pod \"" + p.name +
+                                   "\" is waiting to start: ContainerCreating");
+    }
     if (auto body = object_body(path)) return make(http::status::ok, std::move(*body));
     if (p.name.empty() && !p.resource.empty()) {
       if (auto list = list_body(path, std::string(request.target()))) {
@@ -688,7 +722,10 @@ class fake_apiserver::server {
   std::thread thread_;
   mutable std::mutex mutex_;
   std::map<std::string, std::string> objects_;
-  std::set<std::string> served_;  // resource.group of every object added: its CRD is installed
+  std::set<std::string> served_;
+  std::map<std::string, std::string>
+      logs_;  // "ns/pod/container[/previous]" -> text  // resource.group of every object added: its
+              // CRD is installed
   std::map<std::string, misbehaviour> per_path_;
   misbehaviour global_;
   std::map<std::string, std::size_t> gets_;
@@ -731,6 +768,10 @@ std::vector<std::string> fake_apiserver::load_yaml(const std::string& file) {
 }
 void fake_apiserver::set_tokens(std::set<std::string> tokens) {
   server_->set_tokens(std::move(tokens));
+}
+void fake_apiserver::set_log(const std::string& ns, const std::string& pod,
+                             const std::string& container, std::string text, bool previous) {
+  server_->set_log(ns, pod, container, std::move(text), previous);
 }
 void fake_apiserver::misbehave(const std::string& path, misbehaviour m) {
   server_->misbehave(path, m);

@@ -92,6 +92,12 @@ class fake_apiserver {
   // Every document of a YAML file; returns their paths.
   std::vector<std::string> load_yaml(const std::string& file);
 
+  // What GET .../namespaces/NS/pods/POD/log?container=C answers (text/plain), the run before
+  // the container's restart with `previous` (&previous=true); a log not set is the API server's
+  // 400 for it.
+  void set_log(const std::string& ns, const std::string& pod, const std::string& container,
+               std::string text, bool previous = false);
+
   void set_tokens(std::set<std::string> tokens);
   void misbehave(const std::string& path, misbehaviour m);
   void misbehave(misbehaviour m);

@@ -107,6 +107,7 @@ struct doctor_config {
   // --kubeconfig FILE; neither this nor --from: $KUBECONFIG, ~/.kube/config, then in-cluster
   std::string kubeconfig;
   std::chrono::milliseconds lookup_timeout{std::chrono::seconds(10)};  // each read of the API
+  bool logs = false;           // --logs: the pods' logs held against the known start-up failures
   bool until_healthy = false;  // --until-healthy: read and diagnose again until healthy
   std::chrono::seconds timeout{std::chrono::minutes(10)};  // --timeout: how long it tries
   std::string policies = "policies/";

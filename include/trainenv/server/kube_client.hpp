@@ -65,12 +65,16 @@ struct api_answer {  // NOLINT(bugprone-exception-escape)
   // None: had. As lookup_result's: not_found, unauthorized, forbidden, server_error, malformed,
   // too_large, timeout, unreachable.
   std::optional<core::lookup_failure> failure;
-  std::string message;  // a failure: what failed, one line (the Status message when there is one)
-  int http_status = 0;  // 0 when no answer came
-  nlohmann::json value;
+  std::string message;   // a failure: what failed, one line (the Status message when there is one)
+  int http_status = 0;   // 0 when no answer came
+  nlohmann::json value;  // a JSON answer
+  std::string text;      // a text answer (a pod's log)
 
   [[nodiscard]] bool ok() const { return !failure; }
 };
+
+// How an answer is read: parsed as JSON, or kept as text (GET .../pods/NAME/log).
+enum class answer_form : std::uint8_t { json, text };
 
 // Whose rights a request to the API server uses (docs/security.md).
 struct read_rights {
@@ -122,11 +126,12 @@ class kube_client {
   }
 
   // GET `path` with `query` (each value percent-encoded here: labelSelector, fieldSelector,
-  // limit, continue) with the client's own credentials, and the answer whole: a live object with
-  // its status, or one page of a LIST. The same bounds as get().
+  // limit, continue, container, tailLines) with the client's own credentials, and the answer
+  // whole: a live object with its status, one page of a LIST, or a pod's log as text. The same
+  // bounds as get().
   [[nodiscard]] boost::asio::awaitable<api_answer> read(
       std::string path, std::vector<std::pair<std::string, std::string>> query,
-      std::chrono::milliseconds budget) const;
+      std::chrono::milliseconds budget, answer_form form = answer_form::json) const;
 
   // POST /apis/authentication.k8s.io/v1/tokenreviews with the client's own credentials (RBAC:
   // create tokenreviews, as system:auth-delegator grants): who `token` is, if anyone.

@@ -9,6 +9,7 @@
 #include "trainenv/core/model/pod_view.hpp"
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
+#include "trainenv/core/text/names.hpp"
 
 // The diagnosis: the live job laid out as `preview --job` lays it out, each live pod matched to
 // its place, then what differs and what keeps it from starting (docs/doctor.md).
@@ -66,6 +67,7 @@ class doctor {
     check_services();
     check_whole_job();
     check_job_gates();
+    check_logs();
     sort_findings();
   }
 
@@ -530,6 +532,42 @@ class doctor {
   bool suspended() const {
     const auto* spec = member(job_.target, "spec");
     return true_member(spec, "suspend");
+  }
+
+  // The known start-up failures (policies/startup-failures.yaml) in the pods' logs: per failure,
+  // the pods whose log has a line holding all its texts, the first such line quoted.
+  void check_logs() {
+    // A line longer than this is cut where it is quoted (a log can be one long line).
+    constexpr std::size_t quoted_length = 300;
+    for (const auto& failure : policies_.startup_failures()) {
+      std::vector<std::string> pods;
+      std::string first;
+      for (const auto& log : job_.logs) {
+        if (std::find(pods.begin(), pods.end(), log.pod) != pods.end()) continue;
+        std::string_view rest(log.text);
+        while (!rest.empty()) {
+          const auto end = std::min(rest.find('\n'), rest.size());
+          const auto line = rest.substr(0, end);
+          rest.remove_prefix(std::min(end + 1, rest.size()));
+          const bool all = std::all_of(
+              failure.match.begin(), failure.match.end(),
+              [&](const std::string& m) { return line.find(m) != std::string_view::npos; });
+          if (!all) continue;
+          pods.push_back(log.pod);
+          if (first.empty()) {
+            first = "pod " + log.pod + " (container " + log.container +
+                    (log.previous ? ", the run before its restart" : "") + "): \"" +
+                    std::string(trim(line.substr(0, quoted_length))) + "\"";
+          }
+          break;
+        }
+      }
+      if (pods.empty()) continue;
+      add("startup-failure", severity::error,
+          failure.program + " (" + failure.name + "): " + failure.cause + "; " + first +
+              (pods.size() > 1 ? " and " + std::to_string(pods.size() - 1) + " more pod(s)" : ""),
+          failure.fix, pods);
+    }
   }
 
   void check_job_gates() {

@@ -89,12 +89,14 @@ variable_mask variables_used_by(const policy& p) {
 
 result<policy_set> policy_set::build(std::vector<policy> policies, owner_kind_set owner_kinds,
                                      std::vector<std::string> sidecars,
-                                     std::vector<accelerator> accelerators) {
+                                     std::vector<accelerator> accelerators,
+                                     std::vector<startup_failure> startup_failures) {
   policy_set set;
   set.policies_ = std::move(policies);
   set.owner_kinds_ = std::move(owner_kinds);
   set.sidecars_ = std::move(sidecars);
   set.accelerators_ = std::move(accelerators);
+  set.startup_failures_ = std::move(startup_failures);
   for (std::size_t i = 0; i < set.policies_.size(); ++i) {
     const auto& p = set.policies_[i];
     if (auto [it, inserted] = set.by_name_.emplace(p.name, i); !inserted) {

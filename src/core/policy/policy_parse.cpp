@@ -341,6 +341,60 @@ result<std::vector<std::string>> parse_sidecar_list(const json& document, std::s
   return std::move(*names);
 }
 
+result<std::vector<startup_failure>> parse_startup_failure_list(const json& document,
+                                                                std::string_view source) {
+  const auto fail_at = [&](const std::string& field, const std::string& problem) {
+    return error{std::string(source) + ": " + field + ": " + problem};
+  };
+  auto found = list_of(document, source, "failures",
+                       "[{name: ..., program: ..., match: [...], cause: ..., fix: ...}]");
+  if (!found) return std::move(found).take_error();
+  const auto* list = *found;
+  if (list == nullptr || !list->is_array())
+    return fail_at("spec.failures", "must be a list of {name, program, match, cause, fix}");
+  // A text to find in a log line: short enough to be a phrase, not a paragraph.
+  constexpr std::size_t max_match = 256;
+  std::vector<startup_failure> out;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const auto& entry = (*list)[i];
+    const std::string at = "spec.failures[" + std::to_string(i) + "]";
+    if (!entry.is_object())
+      return fail_at(at, "must be an object {name, program, match, cause, fix}");
+    if (auto e = check_fields(entry, at, {"name", "program", "match", "cause", "fix"}))
+      return error{std::string(source) + ": " + e->message};
+    startup_failure f;
+    for (const auto& [key, target] : {std::pair<const char*, std::string*>{"name", &f.name},
+                                      {"program", &f.program},
+                                      {"cause", &f.cause},
+                                      {"fix", &f.fix}}) {
+      const auto* text = string_member(entry, key);
+      if (text == nullptr || text->empty())
+        return fail_at(at + "." + key, "must be a non-empty string");
+      *target = *text;
+    }
+    if (!is_dns_label(f.name))
+      return fail_at(at + ".name", "must be lower-case letters, digits and '-' (a DNS label)");
+    const auto* match = member(entry, "match");
+    if (match == nullptr || !match->is_array() || match->empty())
+      return fail_at(at + ".match", "must be a non-empty list of texts one log line holds");
+    for (const auto& text : *match) {
+      if (!text.is_string() || text.get_ref<const std::string&>().empty() ||
+          text.get_ref<const std::string&>().size() > max_match) {
+        return fail_at(at + ".match", "each must be a non-empty text of at most " +
+                                          std::to_string(max_match) +
+                                          " characters (matched as written, not as a pattern)");
+      }
+      f.match.push_back(text.get<std::string>());
+    }
+    for (const auto& earlier : out) {
+      if (earlier.name == f.name)
+        return fail_at(at + ".name", "\"" + f.name + "\" is listed twice");
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 result<std::vector<accelerator>> parse_accelerator_list(const json& document,
                                                         std::string_view source) {
   const auto fail_at = [&](const std::string& field, const std::string& problem) {

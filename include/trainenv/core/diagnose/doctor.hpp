@@ -20,6 +20,14 @@
 
 namespace trainenv::core {
 
+// One container's log as `kubectl logs` gives it (doctor --logs): its last lines.
+struct pod_log {
+  std::string pod;
+  std::string container;
+  bool previous = false;  // the run before its last restart
+  std::string text;
+};
+
 // What was read of the job. Every list may be empty; `not_checked` names the optional reads the
 // API refused (events, EndpointSlices, Kueue Workloads, Volcano PodGroups), whose findings are
 // then not looked for.
@@ -32,6 +40,7 @@ struct live_job {                        // NOLINT(bugprone-exception-escape)
   std::vector<nlohmann::json> endpoint_slices;
   std::vector<nlohmann::json> events;     // of the job, its Jobs and its pods
   std::vector<nlohmann::json> workloads;  // Kueue Workloads and Volcano PodGroups of the job
+  std::vector<pod_log> logs;              // with --logs: held against the known start-up failures
   std::vector<std::string> not_checked;   // "events: forbidden (403)", ...
 };
 

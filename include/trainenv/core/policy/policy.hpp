@@ -225,6 +225,22 @@ inline constexpr std::string_view accelerator_list_kind = "AcceleratorList";
 [[nodiscard]] result<std::vector<accelerator>> parse_accelerator_list(
     const nlohmann::json& document, std::string_view source);
 
+// A start-up failure a launcher prints, as the real program words it
+// (policies/startup-failures.yaml): `trainenv doctor --logs` finds a log line that holds every
+// `match` text and says the cause and the fix.
+struct startup_failure {
+  std::string name;                // "ssh-unresolved-host"
+  std::string program;             // "ssh", "torch", "Open MPI", "MPICH", "JAX"
+  std::vector<std::string> match;  // texts one line must all hold
+  std::string cause;
+  std::string fix;
+};
+
+inline constexpr std::string_view startup_failure_list_kind = "StartupFailureList";
+// Parses one StartupFailureList document (spec.failures, in the order they are tried).
+[[nodiscard]] result<std::vector<startup_failure>> parse_startup_failure_list(
+    const nlohmann::json& document, std::string_view source);
+
 // An immutable set of policies with constant-time selection by name and framework value.
 class policy_set {
  public:
@@ -240,7 +256,8 @@ class policy_set {
   [[nodiscard]] static result<policy_set> build(std::vector<policy> policies,
                                                 owner_kind_set owner_kinds = {},
                                                 std::vector<std::string> sidecars = {},
-                                                std::vector<accelerator> accelerators = {});
+                                                std::vector<accelerator> accelerators = {},
+                                                std::vector<startup_failure> startup_failures = {});
 
   [[nodiscard]] const policy* by_name(std::string_view name) const;
   [[nodiscard]] const policy* by_framework(std::string_view framework) const;
@@ -254,6 +271,10 @@ class policy_set {
   [[nodiscard]] const std::vector<std::string>& sidecars() const { return sidecars_; }
   // The accelerators processes per node counts (policies/accelerators.yaml), in their order.
   [[nodiscard]] const std::vector<accelerator>& accelerators() const { return accelerators_; }
+  // The launchers' known start-up failures (policies/startup-failures.yaml), for doctor --logs.
+  [[nodiscard]] const std::vector<startup_failure>& startup_failures() const {
+    return startup_failures_;
+  }
 
  private:
   struct string_hash {
@@ -266,6 +287,7 @@ class policy_set {
   owner_kind_set owner_kinds_;
   std::vector<std::string> sidecars_;
   std::vector<accelerator> accelerators_;
+  std::vector<startup_failure> startup_failures_;
   index_map by_name_;
   index_map by_framework_;
   std::optional<std::size_t> default_;
