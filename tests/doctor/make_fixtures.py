@@ -486,6 +486,22 @@ def main():
                  if not p["metadata"]["name"].startswith("gpt-worker-1-")]
     live.write("not-created")
 
+    # The master's pod failed (restartPolicy Never; its Job has not made another yet): every
+    # worker was told its name, and nothing answers there.
+    live = Live(preview(t, jobset))
+    master = live.pod("gpt-master-0-0-")
+    master["status"]["phase"] = "Failed"
+    for c in master["status"]["conditions"]:
+        if c["type"] in ("Ready", "ContainersReady"):
+            c["status"] = "False"
+            c["reason"] = "PodFailed"
+    for c in master["status"]["containerStatuses"]:
+        c["ready"] = False
+        c["started"] = False
+        c["state"] = {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": STARTED,
+                                     "finishedAt": "2026-11-29T09:03:00Z"}}
+    live.write("host-not-live")
+
 
 if __name__ == "__main__":
     main()

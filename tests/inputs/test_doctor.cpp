@@ -80,7 +80,7 @@ TEST_CASE("doctor: each failure gives exactly its findings", "[doctor]") {
     kinds_met.insert(c.kinds.begin(), c.kinds.end());
   }
   // Every kind docs/doctor.md lists has its fixture.
-  CHECK(kinds_met.size() == 24);
+  CHECK(kinds_met.size() == 25);
 }
 
 TEST_CASE("doctor: a stale pod's finding names the value found, the one expected and the owner",

@@ -66,6 +66,7 @@ inline const std::vector<doctor_case>& doctor_cases() {
       {"queued", {"queued"}, false},
       {"podgroup-pending", {"podgroup-pending"}, false, "vcjob/mnist"},
       {"not-created", {"not-created"}, true},
+      {"host-not-live", {"host-not-live"}, false},
   };
   return cases;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -237,12 +238,14 @@ class fake_apiserver::server {
     auto path = path_of(object);
     const std::lock_guard lock(mutex_);
     objects_[path] = object.dump();
+    parsed_[path] = object;
     served_.insert(qualified(parts_of(path)));
     return path;
   }
   void remove_object(const std::string& path) {
     const std::lock_guard lock(mutex_);
     objects_.erase(path);
+    parsed_.erase(path);
   }
   std::vector<std::string> load_yaml(const std::string& file) {
     auto docs = inputs::parse_documents(read_file(file));
@@ -376,48 +379,40 @@ class fake_apiserver::server {
     const auto p = parts_of(path);
     static const std::set<std::string> built_in = {"pods",           "services", "events",
                                                    "endpointslices", "jobs",     "configmaps"};
-    std::vector<nlohmann::json> items;
-    std::string list_kind;
-    bool served = built_in.contains(p.resource);
-    {
-      const std::lock_guard lock(mutex_);
-      served = served || served_.contains(qualified(p));
-      for (const auto& [object_path, body] : objects_) {
-        const auto q = parts_of(object_path);
-        // (The real API server converts between versions; this one serves each as added.)
-        if (q.api_version != p.api_version || q.resource != p.resource || q.name.empty()) continue;
-        if (!p.ns.empty() && q.ns != p.ns) continue;
-        items.push_back(nlohmann::json::parse(body));
-      }
-    }
-    if (!served) return std::nullopt;
     const auto labels = query_value(target, "labelSelector");
     const auto fields = query_value(target, "fieldSelector");
-    std::vector<nlohmann::json> matching;
-    for (auto& item : items) {
-      if (list_kind.empty()) list_kind = item.value("kind", "") + "List";
-      if (!labels_match(item, labels) || !fields_match(item, fields)) continue;
-      item.erase("kind");
-      item.erase("apiVersion");
-      matching.push_back(std::move(item));
-    }
     std::size_t from = 0;
-    if (const auto token = query_value(target, "continue"); !token.empty()) {
-      from = token.rfind("offset-", 0) == 0 ? count_or(token.substr(7), matching.size())
-                                            : matching.size();
-    }
-    std::size_t limit = matching.size();
-    if (const auto text = query_value(target, "limit"); !text.empty())
-      limit = std::max<std::size_t>(1, count_or(text, matching.size()));
-    nlohmann::json out = {{"kind", list_kind.empty() ? p.resource + "List" : list_kind},
+    if (const auto token = query_value(target, "continue"); !token.empty())
+      from = token.rfind("offset-", 0) == 0 ? count_or(token.substr(7), SIZE_MAX) : SIZE_MAX;
+    const auto limit_text = query_value(target, "limit");
+    const std::size_t limit =
+        limit_text.empty() ? SIZE_MAX : std::max<std::size_t>(1, count_or(limit_text, SIZE_MAX));
+    nlohmann::json out = {{"kind", p.resource + "List"},
                           {"apiVersion", p.api_version},
                           {"metadata", {{"resourceVersion", "4242"}}},
                           {"items", nlohmann::json::array()}};
-    for (std::size_t i = from; i < matching.size() && i < from + limit; ++i)
-      out["items"].push_back(std::move(matching[i]));
-    if (from + limit < matching.size()) {
+    std::size_t matching = 0;
+    const std::lock_guard lock(mutex_);
+    if (!built_in.contains(p.resource) && !served_.contains(qualified(p))) return std::nullopt;
+    // The stored objects, parsed once when added; only the page's items are copied.
+    for (const auto& [object_path, object] : parsed_) {
+      const auto q = parts_of(object_path);
+      // (The real API server converts between versions; this one serves each as added.)
+      if (q.api_version != p.api_version || q.resource != p.resource || q.name.empty()) continue;
+      if (!p.ns.empty() && q.ns != p.ns) continue;
+      if (!labels_match(object, labels) || !fields_match(object, fields)) continue;
+      if (matching == 0) out["kind"] = object.value("kind", "") + "List";
+      if (matching >= from && matching - from < limit) {
+        auto item = object;
+        item.erase("kind");
+        item.erase("apiVersion");
+        out["items"].push_back(std::move(item));
+      }
+      ++matching;
+    }
+    if (from != SIZE_MAX && limit != SIZE_MAX && from + limit < matching) {
       out["metadata"]["continue"] = "offset-" + std::to_string(from + limit);
-      out["metadata"]["remainingItemCount"] = matching.size() - from - limit;
+      out["metadata"]["remainingItemCount"] = matching - from - limit;
     }
     return out.dump();
   }
@@ -721,11 +716,10 @@ class fake_apiserver::server {
   unsigned short port_ = 0;
   std::thread thread_;
   mutable std::mutex mutex_;
-  std::map<std::string, std::string> objects_;
-  std::set<std::string> served_;
-  std::map<std::string, std::string>
-      logs_;  // "ns/pod/container[/previous]" -> text  // resource.group of every object added: its
-              // CRD is installed
+  std::map<std::string, std::string> objects_;    // path -> the object's JSON text (GETs)
+  std::map<std::string, nlohmann::json> parsed_;  // the same objects, parsed (LISTs)
+  std::set<std::string> served_;  // resource.group of every object added: its CRD is installed
+  std::map<std::string, std::string> logs_;  // "ns/pod/container[/previous]" -> text
   std::map<std::string, misbehaviour> per_path_;
   misbehaviour global_;
   std::map<std::string, std::size_t> gets_;

@@ -6,7 +6,6 @@
 #include <type_traits>
 
 #include "trainenv/core/diagnose/pod_status.hpp"
-#include "trainenv/core/model/pod_view.hpp"
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/keys.hpp"
 #include "trainenv/core/text/names.hpp"
@@ -55,6 +54,35 @@ struct placed {
   const previewed_pod* expected = nullptr;  // null: no place in the layout
 };
 
+// What doctor reads of a live pod, straight from its JSON: a pod_view re-reads the whole pod
+// from its text, and six of them per pod were half of doctor's time on a 1,000-pod job.
+struct live_fields {
+  const json* metadata;
+  const json* spec;
+
+  explicit live_fields(const json& pod)
+      : metadata(member(pod, "metadata")), spec(member(pod, "spec")) {}
+
+  [[nodiscard]] const std::string* annotation(std::string_view key) const {
+    return in(metadata, "annotations", key);
+  }
+  [[nodiscard]] const std::string* label(std::string_view key) const {
+    return in(metadata, "labels", key);
+  }
+  [[nodiscard]] const std::string* hostname() const {
+    return spec != nullptr ? string_member(*spec, "hostname") : nullptr;
+  }
+  [[nodiscard]] const std::string* subdomain() const {
+    return spec != nullptr ? string_member(*spec, "subdomain") : nullptr;
+  }
+
+ private:
+  static const std::string* in(const json* object, std::string_view map, std::string_view key) {
+    const auto* entries = object != nullptr ? member(*object, map) : nullptr;
+    return entries != nullptr ? string_member(*entries, key) : nullptr;
+  }
+};
+
 class doctor {
  public:
   doctor(const live_job& job, const policy_set& policies, diagnosis& out)
@@ -67,6 +95,7 @@ class doctor {
     check_services();
     check_whole_job();
     check_job_gates();
+    check_hosts();
     check_logs();
     sort_findings();
   }
@@ -138,10 +167,8 @@ class doctor {
     row.ready = status.ready() ? "yes" : "no";
     row.wait = status.wait_state(wait_container);
     if (p.expected != nullptr && !p.expected->d.policy.empty()) {
-      const pod_view view(*p.live);
-      row.admitted = view.annotation(keys::injected) != nullptr ? "yes" : "no";
-      previewed_pod told = live_copy(p);
-      row.actual_rank = told.node_rank;
+      row.admitted = live_fields(*p.live).annotation(keys::injected) != nullptr ? "yes" : "no";
+      row.actual_rank = told_of(p).node_rank;
     } else {
       row.admitted = "-";
     }
@@ -167,13 +194,21 @@ class doctor {
     told.rendezvous.reset();
     told.rendezvous_id.reset();
     told.values.clear();
-    const pod_view view(*p.live);
+    const live_fields view(*p.live);
     told.dns_name = view.hostname() != nullptr && view.subdomain() != nullptr
                         ? std::string(*view.hostname()) + "." + std::string(*view.subdomain())
                         : std::string();
     if (const auto* pol = policies_.by_name(told.d.policy); pol != nullptr && told.d.allowed)
       read_values(told, *pol, policies_.sidecars(), job_.objects);
     return told;
+  }
+
+  // live_copy of the pod, made once (the row, the staleness check and the whole-job checks read
+  // it: three copies of every pod's preview were a quarter of doctor's time on 1,000 pods).
+  const previewed_pod& told_of(const placed& p) const {
+    auto found = told_.find(p.live);
+    if (found == told_.end()) found = told_.emplace(p.live, live_copy(p)).first;
+    return found->second;
   }
 
   // Whether the read of `resource` ("services", "configmaps") was refused: not_checked names it.
@@ -209,9 +244,9 @@ class doctor {
     for (auto& f : status.pending_causes(job_.events)) {
       add(std::move(f.kind), f.level, std::move(f.what), std::move(f.fix), {name});
     }
-    const pod_view view(*p.live);
-    if (member(view.spec(), "hostNetwork").is_true()) {
-      const auto policy = string_member(view.spec(), "dnsPolicy");
+    const live_fields view(*p.live);
+    if (true_member(view.spec, "hostNetwork")) {
+      const auto* policy = string_member(*view.spec, "dnsPolicy");
       if (!policy || *policy != "ClusterFirstWithHostNet") {
         add("host-network-dns", severity::error,
             "pod " + name + " runs in the node's network with dnsPolicy " +
@@ -225,8 +260,7 @@ class doctor {
   void check_admission(const placed& p, const std::string& name) {
     const auto& expected = *p.expected;
     if (expected.d.policy.empty() || !expected.d.allowed) return;
-    const pod_view view(*p.live);
-    if (view.annotation(keys::injected) == nullptr) {
+    if (live_fields(*p.live).annotation(keys::injected) == nullptr) {
       if (!expected.d.mutated()) return;
       add("not-admitted", severity::error,
           "pod " + name + " has no " + std::string(keys::injected) + " annotation: trainenv " +
@@ -238,7 +272,7 @@ class doctor {
       unwired_.insert(name);
       return;
     }
-    const auto told = live_copy(p);
+    const auto& told = told_of(p);
     std::vector<std::string> differ;
     const auto compare = [&](const std::string& what, const auto& found, const auto& want) {
       if (found == want) return;
@@ -351,7 +385,7 @@ class doctor {
     std::map<std::string, std::vector<const json*>> by_subdomain;
     for (const auto& p : places_) {
       if (p.live == nullptr || p.expected == nullptr) continue;
-      const pod_view view(*p.live);
+      const live_fields view(*p.live);
       if (view.hostname() == nullptr || view.subdomain() == nullptr) continue;
       by_subdomain[std::string(*view.subdomain())].push_back(p.live);
     }
@@ -432,15 +466,15 @@ class doctor {
   }
 
   static std::string hostname_of(const json& pod) {
-    const pod_view view(pod);
-    return view.hostname() != nullptr ? std::string(*view.hostname()) : name_of(pod);
+    const auto* hostname = live_fields(pod).hostname();
+    return hostname != nullptr ? *hostname : name_of(pod);
   }
 
   static bool selects(const json& service, const json& pod) {
     const auto* spec = member(service, "spec");
     const auto* selector = spec != nullptr ? member(*spec, "selector") : nullptr;
     if (selector == nullptr || !selector->is_object() || selector->empty()) return false;
-    const pod_view view(pod);
+    const live_fields view(pod);
     const auto items = selector->items();
     return std::all_of(items.begin(), items.end(), [&](const auto& item) {
       const auto* label = view.label(item.key());
@@ -476,21 +510,25 @@ class doctor {
     const pod_status status(pod);
     if (!slices_read || job_.endpoint_slices.empty())
       return status.has_address() && (not_ready_too || status.ready());
-    for (const auto& slice : job_.endpoint_slices) {
-      const auto* metadata = member(slice, "metadata");
-      const auto* labels = metadata != nullptr ? member(*metadata, "labels") : nullptr;
-      if (labels == nullptr || string_or_empty(*labels, "kubernetes.io/service-name") != service)
-        continue;
-      for (const auto& endpoint : array_member(&slice, "endpoints")) {
-        const auto* ref = member(endpoint, "targetRef");
-        if (ref == nullptr || string_or_empty(*ref, "name") != name_of(pod)) continue;
-        const auto* conditions = member(endpoint, "conditions");
-        const bool ready = conditions == nullptr || member(*conditions, "ready") == nullptr ||
-                           true_member(conditions, "ready");
-        return ready || not_ready_too;
+    if (endpoints_.empty()) {
+      // {Service, pod} -> the endpoint's ready condition, the first listed of each, once.
+      for (const auto& slice : job_.endpoint_slices) {
+        const auto* metadata = member(slice, "metadata");
+        const auto* labels = metadata != nullptr ? member(*metadata, "labels") : nullptr;
+        if (labels == nullptr) continue;
+        const auto& of = string_or_empty(*labels, "kubernetes.io/service-name");
+        for (const auto& endpoint : array_member(&slice, "endpoints")) {
+          const auto* ref = member(endpoint, "targetRef");
+          if (ref == nullptr) continue;
+          const auto* conditions = member(endpoint, "conditions");
+          const bool ready = conditions == nullptr || member(*conditions, "ready") == nullptr ||
+                             true_member(conditions, "ready");
+          endpoints_.emplace(std::make_pair(of, string_or_empty(*ref, "name")), ready);
+        }
       }
     }
-    return false;
+    const auto found = endpoints_.find(std::make_pair(service, name_of(pod)));
+    return found != endpoints_.end() && (found->second || not_ready_too);
   }
 
   // The whole-job checks of preview --job on the live pods (the kubelet's semantics: the last
@@ -504,7 +542,7 @@ class doctor {
         mixed.push_back(*p.expected);
         continue;
       }
-      mixed.push_back(live_copy(p));
+      mixed.push_back(told_of(p));
     }
     for (auto& problem : check_job(out_.expected.job, mixed, policies_)) {
       if (problem.message.rfind("denied: ", 0) == 0) continue;  // the layout's own: found below
@@ -533,6 +571,55 @@ class doctor {
     const auto* spec = member(job_.target, "spec");
     return true_member(spec, "suspend");
   }
+
+  // The hosts the live pods were told (the master, the rendezvous endpoint, the hostfile's
+  // lines) held against the live pods: one whose pod has finished cannot answer. (A host that is
+  // no place of the layout is a whole-job check's; one whose pod is not created yet, not-created.)
+  void check_hosts() {
+    std::map<std::string, const placed*> place_of;  // hostname (a DNS name's first label)
+    for (const auto& p : places_) {
+      if (p.expected == nullptr || p.expected->dns_name.empty()) continue;
+      place_of.emplace(first_label(p.expected->dns_name), &p);
+    }
+    std::map<std::string, std::vector<std::string>> told_by;  // hostname -> the pods told it
+    for (const auto& p : places_) {
+      if (p.live == nullptr || p.expected == nullptr || unwired_.count(name_of(*p.live)) != 0)
+        continue;
+      const auto& told = told_of(p);
+      std::vector<std::string> hosts;
+      if (told.master) hosts.push_back(*told.master);
+      if (told.rendezvous) hosts.push_back(told.rendezvous->substr(0, told.rendezvous->rfind(':')));
+      for (const auto& line : told.hostfile) {
+        const auto host = line.substr(0, line.find(' '));  // "host slots=N"
+        hosts.push_back(host.substr(0, host.find(':')));   // "host:N"
+      }
+      const auto self = first_label(p.expected->dns_name);
+      for (const auto& host : hosts) {
+        const auto label = first_label(host);
+        auto& pods = told_by[label];
+        if (label != self && std::find(pods.begin(), pods.end(), name_of(*p.live)) == pods.end())
+          pods.push_back(name_of(*p.live));
+      }
+    }
+    for (const auto& [host, pods] : told_by) {
+      const auto place = place_of.find(host);
+      if (pods.empty() || place == place_of.end() || place->second->live == nullptr) continue;
+      const auto& live = *place->second->live;
+      const pod_status status(live);
+      if (!status.finished()) continue;
+      auto named = pods;
+      named.push_back(name_of(live));
+      add("host-not-live", severity::error,
+          std::to_string(pods.size()) + " pod(s) were told host " + host + ", whose pod " +
+              name_of(live) + " has " + (status.phase() == "Succeeded" ? "exited" : "failed") +
+              " (" + status.phase() + "): they cannot reach it",
+          "see why it ended (kubectl logs --previous, or doctor --logs); its Job recreates it "
+          "within its backoffLimit, else the JobSet's failurePolicy restarts the job",
+          std::move(named));
+    }
+  }
+
+  static std::string first_label(const std::string& name) { return name.substr(0, name.find('.')); }
 
   // The known start-up failures (policies/startup-failures.yaml) in the pods' logs: per failure,
   // the pods whose log has a line holding all its texts, the first such line quoted.
@@ -618,6 +705,8 @@ class doctor {
   const policy_set& policies_;
   diagnosis& out_;
   std::vector<placed> places_;
+  mutable std::map<const json*, previewed_pod> told_;                      // told_of's
+  mutable std::map<std::pair<std::string, std::string>, bool> endpoints_;  // is_published's
   // The pods found stale or not admitted: the whole-job checks take them as they will be once
   // recreated, so that a finding is not told twice.
   std::set<std::string> unwired_;
