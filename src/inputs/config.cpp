@@ -643,11 +643,19 @@ std::string preview_help() {
          render_flags(preview_flags(defaults));
 }
 
+std::vector<flag> check_flags(check_config& c) {
+  return {{{"--policies"}, "DIR", "policy directory (or DIR alone)", string_value(c.policies)}};
+}
+
 std::string check_help() {
-  return "Usage: trainenv check-policies [DIR]\n"
+  check_config defaults;
+  return "Usage: trainenv check-policies [DIR | --policies DIR]\n"
          "\n"
          "Validates every policy file (*.yaml, *.yml, *.json) in DIR (default policies/) the way\n"
-         "'trainenv serve' does at start-up. Prints one line per policy; exits 1 on any error.\n";
+         "'trainenv serve' does at start-up. Prints one line per policy; exits 1 on any error.\n"
+         "\n"
+         "Flags:\n" +
+         render_flags(check_flags(defaults));
 }
 
 std::string wait_help() {
@@ -771,13 +779,19 @@ parsed<doctor_config> parse_doctor(const std::vector<std::string>& args) {
 
 parsed<check_config> parse_check(const std::vector<std::string>& args) {
   check_config c;
-  bool dir_given = false;
-  auto failure = parse_flags(args, {}, check_help(), [&](const std::string& dir) {
-    if (dir_given) return std::string("only one directory may be given");
-    dir_given = true;
-    c.policies = dir;
+  std::string dir;
+  // --policies DIR as every other command takes it (the loader's errors say "set --policies"),
+  // or DIR alone.
+  auto failure = parse_flags(args, check_flags(c), check_help(), [&](const std::string& given) {
+    if (!dir.empty()) return std::string("only one directory may be given");
+    dir = given;
     return std::string();
   });
+  if (!failure && !dir.empty()) {
+    if (c.policies != check_config{}.policies)
+      failure = parse_failure{false, "give the directory as DIR or --policies DIR, not both"};
+    c.policies = dir;
+  }
   return finish(std::move(c), std::move(failure));
 }
 

@@ -37,6 +37,8 @@ lines() { [ "$(wc -l <"$1")" -eq "$2" ] || { echo "  $1 has $(wc -l <"$1") lines
 
 # --- check-policies -------------------------------------------------------------------
 check "check-policies accepts the shipped policies" exit_code 0 "$bin" check-policies "$src/policies"
+check "check-policies takes --policies DIR too (its errors say to set it)" exit_code 0 \
+  "$bin" check-policies --policies "$src/policies"
 check "check-policies lists torch as default" contains "$work/out" "policy torch (frameworks: torch, pytorch; default)"
 mkdir -p "$work/bad"
 sed 's/    - name: WORLD_SIZE/    - name: WORLD_SIZE\n      valu: oops/' "$src/policies/torch.yaml" >"$work/bad/torch.yaml"

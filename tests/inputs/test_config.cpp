@@ -479,10 +479,18 @@ TEST_CASE("check-policies rejects a second directory", "[config]") {
   CHECK_THAT(p.failure.message, Contains("one directory"));
 }
 
-TEST_CASE("check-policies rejects flags", "[config]") {
+TEST_CASE("check-policies takes --policies DIR as the other commands do, not beside DIR",
+          "[config]") {
+  // The loader's errors say "set --policies": the command they come from must take it.
   auto p = parse_check({"--policies", "x"});
-  CHECK_FALSE(p.ok);
-  CHECK_THAT(p.failure.message, Contains("--policies"));
+  REQUIRE(p.ok);
+  CHECK(p.config.policies == "x");
+  auto both = parse_check({"--policies", "x", "y"});
+  CHECK_FALSE(both.ok);
+  CHECK_THAT(both.failure.message, Contains("not both"));
+  auto unknown = parse_check({"--policy", "x"});
+  CHECK_FALSE(unknown.ok);
+  CHECK_THAT(unknown.failure.message, Contains("--policy"));
 }
 
 TEST_CASE("check-policies --help sets failure.help", "[config]") {
