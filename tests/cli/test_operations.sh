@@ -209,9 +209,8 @@ check "the lines the pipe did not take are counted as dropped" [ "$(metric train
 kill -TERM "$server_pid"; wait "$server_pid"
 check "it stops on SIGTERM with exit code 0" [ "$?" = 0 ]
 
-# --- the alert rules docs/operations.md recommends -------------------------------------------
-sed -n '/^groups:/,/^```$/p' "$src/docs/operations.md" | sed '$d' >"$work/rules.yaml"
-check "the documented alert rules pass promtool" bash -c "promtool check rules '$work/rules.yaml' >/dev/null"
+# The alert rules are a manifests component (manifests/components/monitoring), checked with promtool
+# by tests/manifests/test_manifests.sh.
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

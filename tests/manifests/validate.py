@@ -3,15 +3,25 @@
 
 Every object is decoded against the Kubernetes object model from Debian's python3-kubernetes,
 field by field: an unknown field, a wrong type or a missing required field fails. cert-manager
-objects, which that model does not know, are checked against the few fields they may use. Then
-the settings the deployment depends on are asserted.
+and Prometheus Operator objects, which that model does not know, are checked against the few
+fields they may use. Then the settings the deployment depends on are asserted (check_settings),
+and every reference from one object to another is followed (check_references): a render that
+is valid object by object can still install nothing that works, as one whose namespace was
+changed while the webhook still calls the Service in the old one.
 
-    validate.py OVERLAY < rendered.yaml
-        (OVERLAY: base, cert-manager, opt-in-namespaces, static-certs or previews)
+    validate.py NAME OVERLAY NAMESPACE < rendered.yaml
+        NAME: the prefix of the messages; OVERLAY: the shipped overlay the render is built on
+        (base, cert-manager, opt-in-namespaces, previews or static-certs), which decides the
+        settings expected; NAMESPACE: the one namespace every namespaced object, and every
+        reference to one, must be in.
 """
 import base64
+import math
+import os
 import re
+import subprocess
 import sys
+import tempfile
 
 import kubernetes.client as k8s
 import yaml
@@ -28,6 +38,7 @@ MODELS = {
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): "V1MutatingWebhookConfiguration",
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "V1ClusterRoleBinding",
+    ("v1", "ResourceQuota"): "V1ResourceQuota",
 }
 
 CLUSTER_SCOPED = {"Namespace", "MutatingWebhookConfiguration", "ClusterRole", "ClusterRoleBinding"}
@@ -44,17 +55,31 @@ def owner_resources(config_map, errors):
     return {(doc["spec"].get("apiGroup", ""), doc["spec"]["resource"])
             for doc in yaml.safe_load_all(text)
             if doc and doc.get("kind") == "OwnerKind" and "wiredBy" not in doc["spec"]}
-EXCLUDED_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease", "trainenv-system"}
+# The webhook's namespaceSelector leaves out these and its own namespace (docs/deploy.md).
+SYSTEM_NAMESPACES = {"kube-system", "kube-public", "kube-node-lease"}
 OPT_IN = {"key": "trainenv.io/injection", "operator": "In", "values": ["enabled"]}
 
-# cert-manager.io/v1 fields this project uses, as a nested whitelist (True: any scalar).
-CERT_MANAGER = {
-    "Issuer": {"spec": {"selfSigned": {}}},
-    "Certificate": {
+# Kinds the Kubernetes model does not know, cert-manager's and the Prometheus Operator's: the
+# fields this project uses, as a nested whitelist (True: any value; a one-item list: a list whose
+# every item has that shape).
+WHITELISTS = {
+    ("cert-manager.io/v1", "Issuer"): {"spec": {"selfSigned": {}}},
+    ("cert-manager.io/v1", "Certificate"): {
         "spec": {
             "secretName": True, "duration": True, "renewBefore": True, "dnsNames": True,
             "privateKey": {"algorithm": True, "size": True, "rotationPolicy": True},
             "issuerRef": {"kind": True, "name": True, "group": True},
+        }
+    },
+    ("monitoring.coreos.com/v1", "PrometheusRule"): {
+        "spec": {"groups": [{"name": True, "rules": [{"alert": True, "expr": True, "for": True, "labels": True}]}]}
+    },
+    # No namespaceSelector: a ServiceMonitor without one looks in its own namespace, which
+    # check_references holds to the Service's.
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): {
+        "spec": {
+            "selector": {"matchLabels": True},
+            "endpoints": [{"port": True, "path": True, "scheme": True, "interval": True}],
         }
     },
 }
@@ -105,6 +130,13 @@ def check(value, type_name, path, errors):
 def check_whitelist(value, allowed, path, errors):
     if allowed is True:
         return
+    if isinstance(allowed, list):
+        if not isinstance(value, list):
+            errors.append(f"{path}: expected a list")
+            return
+        for i, item in enumerate(value):
+            check_whitelist(item, allowed[0], f"{path}[{i}]", errors)
+        return
     if not isinstance(value, dict):
         errors.append(f"{path}: expected a mapping")
         return
@@ -120,10 +152,10 @@ def validate(obj, errors):
     name = f"{kind}/{obj.get('metadata', {}).get('name')}"
     if (api, kind) in MODELS:
         check(obj, MODELS[(api, kind)], name, errors)
-    elif api == "cert-manager.io/v1" and kind in CERT_MANAGER:
+    elif (api, kind) in WHITELISTS:
         check(obj.get("metadata"), "V1ObjectMeta", f"{name}.metadata", errors)
         rest = {key: value for key, value in obj.items() if key not in ("apiVersion", "kind", "metadata")}
-        check_whitelist(rest, CERT_MANAGER[kind], name, errors)
+        check_whitelist(rest, WHITELISTS[(api, kind)], name, errors)
     else:
         errors.append(f"{name}: {api} {kind} is not a kind this project deploys")
 
@@ -139,7 +171,7 @@ def check_settings(objects, overlay, errors):
         by_kind.setdefault(obj["kind"], []).append(obj)
     previews = overlay == "previews"
     for kind in ("Namespace", "ServiceAccount", "Deployment", "Service", "PodDisruptionBudget", "NetworkPolicy",
-                 "ConfigMap", "MutatingWebhookConfiguration"):
+                 "ConfigMap", "MutatingWebhookConfiguration", "ResourceQuota"):
         expect(len(by_kind.get(kind, [])) == 1, f"expected one {kind}", errors)
     # The owner reader and doctor's three roles for people, and with the previews' port the token
     # reviewer too; bound: the owner reader (and the token reviewer).
@@ -166,8 +198,6 @@ def check_settings(objects, overlay, errors):
     for hook in hooks:
         name = hook["name"]
         expressions = hook["namespaceSelector"]["matchExpressions"]
-        expect(expressions[0]["key"] == "kubernetes.io/metadata.name" and expressions[0]["operator"] == "NotIn"
-               and set(expressions[0]["values"]) == EXCLUDED_NAMESPACES, f"{name} namespaceSelector exclusions", errors)
         expect((OPT_IN in expressions) == opted_in, f"{name} namespace opt-in {'missing' if opted_in else 'unexpected'}",
                errors)
         expect(hook["sideEffects"] == "None", f"{name} sideEffects", errors)
@@ -175,8 +205,9 @@ def check_settings(objects, overlay, errors):
         expect(isinstance(hook.get("timeoutSeconds"), int) and 1 <= hook["timeoutSeconds"] <= 30,
                f"{name} timeoutSeconds", errors)
         expect(hook.get("reinvocationPolicy") == "IfNeeded", f"{name} reinvocationPolicy", errors)
-        expect(hook["clientConfig"]["service"] == {"name": "trainenv", "namespace": "trainenv-system",
-                                                   "path": "/mutate", "port": 443}, f"{name} clientConfig.service", errors)
+        # Which Service, in which namespace: check_references.
+        expect({key: hook["clientConfig"]["service"].get(key) for key in ("path", "port")} ==
+               {"path": "/mutate", "port": 443}, f"{name} clientConfig.service path and port", errors)
         expect(hook["rules"] == [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
                                   "resources": ["pods"], "scope": "Namespaced"}], f"{name} rules", errors)
     # docs/deploy.md argues these: labelled pods fail closed; the cluster-wide JobSet entry fails
@@ -192,9 +223,8 @@ def check_settings(objects, overlay, errors):
         expect(reviewer.get("rules") == [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
                                           "verbs": ["create"]}],
                "the previews' port may create TokenReviews, and nothing else", errors)
-        expect(bindings.get("trainenv-token-reviewer", {}).get("subjects") ==
-               [{"kind": "ServiceAccount", "name": "trainenv", "namespace": "trainenv-system"}],
-               "the token reviewer is bound to the trainenv ServiceAccount", errors)
+        expect(bindings.get("trainenv-token-reviewer", {}).get("roleRef", {}).get("name") == "trainenv-token-reviewer",
+               "the token reviewer is bound (to the ServiceAccount: check_references)", errors)
     # doctor's roles (docs/doctor.md): read-only, no Secrets, bound by nobody here (an admin binds
     # them per namespace); tests/server/test_doctor_cluster.cpp holds their rules against what
     # doctor reads.
@@ -224,8 +254,8 @@ def check_settings(objects, overlay, errors):
     binding = bindings.get("trainenv-owner-reader", {"roleRef": None, "subjects": None})
     expect(binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                                   "name": role["metadata"]["name"]}, "ClusterRoleBinding roleRef", errors)
-    expect(binding["subjects"] == [{"kind": "ServiceAccount", "name": "trainenv", "namespace": "trainenv-system"}],
-           "ClusterRoleBinding subject: the trainenv ServiceAccount", errors)
+    expect([subject.get("name") for subject in binding["subjects"] or []] == ["trainenv"],
+           "ClusterRoleBinding subject: the trainenv ServiceAccount (its namespace: check_references)", errors)
 
     deployment = by_kind["Deployment"][0]
     pod = deployment["spec"]["template"]["spec"]
@@ -269,20 +299,16 @@ def check_settings(objects, overlay, errors):
                "egress narrowed to the API server's address (api-server.env)", errors)
     else:
         expect("to" not in policy["egress"][0], "egress to the API server's ports, any address", errors)
-    for obj in objects:
-        if obj["kind"] not in CLUSTER_SCOPED:
-            expect(obj["metadata"].get("namespace") == "trainenv-system", f"{obj['kind']} namespace", errors)
     config_map = by_kind["ConfigMap"][0]
     expect(config_map["metadata"]["name"] == "trainenv-policies", "ConfigMap name without hash", errors)
     expect("torch.yaml" in config_map["data"], "policies in the ConfigMap", errors)
 
     annotations = by_kind["MutatingWebhookConfiguration"][0]["metadata"].get("annotations", {})
+    # What the certificate names and where cainjector finds it: check_references.
     if overlay in ("cert-manager", "opt-in-namespaces", "previews"):
-        expect(annotations.get("cert-manager.io/inject-ca-from") == "trainenv-system/trainenv-serving-cert",
-               "cert-manager inject-ca-from", errors)
-        certificate = by_kind.get("Certificate", [{}])[0]
-        expect(certificate.get("spec", {}).get("secretName") == "trainenv-tls", "Certificate secretName", errors)
-        expect("trainenv.trainenv-system.svc" in certificate.get("spec", {}).get("dnsNames", []), "dnsNames", errors)
+        expect(len(by_kind.get("Certificate", [])) == 1 and len(by_kind.get("Issuer", [])) == 1,
+               "a cert-manager Certificate and its Issuer", errors)
+        expect("cert-manager.io/inject-ca-from" in annotations, "cert-manager inject-ca-from", errors)
     if overlay == "static-certs":
         for hook in hooks:
             bundle = base64.b64decode(hook["clientConfig"].get("caBundle", ""))
@@ -292,16 +318,263 @@ def check_settings(objects, overlay, errors):
                "TLS Secret", errors)
 
 
+def selects(selector, labels):
+    """Whether a LabelSelector selects these labels. An empty one, which selects every pod of the
+    namespace, counts as not selecting: ours must name the webhook's pods."""
+    if not selector or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+        return False
+    if any(labels.get(key) != value for key, value in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or []:
+        present, value = e["key"] in labels, labels.get(e["key"])
+        listed = value in e.get("values", [])
+        if not {"In": present and listed, "NotIn": not present or not listed,
+                "Exists": present, "DoesNotExist": not present}[e["operator"]]:
+            return False
+    return True
+
+
+# The server's listeners, by the name of the container port each must be.
+LISTENERS = {"--listen": "https", "--metrics-listen": "metrics", "--preview-listen": "previews"}
+
+
+def covers(quota, priority_class):
+    """Whether a ResourceQuota's scope admits pods of this priority class."""
+    return any(e.get("scopeName") == "PriorityClass" and e.get("operator") == "In" and
+               priority_class in e.get("values", [])
+               for e in quota["spec"].get("scopeSelector", {}).get("matchExpressions", []))
+
+
+def check_served_certificate(certificate, bundles, names, errors):
+    """The static Secret's certificate: it names the Service as the API server dials it, and each
+    webhook entry's caBundle is the CA that issued it (openssl, as the API server would)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cert_path = os.path.join(tmp, "tls.crt")
+        with open(cert_path, "wb") as f:
+            f.write(certificate)
+        sans = subprocess.run(["openssl", "x509", "-noout", "-ext", "subjectAltName", "-in", cert_path],
+                              capture_output=True, text=True).stdout
+        named = set(re.findall(r"DNS:([^,\s]+)", sans))
+        missing = [name for name in names if name not in named]
+        expect(not missing, f"the TLS Secret's certificate names {missing} (it names {sorted(named)}): mint it for "
+               "this namespace (docs/deploy.md, \"Another namespace\")", errors)
+        for i, bundle in enumerate(bundles):
+            ca_path = os.path.join(tmp, f"ca{i}.crt")
+            with open(ca_path, "wb") as f:
+                f.write(bundle)
+            verified = subprocess.run(["openssl", "verify", "-CAfile", ca_path, cert_path], capture_output=True)
+            expect(verified.returncode == 0, f"webhook entry {i}'s caBundle is the CA that issued the TLS Secret's "
+                   "certificate", errors)
+
+
+def check_references(objects, overlay, namespace, errors):
+    """Every reference from one object to another, followed to the object it names: what kustomize
+    cannot see when a `namespace:` above an overlay moves the objects but not a name written into
+    a string."""
+    named = {}
+    for obj in objects:
+        named.setdefault(obj["kind"], {})[obj["metadata"]["name"]] = obj
+    if any(len(named.get(kind, {})) != 1 for kind in ("Deployment", "Service", "MutatingWebhookConfiguration")):
+        return  # check_settings reports the count
+    deployment = next(iter(named["Deployment"].values()))
+    service = next(iter(named["Service"].values()))
+    webhook = next(iter(named["MutatingWebhookConfiguration"].values()))
+
+    # manifests/base/namespace-var.yaml lists where kustomize substitutes the namespace; a use
+    # anywhere else is left as written.
+    def strings(value):
+        if isinstance(value, dict):
+            for item in value.values():
+                yield from strings(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from strings(item)
+        elif isinstance(value, str):
+            yield value
+    for obj in objects:
+        expect(not any("$(TRAINENV_NAMESPACE)" in text for text in strings(obj)),
+               f"{obj['kind']}/{obj['metadata']['name']} keeps $(TRAINENV_NAMESPACE) unsubstituted", errors)
+
+    # One namespace: the Namespace shipped is the one every namespaced object is in.
+    expect(sorted(named.get("Namespace", {})) == [namespace],
+           f"the Namespace object is {namespace} (found {sorted(named.get('Namespace', {}))})", errors)
+    for obj in objects:
+        if obj["kind"] not in CLUSTER_SCOPED:
+            found = obj["metadata"].get("namespace")
+            expect(found == namespace, f"{obj['kind']}/{obj['metadata']['name']} is in {namespace} (found {found})",
+                   errors)
+
+    # The Deployment's pods, their ports and what the server listens on.
+    template = deployment["spec"]["template"]
+    pod_labels = template["metadata"].get("labels", {})
+    pod = template["spec"]
+    container = pod["containers"][0]
+    args = container.get("args", [])
+    expect(selects(deployment["spec"]["selector"], pod_labels), "the Deployment's selector selects its pod template",
+           errors)
+    ports = {p["name"]: p["containerPort"] for c in pod["containers"] for p in c.get("ports", [])}
+    listening = {}
+    for arg in args:
+        flag, _, value = arg.partition("=")
+        if flag in LISTENERS:
+            listening[LISTENERS[flag]] = int(value.rpartition(":")[2])
+    for name, port in listening.items():
+        expect(ports.get(name) == port, f"container port {name} is {port}, where the server listens (found "
+               f"{ports.get(name)})", errors)
+    for probe in ("readinessProbe", "livenessProbe"):
+        port = container.get(probe, {}).get("httpGet", {}).get("port")
+        expect(port in ports or port in ports.values(), f"the {probe}'s port {port} is a container port", errors)
+
+    def target(service_port):  # the container port a Service port sends to, or None
+        wanted = service_port.get("targetPort", service_port["port"])
+        return ports.get(wanted) if isinstance(wanted, str) else (wanted if wanted in ports.values() else None)
+
+    # The Service reaches those pods, on container ports.
+    selector = service["spec"].get("selector") or {}
+    expect(selector and all(pod_labels.get(key) == value for key, value in selector.items()),
+           "the Service's selector selects the Deployment's pods", errors)
+    for port in service["spec"]["ports"]:
+        expect(target(port) is not None, f"Service port {port.get('name')} targets a container port (found "
+               f"{port.get('targetPort')})", errors)
+
+    # The webhook calls that Service, in its namespace, on the port that reaches --listen; and it
+    # never waits on itself or the control plane: its own namespace and the system ones are out.
+    for hook in webhook["webhooks"]:
+        ref = hook["clientConfig"].get("service", {})
+        expect((ref.get("namespace"), ref.get("name")) == (namespace, service["metadata"]["name"]),
+               f"{hook['name']} calls the Service {namespace}/{service['metadata']['name']} (found "
+               f"{ref.get('namespace')}/{ref.get('name')})", errors)
+        via = [p for p in service["spec"]["ports"] if p["port"] == ref.get("port", 443)]
+        expect(via and target(via[0]) == listening.get("https"),
+               f"{hook['name']}: Service port {ref.get('port', 443)} reaches the admission listener", errors)
+        names_out = [e for e in hook.get("namespaceSelector", {}).get("matchExpressions", [])
+                     if e["key"] == "kubernetes.io/metadata.name" and e["operator"] == "NotIn"]
+        expect(len(names_out) == 1 and set(names_out[0]["values"]) == SYSTEM_NAMESPACES | {namespace},
+               f"{hook['name']} leaves out {sorted(SYSTEM_NAMESPACES | {namespace})} (found "
+               f"{[sorted(e['values']) for e in names_out]})", errors)
+
+    # RBAC: the pods run as a ServiceAccount that is shipped, and every binding names it where it is.
+    accounts = named.get("ServiceAccount", {})
+    expect(pod.get("serviceAccountName") in accounts, f"the Deployment's ServiceAccount "
+           f"{pod.get('serviceAccountName')} is shipped", errors)
+    for name, binding in named.get("ClusterRoleBinding", {}).items():
+        expect(binding["roleRef"]["name"] in named.get("ClusterRole", {}), f"ClusterRoleBinding/{name} binds a "
+               "shipped ClusterRole", errors)
+        for subject in binding.get("subjects") or []:
+            expect(subject.get("kind") == "ServiceAccount" and subject.get("name") in accounts and
+                   subject.get("namespace") == namespace, f"ClusterRoleBinding/{name} binds the ServiceAccount in "
+                   f"{namespace} (found {subject.get('kind')} {subject.get('namespace')}/{subject.get('name')})",
+                   errors)
+
+    # The PDB and the NetworkPolicy apply to these pods; the policy lets in every port they open.
+    for name, budget in named.get("PodDisruptionBudget", {}).items():
+        expect(selects(budget["spec"].get("selector"), pod_labels), f"PodDisruptionBudget/{name} selects the "
+               "Deployment's pods", errors)
+        expect(budget["spec"].get("minAvailable", 0) < deployment["spec"]["replicas"],
+               f"PodDisruptionBudget/{name} lets a node drain: minAvailable below the replicas", errors)
+    for name, policy in named.get("NetworkPolicy", {}).items():
+        expect(selects(policy["spec"].get("podSelector"), pod_labels), f"NetworkPolicy/{name} selects the "
+               "Deployment's pods", errors)
+        admitted = {p.get("port") for rule in policy["spec"].get("ingress", []) for p in rule.get("ports", [])}
+        for port_name, number in ports.items():
+            expect(port_name in admitted or number in admitted, f"NetworkPolicy/{name} lets in container port "
+                   f"{port_name} ({number})", errors)
+
+    # What the pods mount and read exists: ConfigMaps shipped, Secrets shipped or issued.
+    config_maps = named.get("ConfigMap", {})
+    certificates = named.get("Certificate", {})
+    secrets = set(named.get("Secret", {})) | {c["spec"].get("secretName") for c in certificates.values()}
+    for volume in pod.get("volumes", []):
+        if "configMap" in volume:
+            expect(volume["configMap"]["name"] in config_maps, f"volume {volume['name']}: ConfigMap "
+                   f"{volume['configMap']['name']} is shipped", errors)
+        if "secret" in volume and overlay != "base":  # the base leaves the serving Secret to an overlay
+            expect(volume["secret"]["secretName"] in secrets, f"volume {volume['name']}: Secret "
+                   f"{volume['secret']['secretName']} is shipped or issued by a Certificate", errors)
+    for c in pod["containers"] + pod.get("initContainers", []):
+        refs = [e["valueFrom"]["configMapKeyRef"]["name"] for e in c.get("env", [])
+                if "configMapKeyRef" in e.get("valueFrom", {})]
+        refs += [e["configMapRef"]["name"] for e in c.get("envFrom", []) if "configMapRef" in e]
+        for ref in refs:
+            expect(ref in config_maps, f"container {c['name']} reads ConfigMap {ref}, which is shipped", errors)
+
+    # The serving certificate: the Secret mounted where --tls-cert points, naming the Service as
+    # the API server dials it (<service>.<namespace>.svc), trusted through the caBundle.
+    tls_dir = os.path.dirname(next((a.partition("=")[2] for a in args if a.startswith("--tls-cert=")), ""))
+    mounted = {m["mountPath"]: m["name"] for m in container.get("volumeMounts", [])}
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    tls_secret = volumes.get(mounted.get(tls_dir), {}).get("secret", {}).get("secretName")
+    expect(tls_secret is not None, f"the --tls-cert directory {tls_dir} is a mounted Secret", errors)
+    dns_names = [f"{service['metadata']['name']}.{namespace}.svc",
+                 f"{service['metadata']['name']}.{namespace}.svc.cluster.local"]
+    inject = webhook["metadata"].get("annotations", {}).get("cert-manager.io/inject-ca-from")
+    for name, certificate in certificates.items():
+        spec = certificate["spec"]
+        expect(spec.get("dnsNames") == dns_names,
+               f"Certificate/{name} names {dns_names} (found {spec.get('dnsNames')})", errors)
+        expect(spec.get("secretName") == tls_secret, f"Certificate/{name} writes the Secret the Deployment mounts, "
+               f"{tls_secret} (found {spec.get('secretName')})", errors)
+        issuer = spec.get("issuerRef", {})
+        expect(issuer.get("kind", "Issuer") == "Issuer" and issuer.get("group", "cert-manager.io") == "cert-manager.io"
+               and issuer.get("name") in named.get("Issuer", {}), f"Certificate/{name} is issued by a shipped Issuer "
+               f"(found {issuer})", errors)
+    if certificates or inject:
+        wanted = [f"{namespace}/{name}" for name in certificates]
+        expect(len(wanted) == 1 and inject == wanted[0], f"cert-manager.io/inject-ca-from is {wanted} (found {inject})",
+               errors)
+    if tls_secret in named.get("Secret", {}):
+        secret = named["Secret"][tls_secret]
+        expect(secret.get("type") == "kubernetes.io/tls", f"Secret/{tls_secret} is kubernetes.io/tls", errors)
+        bundles = [base64.b64decode(hook["clientConfig"].get("caBundle", "")) for hook in webhook["webhooks"]]
+        check_served_certificate(base64.b64decode(secret.get("data", {}).get("tls.crt", "")), bundles, dns_names,
+                                 errors)
+
+    # system-cluster-critical outside kube-system: GKE, and any cluster whose ResourceQuota
+    # admission lists it under limitedResources, refuses such pods unless a quota in their
+    # namespace covers the priority class. Room for every replica and the rollout's surge.
+    priority_class = pod.get("priorityClassName")
+    if priority_class:
+        replicas = deployment["spec"].get("replicas", 1)
+        surge = deployment["spec"].get("strategy", {}).get("rollingUpdate", {}).get("maxSurge", "25%")
+        if isinstance(surge, str):
+            surge = math.ceil(replicas * int(surge.rstrip("%")) / 100)
+        quotas = {name: q for name, q in named.get("ResourceQuota", {}).items() if covers(q, priority_class)}
+        expect(quotas, f"a ResourceQuota in {namespace} covers priority class {priority_class}", errors)
+        for name, quota in quotas.items():
+            allowed = quota["spec"].get("hard", {}).get("pods")
+            expect(allowed is not None and int(allowed) >= replicas + surge, f"ResourceQuota/{name} admits "
+                   f"{replicas} replicas and a surge of {surge} (found pods: {allowed})", errors)
+
+    # The monitoring component: the ServiceMonitor scrapes the Service port that reaches
+    # --metrics-listen.
+    monitors = named.get("ServiceMonitor", {})
+    rules = named.get("PrometheusRule", {})
+    if monitors or rules:
+        expect(len(monitors) == 1 and len(rules) == 1, "one ServiceMonitor and one PrometheusRule", errors)
+    service_ports = {p.get("name"): p for p in service["spec"]["ports"]}
+    for name, monitor in monitors.items():
+        spec = monitor["spec"]
+        expect(selects(spec.get("selector"), service["metadata"].get("labels", {})), f"ServiceMonitor/{name} selects "
+               "the Service", errors)
+        for endpoint in spec.get("endpoints", []):
+            port = service_ports.get(endpoint.get("port"))
+            expect(port is not None and target(port) == listening.get("metrics"), f"ServiceMonitor/{name} scrapes the "
+                   f"Service port that reaches --metrics-listen (found {endpoint.get('port')})", errors)
+            expect(endpoint.get("path", "/metrics") == "/metrics" and endpoint.get("scheme", "http") == "http",
+                   f"ServiceMonitor/{name} scrapes http /metrics", errors)
+
+
 def main():
-    overlay = sys.argv[1]
+    label, overlay, namespace = sys.argv[1:4]
     objects = [obj for obj in yaml.safe_load_all(sys.stdin) if obj]
     errors = []
     for obj in objects:
         validate(obj, errors)
     check_settings(objects, overlay, errors)
+    check_references(objects, overlay, namespace, errors)
     for error in errors:
-        print(f"{overlay}: {error}")
-    print(f"{overlay}: {len(objects)} objects, {len(errors)} problems")
+        print(f"{label}: {error}")
+    print(f"{label}: {len(objects)} objects, {len(errors)} problems")
     sys.exit(1 if errors else 0)
 
 
