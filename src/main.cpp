@@ -25,6 +25,7 @@
 #include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/inputs/preview.hpp"
+#include "trainenv/inputs/yaml.hpp"
 #include "trainenv/server/api_access.hpp"
 #include "trainenv/server/kube_client.hpp"
 #include "trainenv/server/live_job_reader.hpp"
@@ -304,8 +305,13 @@ int run_job_preview(const inputs::preview_config& config, const core::policy_set
     std::cerr << preview.message() << "\n";
     return exit_usage;
   }
-  std::cout << (config.output == "json" ? inputs::to_json(*preview).dump(2) + "\n"
-                                        : inputs::to_table(*preview));
+  if (config.output == "json") {
+    std::cout << inputs::to_json(*preview).dump(2) << "\n";
+  } else if (config.output == "yaml") {
+    std::cout << inputs::to_yaml(inputs::to_json(*preview));
+  } else {
+    std::cout << inputs::to_table(*preview);
+  }
   return preview->ok() ? exit_ok : exit_violation;
 }
 
@@ -314,7 +320,7 @@ int run_preview(const std::vector<std::string>& args) {
   if (int code = 0; usage_failed(parsed, code)) return code;
   const auto& config = parsed.config;
 
-  auto loaded = inputs::load_policy_dir(config.policies);
+  auto loaded = inputs::load_policies(config.policies);
   if (!loaded.errors.empty()) {
     for (const auto& e : loaded.errors) std::cerr << "trainenv: " << e << "\n";
     return exit_usage;
@@ -338,31 +344,55 @@ int run_preview(const std::vector<std::string>& args) {
     return exit_usage;
   }
   if (config.job) return run_job_preview(config, *loaded.policies, text.str(), ioc, *lookup);
-  // The server's own preview over the pod's owners, on an io_context of the command's.
-  const core::mutate_options options{config.policy, config.cluster_domain};
-  const auto body = text.str();
-  auto answer = server::run_to_end(
-      ioc, server::preview_with_owners(body, *loaded.policies, options, *lookup, unused));
-  lookup->cache.reset();
-  if (!answer) {
-    std::cerr << "trainenv: " << input_name(config) << ": " << answer.message() << "\n";
+  auto documents = inputs::read_preview_documents(text.str(), input_name(config));
+  if (!documents) {
+    std::cerr << "trainenv: " << input_name(config) << ": " << documents.message() << "\n";
     return exit_usage;
   }
-  std::cout << inputs::to_json(*answer).dump(2) << "\n";
-  if (!answer->decision.allowed) {
-    std::cerr << answer->decision.message << "\n";
-    return exit_violation;
+  // The server's own preview over each pod's owners, on an io_context of the command's.
+  const core::mutate_options options{config.policy, config.cluster_domain};
+  std::vector<inputs::preview_answer> answers;
+  for (const auto& document : *documents) {
+    auto answer = server::run_to_end(
+        ioc,
+        server::preview_with_owners(document.dump(), *loaded.policies, options, *lookup, unused));
+    if (!answer) {
+      std::cerr << "trainenv: " << input_name(config) << ": " << answer.message() << "\n";
+      return exit_usage;
+    }
+    answers.push_back(std::move(*answer));
   }
-  return exit_ok;
+  lookup->cache.reset();
+  // One pod: its answer, as /preview gives it. Several: JSON an array of answers, YAML one
+  // document each, a table one block each.
+  nlohmann::json shown = nlohmann::json::array();
+  for (const auto& answer : answers) shown.push_back(inputs::to_json(answer));
+  if (config.output == "table") {
+    for (std::size_t i = 0; i < answers.size(); ++i)
+      std::cout << (i == 0 ? "" : "\n") << inputs::to_table(answers[i]);
+  } else if (config.output == "yaml") {
+    for (const auto& answer : shown) std::cout << inputs::to_yaml(answer);
+  } else {
+    std::cout << (answers.size() == 1 ? shown.front() : shown).dump(2) << "\n";
+  }
+  int code = exit_ok;
+  for (const auto& answer : answers) {
+    if (answer.decision.allowed) continue;
+    std::cerr << answer.decision.message << "\n";
+    code = exit_violation;
+  }
+  return code;
 }
 
 int run_check(const std::vector<std::string>& args) {
   const auto parsed = inputs::parse_check(args);
   if (int code = 0; usage_failed(parsed, code)) return code;
-  auto loaded = inputs::load_policy_dir(parsed.config.policies);
+  const auto& dir = parsed.config.policies;
+  auto loaded = inputs::load_policies(dir);
   if (!loaded.errors.empty()) {
     for (const auto& e : loaded.errors) std::cerr << e << "\n";
-    std::cerr << loaded.errors.size() << " error(s) in " << parsed.config.policies << "\n";
+    std::cerr << loaded.errors.size() << " error(s) in "
+              << (dir.empty() ? std::string(inputs::built_in_policies) : dir) << "\n";
     return exit_violation;
   }
   for (const auto& p : loaded.policies->all()) {
@@ -426,7 +456,7 @@ int run_doctor(const std::vector<std::string>& args) {
     std::cerr << "trainenv doctor: " << target.message() << "\n";
     return exit_usage;
   }
-  auto loaded = inputs::load_policy_dir(config.policies);
+  auto loaded = inputs::load_policies(config.policies);
   if (!loaded.errors.empty()) {
     for (const auto& e : loaded.errors) std::cerr << "trainenv: " << e << "\n";
     return exit_usage;

@@ -525,7 +525,11 @@ std::vector<flag> doctor_flags(doctor_config& c) {
        "DURATION",
        "how long --until-healthy tries (seconds or 10m, 1h)",
        duration_value(c.timeout)},
-      {{"--policies"}, "DIR", "policy directory", string_value(c.policies)},
+      {{"--policies"},
+       "DIR",
+       "policy directory, instead of the policies built in",
+       string_value(c.policies),
+       "built in: the shipped policies/"},
       {{"--cluster-domain"}, "DOMAIN", "the cluster's DNS domain", domain_value(c.cluster_domain)},
       {{"-o", "--output"},
        "table|json",
@@ -541,7 +545,11 @@ std::vector<flag> preview_flags(preview_config& c) {
        "NAME",
        "use this policy instead of the pod's annotation or framework label",
        string_value(c.policy)},
-      {{"--policies"}, "DIR", "policy directory", string_value(c.policies)},
+      {{"--policies"},
+       "DIR",
+       "policy directory, instead of the policies built in",
+       string_value(c.policies),
+       "built in: the shipped policies/"},
       {{"--owners"},
        "FILE",
        "the pod's owner objects (YAML documents or a kubectl List), read instead of the "
@@ -555,9 +563,10 @@ std::vector<flag> preview_flags(preview_config& c) {
       {{"--cluster-domain"}, "DOMAIN", "the cluster's DNS domain", domain_value(c.cluster_domain)},
       {{"--job"}, "", "FILE is a whole job", switch_value(c.job)},
       {{"-o", "--output"},
-       "table|json",
-       "how to print a job",
-       choice_value(c.output, {"table", "json"})},
+       "json|table|yaml",
+       "how to print the answer",
+       choice_value(c.output, {"json", "table", "yaml"}),
+       "json for a pod, table for --job"},
   };
 }
 
@@ -619,23 +628,30 @@ std::string serve_help() {
 
 std::string preview_help() {
   preview_config defaults;
-  return "Usage: trainenv preview [-f FILE|-] [--policy NAME] [--policies DIR] [--owners FILE |\n"
-         "                        --kubeconfig FILE]\n"
-         "       trainenv preview --job -f FILE [-o table|json] [--policies DIR] [--owners FILE |\n"
+  return "Usage: trainenv preview [-f FILE|-] [-o json|table|yaml] [--policy NAME] [--policies "
+         "DIR]\n"
+         "                        [--owners FILE | --kubeconfig FILE]\n"
+         "       trainenv preview --job -f FILE [-o table|json|yaml] [--policies DIR] [--owners "
+         "FILE |\n"
          "                        --kubeconfig FILE]\n"
          "\n"
-         "Reads a Pod or an AdmissionReview (JSON or YAML) and prints, as JSON, what the webhook\n"
-         "would answer: {allowed, policy, patch, object, warnings, message, sources, injected}.\n"
-         "Exits 0 when allowed, 1 on a violation (the message goes to standard error too), 2 on\n"
-         "unreadable input. Without --owners or --kubeconfig, a pod that needs its owners' counts\n"
-         "is denied.\n"
+         "Reads a Pod or an AdmissionReview (JSON or YAML; each of a multi-document file) and "
+         "prints\n"
+         "what the webhook would answer: {allowed, policy, patch, object, warnings, message,\n"
+         "sources, injected} as JSON (an array for several pods), as YAML, or as a table a person\n"
+         "reads. The shipped policies are built in; --policies DIR reads others. Exits 0 when\n"
+         "allowed, 1 on a violation (the message goes to standard error too), 2 on unreadable\n"
+         "input or a job's file (use --job). Without --owners or --kubeconfig, a pod that needs\n"
+         "its owners' counts is denied.\n"
          "\n"
          "With --job, FILE is what you would kubectl apply: a TrainJob (its runtime from --owners\n"
          "or the cluster), a JobSet, an Indexed batch/v1 Job or a Volcano Job. Every pod its\n"
          "controllers would create is decided as /mutate would, one row each, then the job is\n"
          "checked as a whole (distinct ranks 0..N-1, one master that is rank 0's DNS name, one\n"
          "world size, a hostfile of exactly the workers, every pod named as its layout calls it,\n"
-         "the world only training pods, an elastic job's one rendezvous, no pod denied). Exits 1\n"
+         "the world only training pods, an elastic job's one rendezvous, no pod denied, a "
+         "training\n"
+         "pod and no unlabelled role launching as the training roles do). Exits 1\n"
          "naming the pods that disagree, 2 on unreadable input. -o json adds each pod's patch,\n"
          "the pod as created and as admitted, and the job's objects.\n"
          "\n"
@@ -644,15 +660,21 @@ std::string preview_help() {
 }
 
 std::vector<flag> check_flags(check_config& c) {
-  return {{{"--policies"}, "DIR", "policy directory (or DIR alone)", string_value(c.policies)}};
+  return {{{"--policies"},
+           "DIR",
+           "policy directory (or DIR alone)",
+           string_value(c.policies),
+           "built in: the shipped policies/"}};
 }
 
 std::string check_help() {
   check_config defaults;
   return "Usage: trainenv check-policies [DIR | --policies DIR]\n"
          "\n"
-         "Validates every policy file (*.yaml, *.yml, *.json) in DIR (default policies/) the way\n"
-         "'trainenv serve' does at start-up. Prints one line per policy; exits 1 on any error.\n"
+         "Validates every policy file (*.yaml, *.yml, *.json) in DIR the way 'trainenv serve' "
+         "does\n"
+         "at start-up; without DIR, the policies built into this binary (the shipped policies/).\n"
+         "Prints one line per policy; exits 1 on any error.\n"
          "\n"
          "Flags:\n" +
          render_flags(check_flags(defaults));

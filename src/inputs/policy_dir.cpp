@@ -136,8 +136,10 @@ struct policy_documents {
 
 }  // namespace
 
-policy_load load_policy_dir(const std::string& dir) {
-  auto read = read_policy_files(dir);
+namespace {
+
+// The files of a set, read, into the validated set; `where` names the set when it has no policy.
+policy_load load_files(policy_files read, const std::string& where) {
   policy_load out;
   out.errors = std::move(read.errors);
   out.fingerprint = read.fingerprint;
@@ -158,7 +160,7 @@ policy_load load_policy_dir(const std::string& dir) {
   }
   if (!out.errors.empty()) return out;
   if (found.policies.empty()) {
-    out.errors.push_back(dir + ": no policy files (*.yaml, *.yml, *.json) found");
+    out.errors.push_back(where + ": no policy files (*.yaml, *.yml, *.json) found");
     return out;
   }
   auto kinds = core::owner_kind_set::build(std::move(found.owner_kinds));
@@ -175,6 +177,20 @@ policy_load load_policy_dir(const std::string& dir) {
   }
   out.policies = std::make_shared<const core::policy_set>(std::move(*set));
   return out;
+}
+
+}  // namespace
+
+policy_load load_policy_dir(const std::string& dir) {
+  return load_files(read_policy_files(dir), dir);
+}
+
+policy_load load_policies(const std::string& dir) {
+  if (!dir.empty()) return load_policy_dir(dir);
+  policy_files built_in;
+  for (const auto& file : shipped_policy_files())
+    built_in.files.push_back({"built-in/" + std::string(file.name), std::string(file.text)});
+  return load_files(std::move(built_in), std::string(built_in_policies));
 }
 
 }  // namespace trainenv::inputs

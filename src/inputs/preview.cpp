@@ -12,6 +12,11 @@ namespace trainenv::inputs {
 
 using nlohmann::json;
 
+namespace {
+// Rows of cells, each column as wide as its widest cell (the last left ragged).
+std::string columns(const std::vector<std::vector<std::string>>& rows);
+}  // namespace
+
 core::result<preview_input> read_preview(std::string_view text) {
   auto document = parse_document(text);
   if (!document) return std::move(document).take_error();
@@ -41,6 +46,36 @@ core::result<preview_input> read_preview(std::string_view text) {
   input.pod = std::move(*document);
   input.view = core::pod_view(input.pod);
   return input;
+}
+
+core::result<std::vector<json>> read_preview_documents(std::string_view text,
+                                                       const std::string& file) {
+  auto documents = parse_documents(text);
+  if (!documents) return std::move(documents).take_error();
+  std::vector<json> pods;
+  std::vector<std::string> skipped;
+  for (auto& document : *documents) {
+    const auto* kind = document.is_object() ? core::string_member(document, "kind") : nullptr;
+    if (kind == nullptr || *kind == "Pod" || *kind == "AdmissionReview") {
+      pods.push_back(std::move(document));
+      continue;
+    }
+    if (*kind == "TrainJob" || *kind == "JobSet" || *kind == "Job") {
+      return core::error{"holds a " + kind->substr(0, 64) +
+                         ": preview every pod of it, checked as a whole, with: trainenv preview "
+                         "--job -f " +
+                         file};
+    }
+    skipped.push_back("\"" + kind->substr(0, 64) + "\"");
+  }
+  if (pods.empty()) {
+    std::string kinds;
+    for (const auto& k : skipped) kinds += (kinds.empty() ? "" : ", ") + k;
+    return core::error{
+        "expected a Pod or an AdmissionReview" +
+        (kinds.empty() ? std::string(", found no document") : ", got kind " + kinds)};
+  }
+  return pods;
 }
 
 preview_answer answer_preview(preview_input input, core::decision d) {
@@ -127,6 +162,84 @@ json to_json(const preview_answer& answer) {
               {"wait", wait_json(d)}};
 }
 
+namespace {
+
+// Each injected variable with the value the patched pod carries (the first container that has
+// it), as table rows under a header.
+std::vector<std::vector<std::string>> injected_env_rows(const core::decision& d, const json& pod) {
+  std::vector<std::vector<std::string>> rows = {{"  ENV", "VALUE", "CONTAINER"}};
+  const auto* spec = pod.is_object() ? core::member(pod, "spec") : nullptr;
+  const auto* containers = spec != nullptr ? core::member(*spec, "containers") : nullptr;
+  if (containers == nullptr || !containers->is_array()) return rows;
+  for (const auto& name : d.injected.env) {
+    std::string value = "?";
+    std::string where = "-";
+    for (const auto& c : *containers) {
+      const auto* env = core::member(c, "env");
+      if (env == nullptr || !env->is_array()) continue;
+      for (const auto& e : *env) {
+        if (core::string_or_empty(e, "name") != name) continue;
+        value = e.contains("value") ? core::string_or_empty(e, "value") : "(from a field)";
+        where = core::string_or_empty(c, "name");
+      }
+      if (where != "-") break;
+    }
+    rows.push_back({"  " + name, value, where});
+  }
+  return rows;
+}
+
+}  // namespace
+
+std::string to_table(const preview_answer& answer) {
+  const auto& d = answer.decision;
+  const auto& pod = d.allowed ? answer.object : json();
+  std::string out;
+  if (const auto* metadata = pod.is_object() ? core::member(pod, "metadata") : nullptr) {
+    const auto ns = core::string_or_empty(*metadata, "namespace");
+    auto name = core::string_or_empty(*metadata, "name");
+    if (name.empty()) name = core::string_or_empty(*metadata, "generateName");
+    out = "Pod " + (ns.empty() ? "" : ns + "/") + name + ": ";
+  }
+  if (!d.allowed) {
+    out += "DENIED: " + d.message + "\n";
+  } else if (d.policy.empty()) {
+    out +=
+        "passed unchanged: " + (d.message.empty() ? std::string("not a training pod") : d.message) +
+        "\n";
+  } else {
+    out += "policy " + d.policy + ", " + std::to_string(d.patch_ops) + " patch operation" +
+           (d.patch_ops == 1 ? "" : "s") + "\n";
+  }
+  const auto rows = injected_env_rows(d, pod);
+  if (rows.size() > 1) out += columns(rows);
+  const auto list = [&](const char* what, const std::vector<std::string>& items) {
+    if (items.empty()) return;
+    out += std::string("  ") + what + ":";
+    for (const auto& i : items) out += " " + i;
+    out += "\n";
+  };
+  list("mounts", d.injected.mounts);
+  list("volumes", d.injected.volumes);
+  list("init containers", d.injected.init_containers);
+  list("args", d.injected.args);
+  list("annotations", d.injected.annotations);
+  list("removed env", d.injected.removed_env);
+  if (!d.sources.empty()) {
+    out += "counts from:\n";
+    for (const auto& s : d.sources) out += "  " + s.name + "=" + s.value + ": " + s.source + "\n";
+  }
+  if (d.wait) {
+    std::string targets;
+    for (const auto& t : d.wait->targets)
+      targets += " " + t.host + (t.port == 0 ? "" : ":" + std::to_string(t.port));
+    if (!d.wait->hostfile.empty()) targets += " (every host of " + d.wait->hostfile + ")";
+    out += "waits for:" + targets + "\n";
+  }
+  for (const auto& w : d.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
 core::result<json> read_job(std::string_view text) {
   auto document = parse_document(text);
   if (!document) return std::move(document).take_error();
@@ -143,30 +256,84 @@ std::string job_title(const core::job_preview& preview) {
          std::to_string(preview.pods.size()) + (preview.pods.size() == 1 ? " pod" : " pods");
 }
 
-// The values every decided pod that has them shares, and the name of each that differs.
-struct shared_values {
+// What one role's pods are told: the values all of them share, the names of those that differ
+// from pod to pod (the table's VALUES column), and, for a role told nothing, why.
+struct role_told {
+  std::string role;
+  std::string policy;
+  std::size_t pods = 0;
   std::vector<std::pair<std::string, std::string>> shared;
   std::set<std::string> varying;
+  std::string nothing_because;  // set when no pod of the role gets a policy's values
 };
 
-shared_values split_values(const core::job_preview& preview) {
-  std::map<std::string, std::set<std::string>> seen;
-  std::vector<std::string> order;
+std::vector<role_told> told_by_role(const core::job_preview& preview) {
+  std::vector<role_told> out;
+  std::map<std::string, std::map<std::string, std::set<std::string>>> seen;
+  std::map<std::string, std::vector<std::string>> order;
   for (const auto& p : preview.pods) {
+    auto at = std::find_if(out.begin(), out.end(),
+                           [&](const role_told& r) { return r.role == p.created.role; });
+    if (at == out.end()) {
+      role_told r;
+      r.role = p.created.role;
+      at = out.insert(out.end(), std::move(r));
+    }
+    ++at->pods;
+    if (!p.d.policy.empty()) {
+      at->policy = p.d.policy;
+    } else if (at->nothing_because.empty()) {
+      at->nothing_because =
+          !p.d.allowed  ? "denied"
+          : p.host_only ? "a host of the launcher's hostfile: it runs sshd and needs nothing"
+                        : (p.d.message.empty() ? "not a training pod" : p.d.message);
+    }
     for (const auto& [name, value] : p.values) {
-      if (seen.count(name) == 0) order.push_back(name);
-      seen[name].insert(value);
+      auto& values = seen[p.created.role][name];
+      if (values.empty()) order[p.created.role].push_back(name);
+      values.insert(value);
     }
   }
-  shared_values out;
-  for (const auto& name : order) {
-    if (seen[name].size() == 1) {
-      out.shared.emplace_back(name, *seen[name].begin());
-    } else {
-      out.varying.insert(name);
+  for (auto& r : out) {
+    if (!r.policy.empty()) r.nothing_because.clear();
+    for (const auto& name : order[r.role]) {
+      const auto& values = seen[r.role][name];
+      if (values.size() == 1) {
+        r.shared.emplace_back(name, *values.begin());
+      } else {
+        r.varying.insert(name);
+      }
     }
   }
   return out;
+}
+
+// One line per role: "  worker  4 pods  torch  PET_NNODES=5 ..." ("the same as master" when it
+// is told what a role above it is).
+std::string told_text(const std::vector<role_told>& roles) {
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t i = 0; i < roles.size(); ++i) {
+    const auto& r = roles[i];
+    std::string told;
+    if (!r.nothing_because.empty()) {
+      told = "nothing: " + r.nothing_because;
+    } else {
+      for (const auto& [name, value] : r.shared)
+        told += (told.empty() ? "" : " ") + name + "=" + value;
+      for (std::size_t j = 0; j < i; ++j) {
+        if (roles[j].policy == r.policy && roles[j].shared == r.shared && !told.empty()) {
+          told = "the same as " + roles[j].role;
+          break;
+        }
+      }
+      if (told.empty())
+        told = r.varying.empty() ? "nothing: its policy gives this role no values"
+                                 : "only the values in the table";
+    }
+    rows.push_back({"  " + r.role, std::to_string(r.pods) + (r.pods == 1 ? " pod" : " pods"),
+                    r.policy.empty() ? "-" : r.policy, told});
+  }
+  return "told, by role:\n" + columns(rows);
 }
 
 std::string optional_number(const std::optional<std::int64_t>& n) {
@@ -208,6 +375,7 @@ json to_json(const core::job_preview& preview) {
           {"ok", preview.ok()},
           {"pods", std::move(pods)},
           {"problems", std::move(problems)},
+          {"checks", preview.checks},
           {"notes", preview.job.notes},
           {"elastic", preview.elastic ? json{{"bounds", preview.elastic->bounds},
                                              {"size", preview.elastic->size},
@@ -223,11 +391,7 @@ namespace {
 // warnings (a pass's warning is its message, cut to the 120 characters kubectl shows).
 std::string pod_notes(const core::previewed_pod& p) {
   std::string notes;
-  if (!p.d.allowed) {
-    notes = "DENIED: " + p.d.message;
-  } else if (p.d.policy.empty()) {
-    notes = p.d.message.empty() ? "not a training pod" : p.d.message;
-  }
+  if (!p.d.allowed) notes = "DENIED: " + p.d.message;
   for (const auto& w : p.d.warnings) {
     const auto cut =
         w.size() > 3 && w.compare(w.size() - 3, 3, "...") == 0 ? w.size() - 3 : w.size();
@@ -255,13 +419,10 @@ std::string columns(const std::vector<std::vector<std::string>>& rows) {
 
 std::string checks_text(const core::job_preview& preview) {
   if (preview.ok()) {
-    // What was checked: an elastic job has no ranks or master, but one rendezvous.
-    return std::string("checks: ok (") +
-           (preview.elastic ? "the same bounds and one rendezvous at a pod of the job"
-                            : "distinct ranks 0..N-1, one master at rank 0's DNS name, one world "
-                              "size, hostfile = the workers") +
-           ", every pod named as its layout calls it, the world only training pods, every wait "
-           "on a pod of the job and none a deadlock, no pod denied)\n";
+    // What was checked: only the checks that had something to check (no ranks, no hostfile...).
+    std::string ran;
+    for (const auto& check : preview.checks) ran += (ran.empty() ? "" : ", ") + check;
+    return "checks: ok (" + ran + ")\n";
   }
   std::string out = "checks: " + std::to_string(preview.problems.size()) +
                     (preview.problems.size() == 1 ? " problem\n" : " problems\n");
@@ -284,19 +445,16 @@ std::string checks_text(const core::job_preview& preview) {
 }  // namespace
 
 std::string to_table(const core::job_preview& preview) {
-  const auto values = split_values(preview);
-  std::string out = job_title(preview) + "\n";
-  if (!values.shared.empty()) {
-    out += "every pod told:";
-    for (const auto& [name, value] : values.shared) out += " " + name + "=" + value;
-    out += "\n";
-  }
+  const auto roles = told_by_role(preview);
+  std::string out = job_title(preview) + "\n" + told_text(roles);
   std::vector<std::vector<std::string>> rows = {{"POD", "ROLE", "POLICY", "NODE RANK", "RANK",
                                                  "DNS NAME", "VALUES", "WAITS FOR", "WARNINGS"}};
   for (const auto& p : preview.pods) {
     std::string varying;
+    const auto& role = *std::find_if(roles.begin(), roles.end(),
+                                     [&](const role_told& r) { return r.role == p.created.role; });
     for (const auto& [name, value] : p.values) {
-      if (values.varying.count(name) != 0)
+      if (role.varying.count(name) != 0)
         varying += (varying.empty() ? "" : " ") + name + "=" + value;
     }
     rows.push_back({p.created.name, p.created.role, p.d.policy.empty() ? "-" : p.d.policy,

@@ -1,10 +1,13 @@
 #include "trainenv/inputs/yaml.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
 #include <yaml.h>
 
@@ -354,6 +357,110 @@ core::result<std::vector<json>> parse_documents(std::string_view text) {
   auto documents = parse_yaml(text);
   if (!documents && json_error) return core::error{*json_error};
   return documents;
+}
+
+namespace {
+
+// Whether a string written plain would be read back as something else: by the core schema this
+// reader uses (4, true, null, 0x1F), or by the YAML 1.1 readers kubectl and client-go use
+// (yes, no, on, off, y, n).
+bool needs_quotes(const std::string& s) {
+  std::string lower(s);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const char* word : {"yes", "no", "on", "off", "y", "n"}) {
+    if (lower == word) return true;
+  }
+  const auto typed = plain_scalar(s);
+  return !typed || !typed->is_string();
+}
+
+class yaml_writer {
+ public:
+  yaml_writer() {
+    if (yaml_emitter_initialize(&emitter_) == 0) throw std::bad_alloc();
+    yaml_emitter_set_output(&emitter_, &yaml_writer::append, &out_);
+    yaml_emitter_set_unicode(&emitter_, 1);
+    yaml_emitter_set_width(&emitter_, -1);  // no folding: a value stays on its line
+  }
+  yaml_writer(const yaml_writer&) = delete;
+  yaml_writer& operator=(const yaml_writer&) = delete;
+  yaml_writer(yaml_writer&&) = delete;
+  yaml_writer& operator=(yaml_writer&&) = delete;
+  ~yaml_writer() { yaml_emitter_delete(&emitter_); }
+
+  std::string write(const json& document) {
+    yaml_event_t event;
+    yaml_stream_start_event_initialize(&event, YAML_UTF8_ENCODING);
+    emit(event);
+    yaml_document_start_event_initialize(&event, nullptr, nullptr, nullptr, 0);  // "---"
+    emit(event);
+    value(document);
+    yaml_document_end_event_initialize(&event, 1);
+    emit(event);
+    yaml_stream_end_event_initialize(&event);
+    emit(event);
+    return std::move(out_);
+  }
+
+ private:
+  static int append(void* data, unsigned char* buffer, size_t size) {
+    static_cast<std::string*>(data)->append(reinterpret_cast<const char*>(buffer), size);
+    return 1;
+  }
+
+  void emit(yaml_event_t& event) {
+    if (yaml_emitter_emit(&emitter_, &event) == 0)
+      throw std::runtime_error(emitter_.problem != nullptr ? emitter_.problem : "YAML emitter");
+  }
+
+  void scalar(const std::string& text, yaml_scalar_style_t style) {
+    yaml_event_t event;
+    yaml_scalar_event_initialize(
+        &event, nullptr, nullptr,
+        reinterpret_cast<yaml_char_t*>(const_cast<char*>(text.data())),  // NOLINT: libyaml copies
+        static_cast<int>(text.size()), 1, 1, style);
+    emit(event);
+  }
+
+  // The document's depth is bounded by the reader that made it (core::max_json_depth).
+  void value(const json& v) {  // NOLINT(misc-no-recursion)
+    yaml_event_t event;
+    if (v.is_object()) {
+      yaml_mapping_start_event_initialize(
+          &event, nullptr, nullptr, 1,
+          v.empty() ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+      emit(event);
+      for (const auto& [key, member] : v.items()) {
+        scalar(key, needs_quotes(key) ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE);
+        value(member);
+      }
+      yaml_mapping_end_event_initialize(&event);
+      emit(event);
+    } else if (v.is_array()) {
+      yaml_sequence_start_event_initialize(
+          &event, nullptr, nullptr, 1,
+          v.empty() ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
+      emit(event);
+      for (const auto& item : v) value(item);
+      yaml_sequence_end_event_initialize(&event);
+      emit(event);
+    } else if (v.is_string()) {
+      const auto& text = v.get_ref<const std::string&>();
+      scalar(text, needs_quotes(text) ? YAML_DOUBLE_QUOTED_SCALAR_STYLE : YAML_ANY_SCALAR_STYLE);
+    } else {
+      scalar(v.dump(), YAML_PLAIN_SCALAR_STYLE);  // numbers, booleans, null as JSON writes them
+    }
+  }
+
+  yaml_emitter_t emitter_{};
+  std::string out_;
+};
+
+}  // namespace
+
+std::string to_yaml(const json& document) {
+  return yaml_writer().write(document);
 }
 
 core::result<json> parse_document(std::string_view text) {

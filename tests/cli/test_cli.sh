@@ -45,11 +45,46 @@ sed 's/    - name: WORLD_SIZE/    - name: WORLD_SIZE\n      valu: oops/' "$src/p
 check "check-policies rejects an unknown key" exit_code 1 "$bin" check-policies "$work/bad"
 check "the error names file, field and fix" contains "$work/err" "$work/bad/torch.yaml: spec.env[8]: unknown field \"valu\"; did you mean \"value\"?"
 check "check-policies on a missing directory fails" exit_code 1 "$bin" check-policies "$work/none"
+# The shipped policies are built in: check-policies and preview work from any directory.
+check "check-policies from another directory checks the built-in policies" bash -c \
+  "cd '$work' && '$bin' check-policies >'$work/built-in.txt'"
+check "which are the shipped policies/, file for file" bash -c "diff <(sed 's|^[^:]*/||' '$work/built-in.txt') \
+  <('$bin' check-policies '$src/policies' | sed 's|^[^:]*/||')"
+check "named as built in" contains "$work/built-in.txt" "built-in/torch.yaml: ok: policy torch"
+check "preview -f of the example pod works from another directory" bash -c "cd '$work' && \
+  '$bin' preview -f '$src/examples/torch-pod.yaml' | jq -e '.policy == \"torch\"' >/dev/null"
 
 # --- preview ----------------------------------------------------------------------------
 check "preview of the torch example succeeds" exit_code 0 "$bin" preview -f "$src/examples/torch-pod.yaml" --policies "$src/policies"
-check "preview prints the patch as JSON" bash -c "jq -e '.allowed == true and .policy == \"torch\" and (.patch | length) == 3' '$work/out' >/dev/null"
+check "preview prints the patch as JSON" bash -c "jq -e '.allowed == true and .policy == \"torch\" and (.patch | length) == 4' '$work/out' >/dev/null"
+check "with why the pod got its values, on the pod (trainenv.io/status)" bash -c "jq -e '.object.metadata.annotations
+  [\"trainenv.io/status\"] | fromjson | .policy == \"torch\" and .counts[0] == {name: \"numNodes\", value: \"4\",
+  from: \"annotation trainenv.io/num-nodes\"}' '$work/out' >/dev/null"
+check "fed back in, the admitted pod gets no patch (the status is kept, not rewritten)" bash -c "jq .object '$work/out' \
+  | '$bin' preview -f - --policies '$src/policies' | jq -e '(.patch | length) == 0 and (.warnings | length) == 0' >/dev/null"
 check "preview's mutated pod has RANK 0 of 4" bash -c "jq -e '[.object.spec.containers[0].env[] | {(.name): .value}] | add | .RANK == \"0\" and .WORLD_SIZE == \"4\"' '$work/out' >/dev/null"
+# -o table for a person, -o yaml reading back as the JSON answer, several pods in one file, a job's
+# file named with the command that previews it.
+check "preview -o table" exit_code 0 "$bin" preview -f "$src/examples/torch-pod.yaml" -o table --policies "$src/policies"
+check "names the pod and its policy" contains "$work/out" "Pod team-a/llama-ft-node-0-0-: policy torch, 4 patch operations"
+check "and each value it is told" bash -c "grep -Eq '^  WORLD_SIZE +4 +node$' '$work/out'"
+check "and where the counts came from" contains "$work/out" "  numNodes=4: annotation trainenv.io/num-nodes"
+check "preview -o yaml" exit_code 0 "$bin" preview -f "$src/examples/torch-pod.yaml" -o yaml --policies "$src/policies"
+cp "$work/out" "$work/answer.yaml"
+check "is the JSON answer, read back by another YAML reader (PyYAML)" bash -c "'$bin' preview \
+  -f '$src/examples/torch-pod.yaml' --policies '$src/policies' >'$work/answer.json' && python3 -c \
+  'import json, sys, yaml; sys.exit(yaml.safe_load(open(\"$work/answer.yaml\")) != json.load(open(\"$work/answer.json\")))'"
+{ cat "$src/examples/torch-pod.yaml"; echo "---"; cat "$src/examples/volcano-extra.yaml";
+  printf -- '---\napiVersion: v1\nkind: Service\nmetadata: {name: x}\n'; } >"$work/two-pods.yaml"
+check "a file of two pods and a Service" exit_code 0 "$bin" preview -f "$work/two-pods.yaml" --policies "$src/policies"
+check "answers each pod, in order" bash -c "jq -e 'length == 2 and .[0].policy == \"torch\" and
+  .[1].policy == \"volcano-pytorch\"' '$work/out' >/dev/null"
+check "as a table too" bash -c "'$bin' preview -f '$work/two-pods.yaml' -o table --policies '$src/policies' \
+  | grep -c '^Pod ' | grep -qx 2"
+check "a job's file is refused" exit_code 2 "$bin" preview -f "$src/examples/jobs/jobset-master-worker.yaml" \
+  --policies "$src/policies"
+check "with the command that previews it" contains "$work/err" \
+  "holds a JobSet: preview every pod of it, checked as a whole, with: trainenv preview --job -f $src/examples/jobs/jobset-master-worker.yaml"
 # Every example previews to its policy, with the variable that policy is known by.
 declare -A example_policy=([torch-pod]=torch:RANK [platform-pod]=platform:WORLD_SIZE [torchtune-pod]=torchtune:PET_NNODES
   [mpi-launcher]=mpi:OMPI_MCA_orte_default_hostfile [mpi-node]=mpi: [intel-mpi-launcher]=intel-mpi:I_MPI_PERHOST
@@ -122,7 +157,62 @@ sed 's/                  command: \[torchrun, \/workspace\/train.py\]/&\n       
 check "an inconsistent job exits 1" exit_code 1 "$bin" preview --job -f "$work/rank0.yaml" --policies "$src/policies"
 check "naming the problem" contains "$work/out" "pods share RANK 0"
 check "and the pods" contains "$work/out" "gpt-worker-1-1"
+check "preview --job -o yaml is its JSON, as YAML" bash -c "'$bin' preview --job -o yaml -f '$jobs/indexed-job.yaml' \
+  --policies '$src/policies' >'$work/job.yaml' && '$bin' preview --job -o json -f '$jobs/indexed-job.yaml' \
+  --policies '$src/policies' >'$work/job.json' && python3 -c 'import json, sys, yaml
+sys.exit(yaml.safe_load(open(\"$work/job.yaml\")) != json.load(open(\"$work/job.json\")))'"
 check "--job with --policy exits 2" exit_code 2 "$bin" preview --job --policy torch -f "$jobs/indexed-job.yaml"
+# The mistakes people make (issue 41), each a problem or a warning that today's output missed.
+# The trainer label taken off the workers (same image, same torchrun): the master alone trains.
+python3 - "$jobs/jobset-master-worker.yaml" "$work" <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+label = """            metadata:
+              labels:
+                trainer.kubeflow.org/trainjob-ancestor-step: trainer
+"""
+assert text.count(label) == 2
+last = text.rfind(label)
+open(sys.argv[2] + "/unlabelled-workers.yaml", "w").write(text[:last] + text[last + len(label):])
+open(sys.argv[2] + "/unlabelled.yaml", "w").write(text.replace(label, ""))
+typo = """              annotations:
+                trainenv.io/num-node: "4"
+"""
+open(sys.argv[2] + "/typo.yaml", "w").write(
+    text.replace("  namespace: team-a\n", "  namespace: team-a\n  annotations:\n    trainenv.io/elastc: \"2:4\"\n", 1)
+        .replace(label, label + typo, 1))
+PY
+check "a role running the training launcher without the label exits 1" exit_code 1 "$bin" preview --job \
+  -f "$work/unlabelled-workers.yaml" --policies "$src/policies"
+check "naming the role, the launcher and the fix" contains "$work/out" \
+  "role worker runs torchrun as training role master does, but is not a training pod"
+check "and the label to add" contains "$work/out" "fix: label its template trainer.kubeflow.org/trainjob-ancestor-step: trainer"
+check "a job with no training pod exits 1" exit_code 1 "$bin" preview --job -f "$work/unlabelled.yaml" --policies "$src/policies"
+check "saying so, and what the roles run" contains "$work/out" \
+  "no pod of the job is a training pod: none carries label trainer.kubeflow.org/trainjob-ancestor-step: trainer"
+check "with the roles that launch" contains "$work/out" "(master runs torchrun, worker runs torchrun)"
+check "a misspelled key is a warning on the pod" exit_code 0 "$bin" preview --job -f "$work/typo.yaml" --policies "$src/policies"
+check "with the key meant" contains "$work/out" "trainenv: unknown annotation trainenv.io/num-node (did you mean trainenv.io/num-nodes?)"
+check "and on the job" contains "$work/out" \
+  "note: trainenv: unknown annotation trainenv.io/elastc on JobSet team-a/gpt (did you mean trainenv.io/elastic?)"
+sed 's|^  annotations:|&\n    trainenv.io/nproc_per_node: "2"|' "$src/examples/torch-pod.yaml" >"$work/typo-pod.yaml"
+check "a misspelled key on a single pod" bash -c "grep -q nproc_per_node '$work/typo-pod.yaml'"
+check "is a warning too (admission's answer)" bash -c "set -o pipefail; '$bin' preview -f '$work/typo-pod.yaml' \
+  --policies '$src/policies' | jq -e '.warnings | index(\"trainenv: unknown annotation \
+trainenv.io/nproc_per_node (did you mean trainenv.io/nproc-per-node?)\")' >/dev/null"
+# DeepSpeed's workers run sshd: told nothing, and rightly so; no warning on their rows.
+check "the DeepSpeed TrainJob" exit_code 0 "$bin" preview --job -f "$jobs/trainjob-deepspeed.yaml" \
+  --owners "$jobs/runtimes.yaml" --policies "$src/policies"
+check "has no warning on a worker's row" bash -c "! grep -E '^ds-node-0-[0-9] .*not a training pod' '$work/out'"
+check "its role summary says why the workers are told nothing" contains "$work/out" \
+  "  node      3 pods  -    nothing: a host of the launcher's hostfile: it runs sshd and needs nothing"
+check "and what the launcher is told, not every pod" contains "$work/out" \
+  "  launcher  1 pod   mpi  OMPI_MCA_orte_set_default_slots=4"
+check "no 'every pod told' line claims values the workers never get" bash -c "! grep -q 'every pod told' '$work/out'"
+check "the checks line names only what ran (no ranks, no master in an MPI job)" bash -c \
+  "grep -q '^checks: ok (hostfile = the workers, ' '$work/out' && ! grep -q 'one master' '$work/out'"
+check "a JobSet's checks line names the ranks and the master" bash -c "'$bin' preview --job \
+  -f '$jobs/jobset-master-worker.yaml' --policies '$src/policies' | grep -q '^checks: ok (node ranks and RANKs 0..N-1, one world size, one master'"
 
 check "an unknown flag exits 2" exit_code 2 "$bin" preview --frobnicate
 check "with one line naming it" contains "$work/err" "unknown flag --frobnicate"
@@ -155,7 +245,7 @@ check "curl /mutate answers an AdmissionReview" bash -c "curl --silent --max-tim
   https://127.0.0.1:$https_port/mutate >'$work/review.json'"
 check "with the uid and a base64 JSON Patch" bash -c "jq -e '.response.uid == \"47332173-738f-526c-bb61-f1929792407a\"
   and .response.patchType == \"JSONPatch\"' '$work/review.json' >/dev/null &&
-  jq -r .response.patch '$work/review.json' | base64 -d | jq -e 'length == 12' >/dev/null"
+  jq -r .response.patch '$work/review.json' | base64 -d | jq -e 'length == 13' >/dev/null"
 check "curl /preview/job answers the whole job" bash -c "curl --silent --max-time 10 --cacert '$work/certs/ca.crt' \
   --data-binary @'$src/examples/jobs/jobset-master-worker.yaml' https://localhost:$https_port/preview/job >'$work/job.json'"
 check "the endpoint and preview --job -o json give the same answer" bash -c "'$bin' preview --job -o json \

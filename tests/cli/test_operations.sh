@@ -53,7 +53,7 @@ check "two patched admissions counted under torch" \
   [ "$(metric 'trainenv_requests_total{decision="patched",path="/mutate",policy="torch"}')" = 2 ]
 check "the bad body counted as an error" [ "$(metric 'trainenv_requests_total{decision="error",path="/mutate",policy=""}')" = 1 ]
 check "the unknown path counted" [ "$(metric 'trainenv_requests_total{decision="error",path="other",policy=""}')" = 1 ]
-check "patch operations counted (12 per torch pod)" [ "$(metric 'trainenv_patch_operations_total{policy="torch"}')" = 24 ]
+check "patch operations counted (13 per torch pod)" [ "$(metric 'trainenv_patch_operations_total{policy="torch"}')" = 26 ]
 check "their readiness waits counted" [ "$(metric 'trainenv_waits_total{policy="torch",result="added"}')" = 2 ]
 check "the latency histogram counts at least the four requests" \
   [ "$(metric 'trainenv_request_duration_seconds_count')" -ge 4 ]

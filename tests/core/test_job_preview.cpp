@@ -176,19 +176,20 @@ TEST_CASE("job preview: a denied pod is a problem of the job", "[job_preview]") 
   CHECK_FALSE(preview->pods[1].node_rank);
 }
 
-TEST_CASE("job preview: a job with no training pod says so", "[job_preview]") {
+TEST_CASE("job preview: a job with no training pod is a problem", "[job_preview]") {
   const auto preview = preview_job(preview_jobset(json::array({trained_rj("web", 1, 2, "")})), {},
                                    preview_policies());
   REQUIRE(preview);
-  CHECK(preview->ok());
   for (const auto& p : preview->pods) {
     CHECK(p.d.passed == pass_reason::not_training);
     CHECK(p.admitted == p.created.pod);
   }
-  CHECK(preview->job.notes ==
-        std::vector<std::string>{"no pod of the job is a training pod: none carries label "
-                                 "trainer.kubeflow.org/trainjob-ancestor-step: trainer, itself or "
-                                 "on its Job"});
+  REQUIRE(preview->problems.size() == 1);
+  CHECK(preview->problems[0].message.rfind(
+            "no pod of the job is a training pod: none carries label "
+            "trainer.kubeflow.org/trainjob-ancestor-step: trainer, itself or on its Job",
+            0) == 0);
+  CHECK(preview->problems[0].pods == std::vector<std::string>{"bert-web-0-0", "bert-web-0-1"});
 }
 
 TEST_CASE("job preview: a job that cannot be laid out is an error", "[job_preview]") {
@@ -210,6 +211,57 @@ TEST_CASE("job preview: a job that cannot be laid out is an error", "[job_previe
                                preview_policies(), {5, 100, 1U << 20});
   REQUIRE_FALSE(big);
   CHECK_THAT(big.message(), Contains("more than 5 pods"));
+}
+
+TEST_CASE("job preview: a role launching as the training roles do, unlabelled, is a problem",
+          "[job_preview]") {
+  auto master = trained_rj("master", 1, 1);
+  master["template"]["spec"]["template"]["spec"]["containers"][0]["command"] =
+      json::array({"torchrun", "/workspace/train.py"});
+  // The same launcher behind a shell and as Python's module: still torchrun.
+  auto worker = trained_rj("worker", 1, 2, "");
+  worker["template"]["spec"]["template"]["spec"]["containers"][0]["command"] =
+      json::array({"/bin/sh", "-c", "NCCL_DEBUG=INFO exec python3 -m torch.distributed.run t.py"});
+  // A side role running another program is no mistake.
+  auto board = trained_rj("tensorboard", 1, 1, "");
+  board["template"]["spec"]["template"]["spec"]["containers"][0]["command"] =
+      json::array({"tensorboard", "--logdir=/logs"});
+  const auto preview =
+      preview_job(preview_jobset(json::array({master, worker, board})), {}, preview_policies());
+  REQUIRE(preview);
+  REQUIRE(preview->problems.size() == 1);
+  CHECK(preview->problems[0].message.rfind(
+            "role worker runs torchrun as training role master does, but is not a training pod",
+            0) == 0);
+  CHECK(preview->problems[0].pods ==
+        std::vector<std::string>{"bert-worker-0-0", "bert-worker-0-1"});
+
+  // Labelled, the same job is fine.
+  worker["template"]["spec"]["template"]["metadata"]["labels"]
+        ["trainer.kubeflow.org/trainjob-ancestor-step"] = "trainer";
+  const auto fixed =
+      preview_job(preview_jobset(json::array({master, worker, board})), {}, preview_policies());
+  REQUIRE(fixed);
+  CHECK(fixed->ok());
+}
+
+TEST_CASE("unknown trainenv.io keys: a warning each, with the key meant", "[job_preview]") {
+  const std::vector<std::string_view> keys = {"trainenv.io/num-node", "trainenv.io/num-nodes",
+                                              "other.io/num-node", "trainenv.io/zzzzzzzz"};
+  CHECK(unknown_key_warnings(keys, "annotation") ==
+        std::vector<std::string>{
+            "trainenv: unknown annotation trainenv.io/num-node (did you mean "
+            "trainenv.io/num-nodes?)",
+            "trainenv: unknown annotation trainenv.io/zzzzzzzz: trainenv reads no such key"});
+  // Every key trainenv knows is known: none warns.
+  CHECK(unknown_key_warnings(keys::known, "label").empty());
+  // Many unknown keys: five lines at most.
+  std::vector<std::string> many;
+  for (int i = 0; i < 50; ++i) many.push_back("trainenv.io/x" + std::to_string(i));
+  const std::vector<std::string_view> views(many.begin(), many.end());
+  const auto warnings = unknown_key_warnings(views, "label", " on JobSet team-a/bert");
+  REQUIRE(warnings.size() == 5);
+  CHECK(warnings.back() == "trainenv: more unknown trainenv.io/ labels on JobSet team-a/bert");
 }
 
 }  // namespace job_preview_tests

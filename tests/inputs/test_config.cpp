@@ -414,12 +414,12 @@ TEST_CASE("parse_endpoint rejects an unbracketed IPv6 address without port", "[c
 
 // --- preview and check-policies ---
 
-TEST_CASE("preview reads standard input with the default policies by default", "[config]") {
+TEST_CASE("preview reads standard input with the built-in policies by default", "[config]") {
   auto p = parse_preview({});
   REQUIRE(p.ok);
   CHECK(p.config.file == "-");
   CHECK(p.config.policy.empty());
-  CHECK(p.config.policies == "policies/");
+  CHECK(p.config.policies.empty());  // built in (inputs::load_policies)
 }
 
 TEST_CASE("preview -f and --file take the input file", "[config]") {
@@ -460,10 +460,10 @@ TEST_CASE("preview rejects unknown flags, positionals and missing values", "[con
   CHECK_THAT(missing.failure.message, Contains("--policy"));
 }
 
-TEST_CASE("check-policies reads policies/ by default", "[config]") {
+TEST_CASE("check-policies reads the built-in policies by default", "[config]") {
   auto p = parse_check({});
   REQUIRE(p.ok);
-  CHECK(p.config.policies == "policies/");
+  CHECK(p.config.policies.empty());
 }
 
 TEST_CASE("check-policies takes the directory as its argument", "[config]") {
@@ -522,7 +522,7 @@ TEST_CASE("doctor takes KIND/NAME, -n, --from or --kubeconfig, and says what is 
   CHECK(ok.config.namespace_name == "team-a");
   CHECK(ok.config.from == "gpt.json");
   CHECK(ok.config.output == "json");
-  CHECK(ok.config.policies == "policies/");
+  CHECK(ok.config.policies.empty());
   const auto no_job = parse_doctor({"--from", "gpt.json"});
   REQUIRE_FALSE(no_job.ok);
   CHECK_THAT(no_job.failure.message, Catch::Contains("which job?"));

@@ -616,3 +616,36 @@ TEST_CASE("a long plain scalar is typed without recursing per character", "[yaml
   CHECK((*docs)[0]["b"].is_number_float());
   CHECK((*docs)[0]["c"].is_string());
 }
+
+TEST_CASE("to_yaml: what it writes reads back as the same document", "[yaml]") {
+  // Strings a plain scalar would retype (numbers, booleans, null, YAML 1.1's yes/no/on/off),
+  // YAML's indicators, blank and multi-line text, keys alike.
+  const json tricky = {
+      {"strings",
+       {"4",    "-1",  "0x1F", "0o17",  "1e3",    ".5",         "true",   "False", "null", "~",
+        "",     "yes", "No",   "on",    "OFF",    "y",          "n",      ": x",   "- a",  "#x",
+        "a: b", "[x]", "{x}",  "'q'",   "\"dq\"", "&a",         "*a",     "!t",    "|",    ">",
+        "%x",   "@x",  "`x",   " lead", "trail ", "two\nlines", "tab\tx", "ünï ✓"}},
+      {"4", "a number's text as a key"},
+      {"true", nullptr},
+      {"numbers", {0, -7, 1.5, 9007199254740993LL}},
+      {"booleans", {true, false}},
+      {"empty", {{"object", json::object()}, {"array", json::array()}}},
+      {"nested", {{"list", {{{"name", "node"}, {"env", {{{"name", "RANK"}, {"value", "0"}}}}}}}}}};
+  const auto text = trainenv::inputs::to_yaml(tricky);
+  INFO(text);
+  CHECK(text.rfind("---", 0) == 0);
+  CHECK(parse_one(text) == tricky);
+
+  // Generated strings over an alphabet of YAML's indicators: each reads back as written.
+  std::mt19937 random(41);
+  const std::string alphabet = "ab0129.-+:#&*!|>'\"%@`?,[]{} \t\nxyeEnoON~_";
+  for (int round = 0; round < 500; ++round) {
+    std::string s;
+    const auto length = random() % 8;
+    for (std::size_t i = 0; i < length; ++i) s += alphabet[random() % alphabet.size()];
+    const json doc = {{"v", s}, {s.empty() ? "k" : s, round}};
+    INFO("string: " << json(s).dump());
+    REQUIRE(parse_one(trainenv::inputs::to_yaml(doc)) == doc);
+  }
+}

@@ -172,10 +172,16 @@ TEST_CASE("a 10,000-node MPI launcher is admitted with every worker, its annotat
   const auto& launcher = s.pods.front();
   INFO(launcher.d.message);
   REQUIRE(launcher.d.allowed);
+  // The hostfile travels as a rule, not 10,000 lines; the status is bounded on its own.
   std::size_t bytes = 0;
-  for (const auto& [key, value] : launcher.admitted["metadata"]["annotations"].items())
+  for (const auto& [key, value] : launcher.admitted["metadata"]["annotations"].items()) {
+    if (key == "trainenv.io/status") {
+      CHECK(value.get<std::string>().size() <= 1024);
+      continue;
+    }
     bytes += key.size() + value.get<std::string>().size();
-  WARN("a 10,000-node launcher's annotations: " << bytes << " bytes");
+  }
+  WARN("a 10,000-node launcher's annotations: " << bytes << " bytes besides its status");
   CHECK(bytes < 1024);
   REQUIRE(launcher.has_hostfile);
   REQUIRE(launcher.hostfile.size() == 10'000);

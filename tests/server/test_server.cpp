@@ -103,7 +103,8 @@ TEST_CASE("one keep-alive TLS connection through admissions, previews and bad in
       CHECK(body["response"]["auditAnnotations"]["injected"] ==
             "PET_NNODES,PET_NPROC_PER_NODE,PET_NODE_RANK,PET_MASTER_ADDR,PET_MASTER_PORT,MASTER_"
             "ADDR,MASTER_PORT,"
-            "WORLD_SIZE,RANK,port 29500,annotation trainenv.io/injected" +
+            "WORLD_SIZE,RANK,port 29500,annotation trainenv.io/injected,annotation "
+            "trainenv.io/status" +
                 std::string(index == 0 ? "" : ",initContainer trainenv-wait"));
       const auto pod = patched(torch_pod(index), body["response"]);
       CHECK(env_value(pod, "RANK") == std::to_string(index));

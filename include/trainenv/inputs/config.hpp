@@ -70,13 +70,15 @@ struct serve_config {
 struct preview_config {
   std::string file = "-";  // "-" is standard input
   std::string policy;      // forced policy name
-  std::string policies = "policies/";
+  std::string policies;    // empty: the policies built in (inputs/policy_dir.hpp)
   std::string owners;      // --owners FILE: owner objects, offline
   std::string kubeconfig;  // --kubeconfig FILE: read the owners from that cluster
   std::chrono::milliseconds lookup_timeout{core::default_lookup_budget};
   std::string cluster_domain{core::default_cluster_domain};
-  bool job = false;              // --job: FILE is a whole job (TrainJob, JobSet, Job, Volcano Job)
-  std::string output = "table";  // -o table|json, for --job (a pod's preview is always JSON)
+  bool job = false;  // --job: FILE is a whole job (TrainJob, JobSet, Job, Volcano Job)
+  // -o json|table|yaml; empty: a pod's preview is JSON (the answer /preview gives), a job's a
+  // table.
+  std::string output;
 };
 
 // trainenv wait: what the readiness wait checks (docs/contract.md §3.1).
@@ -96,7 +98,7 @@ struct wait_config {
 };
 
 struct check_config {
-  std::string policies = "policies/";
+  std::string policies;  // empty: the policies built in (inputs/policy_dir.hpp)
 };
 
 // trainenv doctor: why a live job does not start (docs/contract.md §5).
@@ -110,7 +112,7 @@ struct doctor_config {
   bool logs = false;           // --logs: the pods' logs held against the known start-up failures
   bool until_healthy = false;  // --until-healthy: read and diagnose again until healthy
   std::chrono::seconds timeout{std::chrono::minutes(10)};  // --timeout: how long it tries
-  std::string policies = "policies/";
+  std::string policies;  // empty: the policies built in (inputs/policy_dir.hpp)
   std::string cluster_domain{core::default_cluster_domain};
   std::string output = "table";  // -o table|json
 };

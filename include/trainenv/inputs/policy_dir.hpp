@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainenv/core/policy/policy.hpp"
@@ -23,5 +25,20 @@ struct policy_load {
 
 // The fingerprint load_policy_dir would report, without parsing anything.
 [[nodiscard]] std::size_t policy_dir_fingerprint(const std::string& dir);
+
+// The repository's policies/ as this binary was built with it (CMakeLists.txt generates the
+// list): the default of the commands that read policies without serving them, so that they work
+// from any directory. Named "built-in/<file>" in messages.
+struct shipped_file {
+  std::string_view name;
+  std::string_view text;
+};
+[[nodiscard]] std::span<const shipped_file> shipped_policy_files();
+
+// What the commands say for `dir` empty: the policies built in.
+inline constexpr std::string_view built_in_policies = "the built-in policies";
+
+// load_policy_dir(dir), or the built-in policies when `dir` is empty.
+[[nodiscard]] policy_load load_policies(const std::string& dir);
 
 }  // namespace trainenv::inputs

@@ -43,6 +43,13 @@ struct preview_answer {  // NOLINT(bugprone-exception-escape)
 // An error means the input itself is unusable (not JSON/YAML, not a Pod or an AdmissionReview).
 [[nodiscard]] core::result<preview_input> read_preview(std::string_view text);
 
+// The documents of a `preview -f` file (`file` names it in messages): each Pod or AdmissionReview
+// (an object with no kind counts as a Pod), in order, others skipped. An error when the file
+// holds none; when it holds a job (a TrainJob, a JobSet, a Job), the error gives the
+// `preview --job` command that previews it whole.
+[[nodiscard]] core::result<std::vector<nlohmann::json>> read_preview_documents(
+    std::string_view text, const std::string& file);
+
 // The answer for `input` given its decision.
 [[nodiscard]] preview_answer answer_preview(preview_input input, core::decision d);
 
@@ -68,6 +75,10 @@ template <class Fetch>
 // The answer as the edges show it: {"allowed", "policy", "patch", "object", "warnings",
 // "message", "injected", "sources"}.
 [[nodiscard]] nlohmann::json to_json(const preview_answer& answer);
+
+// The same as a person reads it: the pod, its policy or why none, each value it is told and
+// where the counts came from, its wait, and the warnings.
+[[nodiscard]] std::string to_table(const preview_answer& answer);
 
 // A job to preview (`preview --job`, POST /preview/job): one JSON or YAML object.
 [[nodiscard]] core::result<nlohmann::json> read_job(std::string_view text);

@@ -4,6 +4,7 @@
 // expanded as `kubectl apply` takes them, up to 1 MiB and 10,000 aliases per text.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -18,5 +19,10 @@ namespace trainenv::inputs {
 
 // Exactly one document.
 [[nodiscard]] core::result<nlohmann::json> parse_document(std::string_view text);
+
+// One document as block-style YAML, starting "---" (libyaml's emitter): a string that a YAML
+// reader would take for a number, a boolean or null (the core schema's, or YAML 1.1's yes/no/on/
+// off that kubectl still reads) is double-quoted, so parse_document gives `document` back.
+[[nodiscard]] std::string to_yaml(const nlohmann::json& document);
 
 }  // namespace trainenv::inputs

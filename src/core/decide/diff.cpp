@@ -253,6 +253,7 @@ void merge_env(const pod_view& pod, const json_ref& container, const std::string
     }
     if (user) {
       if (!env_agrees(pod, user, w)) {
+        d.kept_env.push_back(w.name);
         d.warnings.push_back(
             make_warning("trainenv: kept user-set " + w.name + describe_env(user) + where));
       }
@@ -265,6 +266,7 @@ void merge_env(const pod_view& pod, const json_ref& container, const std::string
       w.append_json(text);
       patch.replace(path + "/env/" + std::to_string(*controllers), text);
       note_once(d.injected.env, w.name);
+      d.replaced_env.push_back(w.name);
       d.warnings.push_back(make_warning("trainenv: replaced " + w.name + describe_env(e) +
                                         " with " + w.value.substr(0, 40) + where + by()));
       continue;

@@ -289,6 +289,52 @@ owner_step<const json*> plugin_owner(const pod_view& view, const owner_kind* kin
   return fetched->failure ? nullptr : &fetched->object();
 }
 
+// Why the pod got its values, on the pod (docs/contract.md §4, as Istio's sidecar.istio.io/status):
+// the policy, each count and where it was read, and the env entries it replaced, removed or
+// kept; compact JSON of at most status_limit bytes. Added once: a pod that has it (admitted
+// before, or fed back in) keeps it, so a second admission patches nothing.
+constexpr std::size_t status_limit = 1024;
+
+void add_status(const pod_view& view, decision& d) {
+  if (!d.mutated() || view.annotation(keys::status) != nullptr) return;
+  const auto cut = [](const std::string& s, std::size_t n) { return s.substr(0, n); };
+  using ordered = nlohmann::ordered_json;  // keys as written: the policy first
+  ordered counts = ordered::array();
+  for (const auto& s : d.sources) {
+    if (counts.size() == 12) break;
+    counts.push_back({{"name", s.name}, {"value", cut(s.value, 64)}, {"from", cut(s.source, 96)}});
+  }
+  ordered status = {{"policy", d.policy}, {"counts", counts}};
+  const auto names = [&](const char* key, const std::vector<std::string>& list) {
+    if (list.empty()) return;
+    auto& out = status[key] = ordered::array();
+    for (std::size_t i = 0; i < list.size() && i < 16; ++i) out.push_back(list[i]);
+  };
+  names("replaced", d.replaced_env);
+  names("removed", d.injected.removed_env);
+  names("kept", d.kept_env);
+  // Values cut at a byte count may end inside a character: replaced, never thrown on.
+  const auto dump = [](const auto& v) {
+    return v.dump(-1, ' ', false, json::error_handler_t::replace);
+  };
+  auto text = dump(status);
+  // Bounded: first without where each count was read, then without the counts.
+  if (text.size() > status_limit) {
+    for (auto& c : status["counts"]) c.erase("from");
+    text = dump(status);
+  }
+  if (text.size() > status_limit) {
+    status.erase("counts");
+    text = dump(status);
+  }
+  // The patch added or kept /metadata/annotations already (trainenv.io/injected): one more member.
+  d.patch_text.pop_back();  // the array's ']'
+  d.patch_text += R"(,{"op":"add","path":"/metadata/annotations/trainenv.io~1status","value":)" +
+                  dump(json(text)) + "}]";
+  ++d.patch_ops;
+  d.injected.annotations.emplace_back(keys::status);
+}
+
 // The decision's steps in the order the contract gives them (docs/architecture.md, "Data flows
 // one way"), each a possible answer of its own: kept as one sequence, longer than 80 lines, so
 // that the order is read in one place; each step is a function of its own above.
@@ -410,7 +456,23 @@ owner_step<decision> decide_steps(const subject& what, const policy_set& policie
   }
   for (const auto r : layout.nodes) d.world_roles.push_back(layout.roles[r].name);
   d.world_of_workers = p.every_role_trains;
+  add_status(view, d);
   return d;
+}
+
+// A trainenv.io/ key trainenv does not know, on the pod (and so on its template): a typo that
+// would otherwise change nothing without a word (trainenv.io/num-node).
+void warn_unknown_keys(const pod_view& view, decision& d) {
+  for (const auto& [map, where] :
+       {std::pair{&view.annotations(), "annotation"}, std::pair{&view.labels(), "label"}}) {
+    std::vector<std::string_view> ours;
+    for (const auto& entry : map->entries()) {
+      if (entry.key.substr(0, keys::prefix.size()) == keys::prefix) ours.push_back(entry.key);
+    }
+    if (ours.empty()) continue;
+    for (auto& warning : unknown_key_warnings(ours, where))
+      d.warnings.push_back(make_warning(std::move(warning)));
+  }
 }
 
 }  // namespace
@@ -422,6 +484,7 @@ owner_step<decision> evaluate(const subject& what, const policy_set& policies,
   const auto ns = read_namespace(what);
   if (!ns) return deny(error{ns.message(), ns.code()});
   auto step = decide_steps(what, policies, owners, options);
+  if (auto* d = std::get_if<decision>(&step)) warn_unknown_keys(what.pod, *d);
   // Every read the walk asks for is checked here, before the shell may make it: bound to the
   // request's namespace, by a uid, under a DNS name (docs/security.md).
   if (const auto* ref = needed(step)) {

@@ -324,7 +324,7 @@ void check_waits(const created_job& job, const std::vector<previewed_pod>& pods,
 }  // namespace
 
 std::vector<job_problem> check_job(const created_job& job, std::vector<previewed_pod>& pods,
-                                   const policy_set& policies) {
+                                   const policy_set& policies, std::vector<std::string>* ran) {
   std::vector<job_problem> problems;
   for (auto& p : pods) {
     if (!p.d.allowed) problems.push_back({"denied: " + p.d.message, {p.created.name}});
@@ -374,6 +374,26 @@ std::vector<job_problem> check_job(const created_job& job, std::vector<previewed
   check_world(pods, problems);
   check_rendezvous(job, pods, problems);
   check_waits(job, pods, problems);
+  if (ran != nullptr) {
+    const auto any = [&](auto pred) { return std::any_of(pods.begin(), pods.end(), pred); };
+    if (nodes > 0 || ranked > 0)
+      ran->push_back(nodes > 0 && ranked > 0 ? "node ranks and RANKs 0..N-1"
+                                             : (nodes > 0 ? "node ranks 0..N-1" : "RANKs 0..N-1"));
+    if (any([](const previewed_pod& p) { return p.world_size || p.num_nodes; }))
+      ran->push_back("one world size");
+    if (!elastic && any([](const previewed_pod& p) { return p.master; }))
+      ran->push_back("one master at rank 0's DNS name");
+    if (elastic) ran->push_back("the same bounds and one rendezvous at a pod of the job");
+    if (any([](const previewed_pod& p) { return p.has_hostfile; }))
+      ran->push_back("hostfile = the workers");
+    if (any([](const previewed_pod& p) { return !p.d.layout_name.empty(); }))
+      ran->push_back("every pod named as its layout calls it");
+    if (any([](const previewed_pod& p) { return !p.d.policy.empty(); }))
+      ran->push_back("the world only training pods");
+    if (any([](const previewed_pod& p) { return p.d.wait.has_value(); }))
+      ran->push_back("every wait on a pod of the job and none a deadlock");
+    ran->push_back("no pod denied");
+  }
   return problems;
 }
 
@@ -418,7 +438,10 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
       out.pods.push_back(std::move(p));
     }
     out.job.pods.clear();  // moved into out.pods
-    out.problems = check_job(out.job, out.pods, policies);
+    out.problems = check_job(out.job, out.pods, policies, &out.checks);
+    check_roles(out.job, out.pods, policies, out.problems);
+    out.checks.emplace_back("a training pod and no other role launching as they do");
+    note_unknown_keys(out.job);
     for (const auto& p : out.pods) {
       if (!p.bounds) continue;
       if (!out.elastic) out.elastic = elastic_summary{*p.bounds, 0, p.rendezvous.value_or("")};
@@ -434,15 +457,11 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
           "wire the pods, and trainenv lets them pass unchanged");
     } else if (count([](const previewed_pod& p) { return !p.d.policy.empty(); }) == 0) {
       // Training pods a policy's condition leaves alone (Volcano's plugin without a master) say
-      // why; else none is a training pod at all.
+      // why; a job with no training pod at all is a problem (check_roles).
       const auto passed = std::find_if(out.pods.begin(), out.pods.end(), [](const auto& p) {
-        return p.d.message.rfind("policy ", 0) == 0;
+        return p.d.passed == pass_reason::not_applying;
       });
-      out.job.notes.push_back(passed != out.pods.end()
-                                  ? passed->d.message
-                                  : "no pod of the job is a training pod: none carries label " +
-                                        std::string(keys::ancestor_step) +
-                                        ": trainer, itself or on its Job");
+      if (passed != out.pods.end()) out.job.notes.push_back(passed->d.message);
     }
     return out;
   } catch (const json::exception& e) {

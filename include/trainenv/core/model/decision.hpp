@@ -93,6 +93,10 @@ struct decision {
   std::size_t patch_ops = 0;          // the operations in it
   injection_summary injected;         // what the patch adds
   std::vector<value_source> sources;  // where the counts came from, when a policy applied
+  // Env entries the pod had that the policy also gives: a controller's value it replaced, a
+  // user's it kept (each also a warning); for the status annotation.
+  std::vector<std::string> replaced_env;
+  std::vector<std::string> kept_env;
   std::vector<std::string> warnings;
   // Denied: the violation ("trainenv: ..."). Allowed: why nothing applied, if so.
   std::string message;

@@ -38,6 +38,8 @@ struct previewed_pod {  // NOLINT(bugprone-exception-escape)
   std::optional<std::string> master_port;
   std::vector<std::string> hostfile;  // an MPI launcher's hosts, one per line
   bool has_hostfile = false;
+  // Not a training pod, but a host of a launcher's hostfile: it runs sshd and needs nothing.
+  bool host_only = false;
   // An elastic job's (docs/contract.md §2.3): its bounds ("2:4"), the c10d endpoint
   // ("host:port") and the rendezvous id, which every pod must share.
   std::optional<std::string> bounds;
@@ -64,6 +66,7 @@ struct job_preview {
   created_job job;
   std::vector<previewed_pod> pods;
   std::vector<job_problem> problems;
+  std::vector<std::string> checks;  // the checks that had something to check, as said
   std::optional<elastic_summary> elastic;
 
   [[nodiscard]] bool ok() const { return problems.empty(); }
@@ -84,8 +87,10 @@ void read_values(previewed_pod& p, const policy& pol, const std::vector<std::str
                  const std::vector<nlohmann::json>& objects);
 
 // The checks alone, over pods already decided (what preview_job runs last).
+// `ran`, when given, gets a phrase for each check that had something to check.
 [[nodiscard]] std::vector<job_problem> check_job(const created_job& job,
                                                  std::vector<previewed_pod>& pods,
-                                                 const policy_set& policies);
+                                                 const policy_set& policies,
+                                                 std::vector<std::string>* ran = nullptr);
 
 }  // namespace trainenv::core

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace trainenv::core {
 
@@ -54,7 +57,44 @@ inline constexpr std::string_view kueue_completions_equal =
     "kueue.x-k8s.io/job-completions-equal-parallelism";
 // Kubernetes' own: the container kubectl picks, which a service mesh points at the app.
 inline constexpr std::string_view default_container = "kubectl.kubernetes.io/default-container";
+// Every trainenv.io/ key trainenv reads or writes on a pod, its template or an owner, and the
+// namespace labels its manifests select on: any other trainenv.io/ key is a typo worth a warning
+// (unknown_key_warnings), as `istioctl analyze` flags unknown *.istio.io annotations.
+inline constexpr std::string_view prefix = "trainenv.io/";
+inline constexpr std::string_view status = "trainenv.io/status";
+inline constexpr std::string_view known[] = {inject,
+                                             policy,
+                                             role,
+                                             num_nodes,
+                                             nproc_per_node,
+                                             replicas,
+                                             master_port,
+                                             injected,
+                                             status,
+                                             container,
+                                             ssh_auth_mount_path,
+                                             ssh_secret,
+                                             ssh_keys,
+                                             run_launcher_as_node,
+                                             elastic,
+                                             max_restarts,
+                                             rendezvous,
+                                             wait,
+                                             wait_timeout,
+                                             ssh_port,
+                                             "trainenv.io/hostfile",
+                                             "trainenv.io/hostfile-rule",
+                                             "trainenv.io/injection",
+                                             "trainenv.io/metrics-scraper"};
 }  // namespace keys
+
+// One warning per trainenv.io/ key among `keys` that trainenv does not know, each with the
+// nearest known key when one is close ("did you mean trainenv.io/num-nodes?"); `what` says what
+// they are ("annotation"), `on` whose when not the pod's (" on JobSet team-a/gpt"). At most five,
+// so that a pod of many cannot flood.
+[[nodiscard]] std::vector<std::string> unknown_key_warnings(std::span<const std::string_view> keys,
+                                                            std::string_view what,
+                                                            std::string_view on = {});
 
 // The role an MPI job launches from: never a training role; a node, last, only when the runtime
 // says runLauncherAsNode (docs/contract.md §2.2); where a policy's hostfile goes by default.

@@ -4,11 +4,16 @@
 // every layer may use it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
 
 namespace trainenv::core {
+
+// Levenshtein distance: the edits from one name to another, for the "did you mean" of an unknown
+// field or key. Callers bound the lengths (names are short).
+[[nodiscard]] std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // The apiVersion of every document trainenv reads (TrainingPolicy, OwnerKind).
 inline constexpr std::string_view policy_api_version = "trainenv.io/v1alpha1";
