@@ -14,6 +14,7 @@
 #   scripts/dev.sh deps [--build|--image] | build | certs   the individual steps
 #
 # Environment: BUILD_DIR (default build), BUILD_TYPE (default Release, as the image ships),
+# BUILD_TESTS=OFF to configure without the test suite (serve does: it needs none of its packages),
 # UNITY=OFF for one translation unit per file (unity batches are the default), CMAKE_ARGS (extra
 # configure arguments), WERROR=1 to make warnings errors, IMAGE_CHECK=0 to leave the image out of
 # `test`.
@@ -103,8 +104,10 @@ build() {  # build [TARGET...]: everything by default
   local unity=()
   [ -n "${UNITY:-}" ] && unity=(-DCMAKE_UNITY_BUILD="$UNITY")
   # shellcheck disable=SC2086  # CMAKE_ARGS is a list of arguments
+  # The test suite's switch is given each time: the cache would keep a serve's OFF for a test run.
   cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
-    -DTRAINENV_WERROR="$werror" "${unity[@]}" ${CMAKE_ARGS:-} >/dev/null
+    -DTRAINENV_WERROR="$werror" -DTRAINENV_BUILD_TESTS="${BUILD_TESTS:-ON}" "${unity[@]}" \
+    ${CMAKE_ARGS:-} >/dev/null
   local targets=()
   [ $# -gt 0 ] && targets=(--target "$@")
   cmake --build "$build_dir" --parallel "$(nproc)" "${targets[@]}"
@@ -118,8 +121,10 @@ certs() { certs/mint.sh >/dev/null; }
 niced() { (renice -n 19 -p "$BASHPID" >/dev/null; "$@"); }
 
 serve() {
-  deps
-  build trainenv
+  # What serving needs and no more: the build packages and openssl for the development
+  # certificates (the test packages, torch and the MPIs among them, are the test command's).
+  deps --build openssl
+  BUILD_TESTS=OFF build trainenv
   certs
   cat >&2 <<MSG
 

@@ -75,6 +75,19 @@ for want in "image: registry.example.com/platform/trainenv:0.1.0" \
   grep -qF -- "$want" "$work/example.yaml" || { echo "FAILED: docs/deploy.md's example does not give $want"; status=1; }
 done
 
+# The README's install (its "Install it in a cluster"), as printed there: its one kustomization,
+# indented under a list item, rendered and validated the same way.
+/usr/bin/python3 - "$src/README.md" >"$work/readme-kustomization.yaml" <<'PY'
+import re, sys, textwrap
+blocks = re.findall(r"^( *)```yaml\n(.*?)^\1```$", open(sys.argv[1]).read(), re.S | re.M)
+print(next((textwrap.dedent(b) for _, b in blocks if "overlays/opt-in-namespaces" in b), ""), end="")
+PY
+[ -s "$work/readme-kustomization.yaml" ] || { echo "FAILED: the README has no install kustomization"; status=1; }
+own readme <"$work/readme-kustomization.yaml"
+render readme "$work/readme" opt-in-namespaces trainenv-system
+grep -qF -- "image: registry.example.com/platform/trainenv:0.1.0" "$work/readme.yaml" ||
+  { echo "FAILED: the README's install does not deploy the image it names"; status=1; }
+
 # The monitoring component (docs/operations.md, "Alerts"): added to the example, and to an
 # overlay that sets no namespace of its own, whose objects must still join the Service's.
 { cat "$work/example-kustomization.yaml"; printf 'components:\n  - ../trainenv/manifests/components/monitoring\n'; } |
@@ -152,6 +165,6 @@ grep -q "^RUN scripts/dev.sh deps --build" "$src/Dockerfile" || { echo "FAILED: 
 # The image runs as the numeric user the Deployment expects.
 grep -q "^USER 65532:65532" "$src/Dockerfile" || { echo "FAILED: Dockerfile USER is not 65532"; status=1; }
 [ $status -eq 0 ] && echo "manifests: base and the four overlays render and validate, as shipped and in namespace" \
-  "ml-platform; so do docs/deploy.md's example and the monitoring component, whose alerts pass promtool;" \
+  "ml-platform; so do the README's install, docs/deploy.md's example and the monitoring component, whose alerts pass promtool;" \
   "an images: override reaches the wait"
 exit $status
