@@ -121,9 +121,10 @@ certs() { certs/mint.sh >/dev/null; }
 niced() { (renice -n 19 -p "$BASHPID" >/dev/null; "$@"); }
 
 serve() {
-  # What serving needs and no more: the build packages and openssl for the development
-  # certificates (the test packages, torch and the MPIs among them, are the test command's).
-  deps --build openssl
+  # What serving needs and no more: the build packages, openssl for the development certificates
+  # and curl for the preview its message suggests (the test packages, torch and the MPIs among
+  # them, are the test command's).
+  deps --build openssl curl
   BUILD_TESTS=OFF build trainenv
   certs
   cat >&2 <<MSG
@@ -242,5 +243,5 @@ case "${1:-}" in
   certs) certs ;;
   image) shift; exec scripts/image.sh "$@" ;;
   check) shift; deps clang-format clang-tidy clang-14; scripts/check.sh "$@" ;;
-  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
