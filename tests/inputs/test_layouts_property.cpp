@@ -103,11 +103,15 @@ void maybe_elastic(generator& g, job_plan& plan) {
 }
 
 // A pod template as users write it: the trainer container named node or pytorch, sometimes after
-// a service mesh's proxy, with or without Trainer's ancestor label and a policy annotation.
+// a service mesh's proxy, with or without Trainer's ancestor label and a policy annotation. A
+// side role runs its own program (`side`: TensorBoard, an evaluation script), never the
+// trainers': one that did would be the mistake preview --job reports (an unlabelled trainer).
 json pod_template(generator& g, const std::string& policy, bool torchtune, bool labelled,
-                  bool opted_out) {
+                  bool opted_out, const json& side = nullptr) {
   json trainer = {{"name", g.chance(70) ? "node" : "pytorch"}, {"image", "example.com/train:1"}};
-  trainer["command"] = torchtune ? json({"tune", "run"}) : json({"python", "train.py"});
+  trainer["command"] = !side.is_null() ? side
+                       : torchtune     ? json({"tune", "run"})
+                                       : json({"python", "train.py"});
   json node_selector;
   if (g.chance(50)) {
     trainer["resources"] = {{"limits", {{"nvidia.com/gpu", std::to_string(g.between(1, 8))}}}};
@@ -173,7 +177,11 @@ job_plan random_jobset(generator& g, const std::string& policy) {
     role.prerequisite = name == "initializer";
     const bool own_subdomain = g.chance(50);
     role.named = !dns_off || own_subdomain;
-    auto tmpl = pod_template(g, policy, policy == "torchtune", role.labelled, role.opted_out);
+    const json program = !side                   ? json()
+                         : name == "tensorboard" ? json({"tensorboard", "--logdir=/logs"})
+                                                 : json({"python", "evaluate.py"});
+    auto tmpl =
+        pod_template(g, policy, policy == "torchtune", role.labelled, role.opted_out, program);
     if (own_subdomain) tmpl["spec"]["subdomain"] = "own-" + name;
     json rj = {{"name", name},
                {"template",
