@@ -70,6 +70,8 @@ struct role_plan {
   bool opted_out = false;     // trainenv.io/inject: "false" on its pod template
   bool prerequisite = false;  // another role dependsOn it with status Complete
   bool named = true;          // its pods get DNS names from their controller
+  // Unlabelled, it runs the trainers' own program: the mistake preview --job reports.
+  bool unlabelled_trainer = false;
 
   [[nodiscard]] int pods() const { return jobs * pods_per_job; }
 };
@@ -177,9 +179,12 @@ job_plan random_jobset(generator& g, const std::string& policy) {
     role.prerequisite = name == "initializer";
     const bool own_subdomain = g.chance(50);
     role.named = !dns_off || own_subdomain;
-    const json program = !side                   ? json()
-                         : name == "tensorboard" ? json({"tensorboard", "--logdir=/logs"})
-                                                 : json({"python", "evaluate.py"});
+    // Now and then a side role without the label runs the trainers' program: a trainer someone
+    // forgot to label.
+    role.unlabelled_trainer = side && !role.labelled && !role.opted_out && g.chance(25);
+    const json program = !side || role.unlabelled_trainer ? json()
+                         : name == "tensorboard"          ? json({"tensorboard", "--logdir=/logs"})
+                                                          : json({"python", "evaluate.py"});
     auto tmpl =
         pod_template(g, policy, policy == "torchtune", role.labelled, role.opted_out, program);
     if (own_subdomain) tmpl["spec"]["subdomain"] = "own-" + name;
@@ -312,6 +317,7 @@ struct run_counts {
   int coordinators = 0;
   int reinvoked = 0;
   int elastic_jobs = 0;
+  int unlabelled_trainers = 0;  // jobs where a role trains without the label, reported
 };
 
 // An elastic job's bounds in a bad form are refused, naming the annotation, by every pod that
@@ -422,6 +428,41 @@ void check_accelerators(const core::job_preview& preview, run_counts& counts) {
   }
 }
 
+// A role the generator made an unlabelled trainer is reported, naming it, exactly when a labelled
+// role other than a launcher runs the trainers' program beside it with pods; the report is taken
+// off the problems, so that the job's other checks judge the rest as before.
+void check_unlabelled_trainers(const job_plan& plan, core::job_preview& preview,
+                               run_counts& counts) {
+  const bool trainers = std::any_of(plan.roles.begin(), plan.roles.end(), [](const role_plan& r) {
+    const bool side = r.name == "tensorboard" || r.name == "evaluator";
+    return r.labelled && !side && r.name != "launcher" && r.pods() > 0;
+  });
+  // In an MPI job such a role's pods are hosts of the launcher's hostfile (every role but the
+  // launcher is a worker there): they run sshd whatever their command, and are not reported.
+  const auto hosts_only = [&](const std::string& role) {
+    return std::all_of(preview.pods.begin(), preview.pods.end(),
+                       [&](const auto& p) { return p.created.role != role || p.host_only; });
+  };
+  std::set<std::string> expected;
+  for (const auto& r : plan.roles) {
+    if (r.unlabelled_trainer && trainers && r.pods() > 0 && !hosts_only(r.name))
+      expected.insert(r.name);
+  }
+  std::set<std::string> reported;
+  auto& problems = preview.problems;
+  for (auto it = problems.begin(); it != problems.end();) {
+    const auto& m = it->message;
+    if (m.rfind("role ", 0) != 0 || m.find(" as training role ") == std::string::npos) {
+      ++it;
+      continue;
+    }
+    reported.insert(m.substr(5, m.find(' ', 5) - 5));
+    it = problems.erase(it);
+  }
+  CHECK(reported == expected);
+  if (!expected.empty()) ++counts.unlabelled_trainers;
+}
+
 void check_one(const job_plan& plan, const std::string& policy, const std::vector<json>& runtimes,
                std::uint64_t seed, run_counts& counts) {
   const auto& job = plan.job;
@@ -441,6 +482,7 @@ void check_one(const job_plan& plan, const std::string& policy, const std::vecto
     return;
   }
   check_accelerators(*preview, counts);
+  check_unlabelled_trainers(plan, *preview, counts);
   // No policy named: a Volcano Job's pods get its kind's default, any other the default policy.
   const bool volcano = job["apiVersion"] == "batch.volcano.sh/v1alpha1";
   const auto effective = !policy.empty() ? policy : volcano ? "volcano-pytorch" : "torch";
@@ -562,10 +604,12 @@ TEST_CASE("every generated layout, for every shipped policy, passes the whole-jo
   CHECK(counts.coordinators > 0);
   CHECK(counts.elastic_jobs > 0);
   CHECK(counts.accelerated > 0);
+  CHECK(counts.unlabelled_trainers > 0);
   WARN("generated " << counts.jobs << " jobs of " << counts.pods << " pods (seed " << seed
                     << "): " << counts.denied_jobs << " with no node to train on, "
                     << counts.unnamed_jobs << " with a world role that has no DNS names, "
                     << counts.coordinators << " with a coordinator, " << counts.elastic_jobs
                     << " elastic; " << counts.reinvoked << " pods reinvoked behind a proxy; "
-                    << counts.accelerated << " told their accelerators' processes");
+                    << counts.accelerated << " told their accelerators' processes; "
+                    << counts.unlabelled_trainers << " with an unlabelled trainer reported");
 }
