@@ -14,6 +14,7 @@
 #include "trainenv/core/job/owner_walk.hpp"
 #include "trainenv/core/job/topology.hpp"
 #include "trainenv/core/model/pod_view.hpp"
+#include "trainenv/core/text/json_text.hpp"
 #include "trainenv/core/text/keys.hpp"
 #include "trainenv/core/text/names.hpp"
 
@@ -297,40 +298,49 @@ constexpr std::size_t status_limit = 1024;
 
 void add_status(const pod_view& view, decision& d) {
   if (!d.mutated() || view.annotation(keys::status) != nullptr) return;
-  const auto cut = [](const std::string& s, std::size_t n) { return s.substr(0, n); };
-  using ordered = nlohmann::ordered_json;  // keys as written: the policy first
-  ordered counts = ordered::array();
-  for (const auto& s : d.sources) {
-    if (counts.size() == 12) break;
-    counts.push_back({{"name", s.name}, {"value", cut(s.value, 64)}, {"from", cut(s.source, 96)}});
-  }
-  ordered status = {{"policy", d.policy}, {"counts", counts}};
-  const auto names = [&](const char* key, const std::vector<std::string>& list) {
-    if (list.empty()) return;
-    auto& out = status[key] = ordered::array();
-    for (std::size_t i = 0; i < list.size() && i < 16; ++i) out.push_back(list[i]);
+  // Written directly (no JSON values built): it is on every wired pod's admission path. Values
+  // cut at a byte count may end inside a character: append_json_string replaces, never throws.
+  const auto write = [&](bool with_from, bool with_counts) {
+    std::string out = R"({"policy":)";
+    append_json_string(out, d.policy);
+    if (with_counts) {
+      out += R"(,"counts":[)";
+      for (std::size_t i = 0; i < d.sources.size() && i < 12; ++i) {
+        const auto& source = d.sources[i];
+        out += i == 0 ? R"({"name":)" : R"(,{"name":)";
+        append_json_string(out, source.name);
+        out += R"(,"value":)";
+        append_json_string(out, std::string_view(source.value).substr(0, 64));
+        if (with_from) {
+          out += R"(,"from":)";
+          append_json_string(out, std::string_view(source.source).substr(0, 96));
+        }
+        out += '}';
+      }
+      out += ']';
+    }
+    for (const auto& [key, list] :
+         {std::pair{"replaced", &d.replaced_env}, std::pair{"removed", &d.injected.removed_env},
+          std::pair{"kept", &d.kept_env}}) {
+      if (list->empty()) continue;
+      out += std::string(",\"") + key + "\":[";
+      for (std::size_t i = 0; i < list->size() && i < 16; ++i) {
+        if (i != 0) out += ',';
+        append_json_string(out, (*list)[i]);
+      }
+      out += ']';
+    }
+    return out + '}';
   };
-  names("replaced", d.replaced_env);
-  names("removed", d.injected.removed_env);
-  names("kept", d.kept_env);
-  // Values cut at a byte count may end inside a character: replaced, never thrown on.
-  const auto dump = [](const auto& v) {
-    return v.dump(-1, ' ', false, json::error_handler_t::replace);
-  };
-  auto text = dump(status);
   // Bounded: first without where each count was read, then without the counts.
-  if (text.size() > status_limit) {
-    for (auto& c : status["counts"]) c.erase("from");
-    text = dump(status);
-  }
-  if (text.size() > status_limit) {
-    status.erase("counts");
-    text = dump(status);
-  }
+  auto text = write(true, true);
+  if (text.size() > status_limit) text = write(false, true);
+  if (text.size() > status_limit) text = write(false, false);
   // The patch added or kept /metadata/annotations already (trainenv.io/injected): one more member.
   d.patch_text.pop_back();  // the array's ']'
-  d.patch_text += R"(,{"op":"add","path":"/metadata/annotations/trainenv.io~1status","value":)" +
-                  dump(json(text)) + "}]";
+  d.patch_text += R"(,{"op":"add","path":"/metadata/annotations/trainenv.io~1status","value":)";
+  append_json_string(d.patch_text, text);
+  d.patch_text += "}]";
   ++d.patch_ops;
   d.injected.annotations.emplace_back(keys::status);
 }
