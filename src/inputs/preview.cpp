@@ -311,6 +311,8 @@ std::vector<role_told> told_by_role(const core::job_preview& preview) {
 // One line per role: "  worker  4 pods  torch  PET_NNODES=5 ..." ("the same as master" when it
 // is told what a role above it is).
 std::string told_text(const std::vector<role_told>& roles) {
+  // A job whose roles all have zero replicas creates no pod: nothing is told.
+  if (roles.empty()) return "told, by role: nothing (the job creates no pod)\n";
   std::vector<std::vector<std::string>> rows;
   for (std::size_t i = 0; i < roles.size(); ++i) {
     const auto& r = roles[i];
@@ -402,6 +404,7 @@ std::string pod_notes(const core::previewed_pod& p) {
 
 // Rows of cells, each column as wide as its widest cell (the last left ragged).
 std::string columns(const std::vector<std::vector<std::string>>& rows) {
+  if (rows.empty()) return {};
   std::vector<std::size_t> width(rows.front().size(), 0);
   for (const auto& r : rows) {
     for (std::size_t i = 0; i + 1 < r.size(); ++i) width[i] = std::max(width[i], r[i].size());

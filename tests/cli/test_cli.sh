@@ -191,6 +191,10 @@ check "a job with no training pod exits 1" exit_code 1 "$bin" preview --job -f "
 check "saying so, and what the roles run" contains "$work/out" \
   "no pod of the job is a training pod: none carries label trainer.kubeflow.org/trainjob-ancestor-step: trainer"
 check "with the roles that launch" contains "$work/out" "(master runs torchrun, worker runs torchrun)"
+sed 's/replicas: [0-9]*/replicas: 0/' "$jobs/volcano-job.yaml" >"$work/no-pods.yaml"
+check "a job that creates no pod exits 1" exit_code 1 "$bin" preview --job -f "$work/no-pods.yaml" --policies "$src/policies"
+check "saying so in its table" contains "$work/out" "told, by role: nothing (the job creates no pod)"
+check "and as its problem" contains "$work/out" "the job creates no pod: every role has 0 replicas"
 check "a misspelled key is a warning on the pod" exit_code 0 "$bin" preview --job -f "$work/typo.yaml" --policies "$src/policies"
 check "with the key meant" contains "$work/out" "trainenv: unknown annotation trainenv.io/num-node (did you mean trainenv.io/num-nodes?)"
 check "and on the job" contains "$work/out" \

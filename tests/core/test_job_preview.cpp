@@ -192,6 +192,18 @@ TEST_CASE("job preview: a job with no training pod is a problem", "[job_preview]
   CHECK(preview->problems[0].pods == std::vector<std::string>{"bert-web-0-0", "bert-web-0-1"});
 }
 
+TEST_CASE("job preview: a job that creates no pod is a problem", "[job_preview]") {
+  const auto preview =
+      preview_job(preview_jobset(json::array({trained_rj("node", 1, 0)})), {}, preview_policies());
+  REQUIRE(preview);
+  CHECK(preview->pods.empty());
+  REQUIRE(preview->problems.size() == 1);
+  CHECK(preview->problems[0].message ==
+        "the job creates no pod: every role has 0 replicas (or gives none), so nothing trains; "
+        "fix: set the roles' replicas");
+  CHECK(preview->problems[0].pods.empty());
+}
+
 TEST_CASE("job preview: a job that cannot be laid out is an error", "[job_preview]") {
   const auto not_job =
       preview_job(json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", {{"name", "p"}}}}, {},
@@ -262,6 +274,32 @@ TEST_CASE("unknown trainenv.io keys: a warning each, with the key meant", "[job_
   const auto warnings = unknown_key_warnings(views, "label", " on JobSet team-a/bert");
   REQUIRE(warnings.size() == 5);
   CHECK(warnings.back() == "trainenv: more unknown trainenv.io/ labels on JobSet team-a/bert");
+}
+
+TEST_CASE("an owner's unknown key warns at admission, and once in the job preview",
+          "[job_preview]") {
+  auto job = preview_jobset(json::array({trained_rj("node", 1, 2)}));
+  job["metadata"]["annotations"]["trainenv.io/elastc"] = "2:4";
+  const auto preview = preview_job(job, {}, preview_policies());
+  REQUIRE(preview);
+  const std::string warning =
+      "trainenv: unknown annotation trainenv.io/elastc on JobSet team-a/bert (did you mean "
+      "trainenv.io/elastic?)";
+  CHECK(preview->job.notes == std::vector<std::string>{warning});
+  REQUIRE(preview->pods.size() == 2);
+  for (const auto& p : preview->pods) CHECK(p.d.warnings.empty());
+
+  // A pod of it at admission: warned, as the owner walk reads the JobSet (through its Job).
+  const auto d = decide(preview->pods[0].created.pod, preview_policies(), {},
+                        [&](const owner_ref& ref, owner_values& owners) {
+                          if (const auto* o = find_object(preview->job.objects, ref)) {
+                            owners.add(ref, *o);
+                          } else {
+                            owners.add_failure(ref, lookup_failure::not_found);
+                          }
+                        });
+  REQUIRE(d.allowed);
+  CHECK(d.warnings == std::vector<std::string>{warning});
 }
 
 }  // namespace job_preview_tests

@@ -4,6 +4,8 @@
 // that needs an owner object the shell has not fetched yet names it instead of answering.
 #include "trainenv/core/decide/engine.hpp"
 
+#include <set>
+
 #include "trainenv/core/decide/diff.hpp"
 #include "trainenv/core/decide/pod_shape.hpp"
 #include "trainenv/core/decide/render.hpp"
@@ -485,6 +487,19 @@ void warn_unknown_keys(const pod_view& view, decision& d) {
   }
 }
 
+// The same on each owner read for the pod (a JobSet's trainenv.io/elastc): an owner's key reaches
+// the pod only through what trainenv reads of it, so a typo there is as silent.
+void warn_owners_unknown_keys(const owner_values& owners, decision& d) {
+  std::set<std::string> seen;
+  for (const auto& f : owners.all()) {
+    if (!f.fetched) continue;
+    auto on = " on " + f.ref.display();
+    if (!seen.insert(on).second) continue;
+    for (auto& warning : object_unknown_key_warnings(f.object(), on))
+      d.warnings.push_back(make_warning(std::move(warning)));
+  }
+}
+
 }  // namespace
 
 owner_step<decision> evaluate(const subject& what, const policy_set& policies,
@@ -494,7 +509,10 @@ owner_step<decision> evaluate(const subject& what, const policy_set& policies,
   const auto ns = read_namespace(what);
   if (!ns) return deny(error{ns.message(), ns.code()});
   auto step = decide_steps(what, policies, owners, options);
-  if (auto* d = std::get_if<decision>(&step)) warn_unknown_keys(what.pod, *d);
+  if (auto* d = std::get_if<decision>(&step)) {
+    warn_unknown_keys(what.pod, *d);
+    warn_owners_unknown_keys(owners, *d);
+  }
   // Every read the walk asks for is checked here, before the shell may make it: bound to the
   // request's namespace, by a uid, under a DNS name (docs/security.md).
   if (const auto* ref = needed(step)) {

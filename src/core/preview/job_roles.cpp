@@ -156,7 +156,14 @@ void check_roles(const created_job& /*job*/, std::vector<previewed_pod>& pods,
              label + " (or run it as another program)",
          names});
   }
-  if (a_training_pod || pods.empty()) return;
+  if (a_training_pod) return;
+  if (pods.empty()) {
+    problems.push_back(
+        {"the job creates no pod: every role has 0 replicas (or gives none), so "
+         "nothing trains; fix: set the roles' replicas",
+         {}});
+    return;
+  }
   std::vector<std::string> names;
   names.reserve(pods.size());
   for (const auto& p : pods) names.push_back(p.created.name);
@@ -169,18 +176,9 @@ void check_roles(const created_job& /*job*/, std::vector<previewed_pod>& pods,
 
 void note_unknown_keys(created_job& job) {
   if (job.objects.empty()) return;
-  const auto* metadata = member(job.objects.front(), "metadata");
-  if (metadata == nullptr) return;
-  const auto on = " on " + job.kind + " " + job.namespace_name + "/" + job.name;
-  for (const char* field : {"annotations", "labels"}) {
-    const auto* map = member(*metadata, field);
-    if (map == nullptr || !map->is_object()) continue;
-    std::vector<std::string_view> keys;
-    keys.reserve(map->size());
-    for (const auto& [key, value] : map->items()) keys.emplace_back(key);
-    for (auto& w : unknown_key_warnings(keys, field[0] == 'a' ? "annotation" : "label", on))
-      job.notes.push_back(std::move(w));
-  }
+  for (auto& w : object_unknown_key_warnings(
+           job.objects.front(), " on " + job.kind + " " + job.namespace_name + "/" + job.name))
+    job.notes.push_back(std::move(w));
 }
 
 }  // namespace trainenv::core

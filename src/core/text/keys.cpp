@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
+#include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/names.hpp"
 
 namespace trainenv::core {
@@ -46,6 +49,24 @@ std::vector<std::string> unknown_key_warnings(std::span<const std::string_view> 
     text += near.empty() ? std::string(": trainenv reads no such key")
                          : " (did you mean " + std::string(near) + "?)";
     out.push_back(std::move(text));
+  }
+  return out;
+}
+
+std::vector<std::string> object_unknown_key_warnings(const nlohmann::json& object,
+                                                     std::string_view on) {
+  std::vector<std::string> out;
+  const auto* metadata = member(object, "metadata");
+  if (metadata == nullptr) return out;
+  for (const char* field : {"annotations", "labels"}) {
+    const auto* map = member(*metadata, field);
+    if (map == nullptr || !map->is_object()) continue;
+    std::vector<std::string_view> ours;
+    for (const auto& [key, value] : map->items()) {
+      if (key.substr(0, keys::prefix.size()) == keys::prefix) ours.emplace_back(key);
+    }
+    for (auto& w : unknown_key_warnings(ours, field[0] == 'a' ? "annotation" : "label", on))
+      out.push_back(std::move(w));
   }
   return out;
 }

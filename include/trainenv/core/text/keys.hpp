@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace trainenv::core {
 
 // The keys trainenv reads, in one place so messages and docs name them identically.
@@ -95,6 +97,11 @@ inline constexpr std::string_view known[] = {inject,
 [[nodiscard]] std::vector<std::string> unknown_key_warnings(std::span<const std::string_view> keys,
                                                             std::string_view what,
                                                             std::string_view on = {});
+
+// unknown_key_warnings for the annotations and then the labels of an object's metadata (a job,
+// an owner of a pod), `on` naming it (" on JobSet team-a/gpt").
+[[nodiscard]] std::vector<std::string> object_unknown_key_warnings(const nlohmann::json& object,
+                                                                   std::string_view on);
 
 // The role an MPI job launches from: never a training role; a node, last, only when the runtime
 // says runLauncherAsNode (docs/contract.md §2.2); where a policy's hostfile goes by default.
