@@ -234,12 +234,23 @@ TEST_CASE("job preview: a role launching as the training roles do, unlabelled, i
   auto worker = trained_rj("worker", 1, 2, "");
   worker["template"]["spec"]["template"]["spec"]["containers"][0]["command"] =
       json::array({"/bin/sh", "-c", "NCCL_DEBUG=INFO exec python3 -m torch.distributed.run t.py"});
-  // A side role running another program is no mistake.
+  // A side role running another program is no mistake; nor is torchrun on one node of its own
+  // (an evaluator), however its flags say so.
   auto board = trained_rj("tensorboard", 1, 1, "");
   board["template"]["spec"]["template"]["spec"]["containers"][0]["command"] =
       json::array({"tensorboard", "--logdir=/logs"});
-  const auto preview =
-      preview_job(preview_jobset(json::array({master, worker, board})), {}, preview_policies());
+  auto eval = trained_rj("eval", 1, 1, "");
+  eval["template"]["spec"]["template"]["spec"]["containers"][0]["command"] =
+      json::array({"torchrun", "--standalone", "--nproc-per-node", "2", "eval.py"});
+  auto smoke = trained_rj("smoke", 1, 1, "");
+  smoke["template"]["spec"]["template"]["spec"]["containers"][0]["command"] = json::array(
+      {"python", "-m", "torch.distributed.run", "--nproc-per-node", "2", "--nnodes", "1", "t.py"});
+  // ... but a flag of the script's, past its name, does not make torchrun's run one node.
+  auto late = trained_rj("late", 1, 1, "");
+  late["template"]["spec"]["template"]["spec"]["containers"][0]["command"] =
+      json::array({"torchrun", "t.py", "--nnodes=1"});
+  const auto preview = preview_job(
+      preview_jobset(json::array({master, worker, board, eval, smoke})), {}, preview_policies());
   REQUIRE(preview);
   REQUIRE(preview->problems.size() == 1);
   CHECK(preview->problems[0].message.rfind(
@@ -247,6 +258,13 @@ TEST_CASE("job preview: a role launching as the training roles do, unlabelled, i
             0) == 0);
   CHECK(preview->problems[0].pods ==
         std::vector<std::string>{"bert-worker-0-0", "bert-worker-0-1"});
+  const auto with_late =
+      preview_job(preview_jobset(json::array({master, worker, board, eval, smoke, late})), {},
+                  preview_policies());
+  REQUIRE(with_late);
+  REQUIRE(with_late->problems.size() == 2);
+  CHECK(with_late->problems[0].message.rfind("role late runs torchrun as training role master",
+                                             0) == 0);
 
   // Labelled, the same job is fine.
   worker["template"]["spec"]["template"]["metadata"]["labels"]

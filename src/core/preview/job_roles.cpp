@@ -54,6 +54,25 @@ std::vector<std::string> words_of(const json& container) {
   return words;
 }
 
+// " --standalone" when torchrun's flags from `from` on make it a run of its own on one node
+// (`--standalone`, `--nnodes=1`, `--nnodes 1`): an evaluator or a smoke test launched so is not a
+// training role that lost its label.
+std::string one_node_run(const std::vector<std::string>& words, std::size_t from) {
+  const auto one = [](std::string_view n) { return n == "1" || n == "1:1"; };
+  for (auto i = from; i < words.size(); ++i) {
+    const auto& w = words[i];
+    // The script ends torchrun's flags (its own may look alike); a word after a flag without
+    // `=` is that flag's value (--nproc-per-node 4).
+    const bool flag_value =
+        i > from && words[i - 1].rfind("--", 0) == 0 && words[i - 1].find('=') == std::string::npos;
+    if (!w.empty() && w[0] != '-' && !flag_value) break;
+    if (w == "--standalone" || (w.rfind("--nnodes=", 0) == 0 && one(w.substr(9))) ||
+        (w == "--nnodes" && i + 1 < words.size() && one(words[i + 1])))
+      return " --standalone";
+  }
+  return {};
+}
+
 // What a container runs, as the training roles and the others can be compared by it: the program
 // ("torchrun", "mpirun", "deepspeed"), past `exec`, `env` and VAR=value words; for Python, the
 // module it runs (`-m torch.distributed.run` is torchrun) or its script. Empty when the image's
@@ -66,11 +85,12 @@ std::string program_of(const json& container) {
     ++at;
   if (at == words.size()) return {};
   auto program = std::string(base_name(words[at]));
+  if (program == "torchrun") return program + one_node_run(words, at + 1);
   if (program.rfind("python", 0) != 0) return program;
   for (auto i = at + 1; i < words.size(); ++i) {
     if (words[i] == "-m" && i + 1 < words.size()) {
       const auto& module = words[i + 1];
-      return module == "torch.distributed.run" ? std::string("torchrun")
+      return module == "torch.distributed.run" ? "torchrun" + one_node_run(words, i + 2)
                                                : program + " -m " + module;
     }
     if (words[i].empty() || words[i][0] != '-')
