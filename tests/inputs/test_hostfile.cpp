@@ -12,6 +12,7 @@
 
 #include "owner_files.hpp"
 #include "shipped_policies.hpp"
+#include "temp_dir.hpp"
 #include "trainenv/core/decide/render.hpp"
 
 using nlohmann::json;
@@ -102,9 +103,8 @@ std::string expected_hostfile(const std::string& name, int jobs, int pods) {
 std::string run_init_container(const json& pod) {
   const auto& init = pod["spec"]["initContainers"][0];
   REQUIRE(init["command"][0] == "/bin/sh");
-  const auto dir =
-      std::filesystem::temp_directory_path() / ("trainenv-hostfile-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  const test::temp_dir scratch("hostfile");
+  const auto& dir = scratch.path;
   const auto rule = dir / "rule";
   const auto out = dir / "hostfile";
   std::ofstream(rule)
@@ -115,9 +115,7 @@ std::string run_init_container(const json& pod) {
   const std::string command =
       "/bin/sh " + (dir / "expand.sh").string() + " " + rule.string() + " " + out.string();
   REQUIRE(std::system(command.c_str()) == 0);
-  const auto text = test::read_file(out.string());
-  std::filesystem::remove_all(dir);
-  return text;
+  return test::read_file(out.string());
 }
 
 }  // namespace

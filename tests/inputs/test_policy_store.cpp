@@ -1,16 +1,13 @@
 // inputs/policy_dir.hpp: loading the policy directory, including a ConfigMap volume's layout.
 #include <catch2/catch.hpp>
 
-#include <atomic>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 
-#include <unistd.h>
-
 #include "../test_support.hpp"
+#include "temp_dir.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
 
 using Catch::Matchers::Contains;
@@ -21,37 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory under the system temporary directory, removed with everything in it.
-class temp_dir {
- public:
-  temp_dir() {
-    static std::atomic<int> counter{0};
-    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
-    path_ = fs::temp_directory_path() / ("trainenv-policy-store-" + std::to_string(getpid()) + "-" +
-                                         std::to_string(stamp) + "-" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  [[nodiscard]] std::string str() const { return path_.string(); }
-
-  void write(const fs::path& relative, const std::string& text) const {
-    const auto target = path_ / relative;
-    fs::create_directories(target.parent_path());
-    std::ofstream out(target, std::ios::binary);
-    out << text;
-    REQUIRE(out.good());
-  }
-
- private:
-  fs::path path_;
-};
+using trainenv::test::temp_dir;
 
 std::string policy_yaml(const std::string& name, const std::string& frameworks,
                         bool is_default = false) {
@@ -124,7 +91,7 @@ TEST_CASE("each shipped policy records the file it came from", "[policy_store]")
 }
 
 TEST_CASE("yaml, yml and json files are all read", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("a.yaml", policy_yaml("torch", "torch", true));
   dir.write("b.yml", policy_yaml("mpi", "mpi"));
   dir.write("c.json", R"({"apiVersion": "trainenv.io/v1alpha1", "kind": "TrainingPolicy",
@@ -137,13 +104,13 @@ TEST_CASE("yaml, yml and json files are all read", "[policy_store]") {
 }
 
 TEST_CASE("dot-files and files of other types are ignored", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("torch.yaml", policy_yaml("torch", "torch", true));
   dir.write(".hidden.yaml", "this: [is not valid");
   dir.write("README.md", "not: [a policy");
   dir.write("torch.yaml.bak", "not: [a policy");
   dir.write("notes.txt", "garbage");
-  fs::create_directories(dir.path() / "sub.yaml");  // a directory, even with a policy suffix
+  fs::create_directories(dir.path / "sub.yaml");  // a directory, even with a policy suffix
   dir.write("sub.yaml/inner.yaml", "not: [read");
   const auto load = load_ok(dir.str());
   REQUIRE(load.files.size() == 1);
@@ -152,7 +119,7 @@ TEST_CASE("dot-files and files of other types are ignored", "[policy_store]") {
 }
 
 TEST_CASE("a file with several documents loads each policy", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("all.yaml", policy_yaml("torch", "torch", true) + "---\n" + policy_yaml("mpi", "mpi") +
                             "---\n" + policy_yaml("jax", "jax"));
   const auto load = load_ok(dir.str());
@@ -162,22 +129,22 @@ TEST_CASE("a file with several documents loads each policy", "[policy_store]") {
 }
 
 TEST_CASE("an error in a multi-document file names the file and the document", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("all.yaml", policy_yaml("torch", "torch") + "---\n" +
                             "apiVersion: trainenv.io/v1alpha1\nkind: TrainingPolicy\n"
                             "metadata: {name: mpi}\nspec: {framework: [mpi]}\n");
   const auto message = load_error(dir.str());
-  CHECK_THAT(message, Contains((dir.path() / "all.yaml").string() +
+  CHECK_THAT(message, Contains((dir.path / "all.yaml").string() +
                                " (document 2): spec: unknown field \"framework\""));
 }
 
 TEST_CASE("a ConfigMap volume layout loads each policy once", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("..2026_01_01/torch.yaml", policy_yaml("torch", "torch,pytorch", true));
   dir.write("..2026_01_01/platform.yaml", policy_yaml("platform", "platform"));
-  fs::create_directory_symlink("..2026_01_01", dir.path() / "..data");
-  fs::create_symlink("..data/torch.yaml", dir.path() / "torch.yaml");
-  fs::create_symlink("..data/platform.yaml", dir.path() / "platform.yaml");
+  fs::create_directory_symlink("..2026_01_01", dir.path / "..data");
+  fs::create_symlink("..data/torch.yaml", dir.path / "torch.yaml");
+  fs::create_symlink("..data/platform.yaml", dir.path / "platform.yaml");
 
   const auto load = load_ok(dir.str());
   CHECK(load.files.size() == 2);
@@ -189,30 +156,30 @@ TEST_CASE("a ConfigMap volume layout loads each policy once", "[policy_store]") 
 
 TEST_CASE("a policy file that is not valid YAML is an error naming the file and line",
           "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("good.yaml", policy_yaml("torch", "torch", true));
   dir.write("bad.yaml", "apiVersion: trainenv.io/v1alpha1\nspec: [unclosed\n");
   const auto message = load_error(dir.str());
-  CHECK_THAT(message, Contains((dir.path() / "bad.yaml").string() + ": not valid YAML"));
+  CHECK_THAT(message, Contains((dir.path / "bad.yaml").string() + ": not valid YAML"));
   CHECK_THAT(message, Contains("line "));
   CHECK_THAT(message, !Contains("good.yaml"));
 }
 
 TEST_CASE("an invalid policy is an error naming the file and the field", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("torch.yaml", policy_yaml("torch", "torch", true));
   dir.write("bad.yaml",
             "apiVersion: trainenv.io/v1alpha1\nkind: TrainingPolicy\nmetadata: {name: bad}\n"
             "spec:\n  defaults: {masterPort: 70000}\n");
   const auto message = load_error(dir.str());
-  CHECK_THAT(message, Contains((dir.path() / "bad.yaml").string() + ": spec.defaults.masterPort"));
+  CHECK_THAT(message, Contains((dir.path / "bad.yaml").string() + ": spec.defaults.masterPort"));
 }
 
 // Regression (fixed): see test_yaml.cpp; std::out_of_range from std::stod escapes load_policy_dir,
 // so the caller gets an exception instead of an error naming the file (check-policies aborts).
 // Input: a policy file with `defaults: {masterPort: 1e999}`.
 TEST_CASE("a number out of the double range is an error naming the file", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("huge.yaml",
             "apiVersion: trainenv.io/v1alpha1\nkind: TrainingPolicy\nmetadata: {name: huge}\n"
             "spec:\n  defaults: {masterPort: 1e999}\n");
@@ -223,7 +190,7 @@ TEST_CASE("a number out of the double range is an error naming the file", "[poli
 }
 
 TEST_CASE("errors in several files are all reported", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("a.yaml", "kind: [\n");
   dir.write("b.yaml", "apiVersion: v1\nkind: TrainingPolicy\nmetadata: {name: b}\nspec: {}\n");
   const auto load = load_policy_dir(dir.str());
@@ -233,7 +200,7 @@ TEST_CASE("errors in several files are all reported", "[policy_store]") {
 }
 
 TEST_CASE("the same policy name in two files names both files", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("one.yaml", policy_yaml("torch", "torch"));
   dir.write("two.yaml", policy_yaml("torch", "pytorch"));
   const auto message = load_error(dir.str());
@@ -241,35 +208,35 @@ TEST_CASE("the same policy name in two files names both files", "[policy_store]"
 }
 
 TEST_CASE("a framework value claimed in two files is an error", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("one.yaml", policy_yaml("torch", "torch"));
   dir.write("two.yaml", policy_yaml("other", "torch"));
   CHECK_THAT(load_error(dir.str()), Contains("spec.frameworks") && Contains("\"torch\""));
 }
 
 TEST_CASE("an empty directory is an error", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   CHECK_THAT(load_error(dir.str()), Contains("no policy files"));
 }
 
 TEST_CASE("a directory with only empty policy files is an error", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("empty.yaml", "");
   dir.write("comment.yaml", "# nothing here\n---\n");
   CHECK_THAT(load_error(dir.str()), Contains("no policy files"));
 }
 
 TEST_CASE("a missing directory is an error naming it", "[policy_store]") {
-  temp_dir dir;
-  const auto missing = (dir.path() / "does-not-exist").string();
+  temp_dir dir("policy-store");
+  const auto missing = (dir.path / "does-not-exist").string();
   const auto message = load_error(missing);
   CHECK_THAT(message, Contains(missing) && Contains("not a directory"));
 }
 
 TEST_CASE("a regular file given as the directory is an error", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("torch.yaml", policy_yaml("torch", "torch"));
-  const auto file = (dir.path() / "torch.yaml").string();
+  const auto file = (dir.path / "torch.yaml").string();
   CHECK_THAT(load_error(file), Contains("not a directory"));
 }
 
@@ -281,8 +248,8 @@ TEST_CASE("a regular file given as the directory is an error", "[policy_store]")
 // -> missing.yaml" reports "cannot list the directory" instead of "no policy files".
 TEST_CASE("a dangling policy symlink is skipped, not reported as a listing failure",
           "[policy_store]") {
-  temp_dir dir;
-  fs::create_symlink("missing.yaml", dir.path() / "broken.yaml");
+  temp_dir dir("policy-store");
+  fs::create_symlink("missing.yaml", dir.path / "broken.yaml");
   const auto message = load_error(dir.str());
   CHECK_THAT(message, !Contains("cannot list the directory"));
   CHECK_THAT(message, Contains("no policy files"));
@@ -291,10 +258,10 @@ TEST_CASE("a dangling policy symlink is skipped, not reported as a listing failu
 // Regression (fixed): same cause as above; with a valid policy beside dangling symlinks, the load
 // fails or succeeds depending on which entry readdir lists last.
 TEST_CASE("dangling symlinks beside a valid policy do not fail the load", "[policy_store]") {
-  temp_dir dir;
+  temp_dir dir("policy-store");
   dir.write("torch.yaml", policy_yaml("torch", "torch", true));
   for (int i = 0; i < 16; ++i) {
-    fs::create_symlink("missing.yaml", dir.path() / ("broken-" + std::to_string(i) + ".yaml"));
+    fs::create_symlink("missing.yaml", dir.path / ("broken-" + std::to_string(i) + ".yaml"));
   }
   const auto load = load_policy_dir(dir.str());
   INFO("errors:\n" << joined(load.errors));
@@ -303,16 +270,11 @@ TEST_CASE("dangling symlinks beside a valid policy do not fail the load", "[poli
 }
 
 TEST_CASE("an owner kind's default policy must be a loaded policy", "[policies][owners]") {
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("trainenv-default-policy-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  std::ofstream(dir / "torch.yaml")
-      << trainenv::test::read_file(std::string(TRAINENV_POLICIES_DIR) + "/torch.yaml");
-  std::ofstream(dir / "owners.yaml")
-      << trainenv::test::read_file(std::string(TRAINENV_POLICIES_DIR) + "/owners.yaml");
+  temp_dir dir("default-policy");
+  for (const char* name : {"torch.yaml", "owners.yaml"})
+    dir.write(name, trainenv::test::read_file(std::string(TRAINENV_POLICIES_DIR) + "/" + name));
   // volcano-job names volcano-pytorch, which this directory does not hold.
-  const auto load = load_policy_dir(dir.string());
-  std::filesystem::remove_all(dir);
+  const auto load = load_policy_dir(dir.str());
   REQUIRE(load.errors.size() == 1);
   CHECK_THAT(load.errors[0], Catch::Contains("owner kind \"volcano-job\": spec.defaultPolicy: no "
                                              "policy is named \"volcano-pytorch\""));

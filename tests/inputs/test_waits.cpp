@@ -10,6 +10,7 @@
 
 #include "../test_support.hpp"
 #include "shipped_policies.hpp"
+#include "temp_dir.hpp"
 #include "trainenv/core/decide/engine.hpp"
 #include "trainenv/core/preview/job_preview.hpp"
 #include "trainenv/inputs/owner_file.hpp"
@@ -252,15 +253,14 @@ TEST_CASE("the switches: serve --wait off, then the pod, then an owner, then the
   }
   SECTION("the policy's wait.roles, under the annotations") {
     // The shipped policies with torch's wait turned off for role worker.
-    const auto dir = std::filesystem::temp_directory_path() / "trainenv-wait-roles";
-    std::filesystem::remove_all(dir);
+    const test::temp_dir scratch("wait-roles");
+    const auto& dir = scratch.path;
     std::filesystem::copy(TRAINENV_POLICIES_DIR, dir);
     auto torch = test::read_file((dir / "torch.yaml").string());
     const std::string row = "    master: dns";
     torch.replace(torch.find(row), row.size(), row + "\n    roles: {worker: \"off\"}");
     std::ofstream(dir / "torch.yaml") << torch;
     const auto loaded = inputs::load_policy_dir(dir.string());
-    std::filesystem::remove_all(dir);
     REQUIRE(loaded.errors.empty());
     const auto p = preview(torch_jobset(), {}, *loaded.policies);
     CHECK(pod(p, "gpt-worker-0-0").d.no_wait_why ==

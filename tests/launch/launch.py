@@ -175,8 +175,17 @@ class Pod:
         """Deletes the pod: SIGKILL to its agent, the PID 1 of the pod's PID namespace, which
         takes every process of the namespace with it before `unshare` sees it exit. (Were
         `unshare` killed instead, its --kill-child would do the same, only without our waiting
-        for it.)"""
-        if self.process is None or self.process.poll() is not None:
+        for it.)
+
+        The pod is "killed" from the moment it is deleted, before any signal: however its
+        sandbox ends from here on (`unshare` reports its child's SIGKILL as "sigprocmask unblock
+        failed" on these kernels), and even if it ended a moment before with its end not yet
+        read, that end is the deletion's, not a failure."""
+        if self.process is None:
+            return
+        if self.alive():
+            self.state = "killed"
+        if self.process.poll() is not None:
             return
         children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
         agents = children.read_text().split() if children.exists() else []
@@ -185,8 +194,6 @@ class Pod:
         if not agents:
             self.process.kill()
         self.process.wait()
-        if self.alive():
-            self.state = "killed"
 
     def handle(self, event):
         if event["event"] == "running":
@@ -206,7 +213,10 @@ class Pod:
             return
         self.state = "succeeded" if code == 0 else "failed"
         if code != 0 and self.failure is None:
-            self.failure = f"the pod's sandbox failed{telling_line(self.directory / 'agent.log')}"
+            age = ("" if self.started_at is None
+                   else f", {time.monotonic() - self.started_at:.1f} s after it started")
+            self.failure = (f"the pod's sandbox failed (exit {code}{age})"
+                            f"{telling_line(self.directory / 'agent.log')}")
 
 
 def telling_line(log):

@@ -22,6 +22,7 @@
 #include "fake_apiserver.hpp"
 #include "server_harness.hpp"
 #include "server_process.hpp"
+#include "temp_dir.hpp"
 #include "trainenv/core/model/admission.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
@@ -68,21 +69,14 @@ std::string output_of(const std::string& command) {
   return out;
 }
 
-struct temp_dir {
-  std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("trainenv-kubeconfig-" + std::to_string(::getpid()));
-  temp_dir() { std::filesystem::create_directories(path); }
-  ~temp_dir() { std::filesystem::remove_all(path); }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-};
+using trainenv::test::temp_dir;
 
 }  // namespace
 
 TEST_CASE("preview --kubeconfig reads a Trainer pod's owners from the cluster", "[.cli]") {
   test::fake_apiserver api;
   api.load_yaml(source("examples/owners/trainer-torch-owners.yaml"));
-  temp_dir dir;
+  temp_dir dir("kubeconfig");
   const auto kubeconfig = write_kubeconfig(api, dir.path);
   const auto [out, status] =
       run("preview -f " + source("examples/owners/trainer-torch-pod.yaml") + " --kubeconfig " +
@@ -103,7 +97,7 @@ TEST_CASE("preview --kubeconfig with a token the cluster refuses denies with 500
   test::fake_apiserver api;
   api.load_yaml(source("examples/owners/volcano-owners.yaml"));
   api.set_tokens({"another-token"});
-  temp_dir dir;
+  temp_dir dir("kubeconfig");
   const auto kubeconfig = write_kubeconfig(api, dir.path);
   const auto [out, status] =
       run("preview -f " + source("examples/owners/volcano-worker-pod.yaml") + " --kubeconfig " +
@@ -117,7 +111,7 @@ TEST_CASE("preview --kubeconfig runs the user's exec credential plugin, serve ne
           "[.cli]") {
   test::fake_apiserver api({.tokens = {"from-plugin"}});
   api.load_yaml(source("examples/owners/trainer-torch-owners.yaml"));
-  temp_dir dir;
+  temp_dir dir("kubeconfig");
   const auto plugin = dir.path / "get-token";
   std::ofstream(plugin)
       << "#!/bin/sh\n"
@@ -165,7 +159,7 @@ TEST_CASE("preview --kubeconfig runs the user's exec credential plugin, serve ne
 TEST_CASE("preview --job --kubeconfig reads the TrainJob's runtime from the cluster", "[.cli]") {
   test::fake_apiserver api;
   api.load_yaml(source("examples/jobs/runtimes.yaml"));
-  temp_dir dir;
+  temp_dir dir("kubeconfig");
   const auto kubeconfig = write_kubeconfig(api, dir.path);
   const auto [out, status] =
       run("preview --job -o json -f " + source("examples/jobs/trainjob-deepspeed.yaml") +
@@ -182,7 +176,7 @@ TEST_CASE("serve --kubeconfig with a tokenFile: a rotated token reaches the runn
           "[.cli]") {
   test::fake_apiserver api({.tokens = {"token-1"}});
   api.load_yaml(source("examples/owners/trainer-torch-owners.yaml"));
-  temp_dir dir;
+  temp_dir dir("kubeconfig");
   const auto token_file = dir.path / "token";
   std::ofstream(token_file) << "token-1\n";
   const auto kubeconfig = write_kubeconfig(api, dir.path, "tokenFile: " + token_file.string());
@@ -252,7 +246,7 @@ std::string team_kubeconfig(const test::fake_apiserver& api, const std::filesyst
 
 TEST_CASE("doctor --kubeconfig reads a live job as its user, in its context's namespace",
           "[.cli]") {
-  temp_dir dir;
+  temp_dir dir("kubeconfig");
   const std::string policies = " --policies " + source("policies");
   {
     test::fake_apiserver api;
@@ -280,7 +274,7 @@ TEST_CASE("doctor --kubeconfig reads a live job as its user, in its context's na
 
 TEST_CASE("doctor --kubeconfig: unreadable pods exit 2, unreadable events are not checked",
           "[.cli]") {
-  temp_dir dir;
+  temp_dir dir("kubeconfig");
   const std::string policies = " --policies " + source("policies");
   test::fake_apiserver api;
   serve_fixture(api, "denied");
@@ -307,7 +301,7 @@ TEST_CASE("doctor --kubeconfig: unreadable pods exit 2, unreadable events are no
 }
 
 TEST_CASE("doctor --logs names a launcher's start-up failure from its log", "[.cli]") {
-  temp_dir dir;
+  temp_dir dir("kubeconfig");
   test::fake_apiserver api;
   serve_fixture(api, "crash-loop");
   api.set_log("team-a", "gpt-master-0-0-32a7c", "node",
@@ -326,7 +320,7 @@ TEST_CASE("doctor --logs names a launcher's start-up failure from its log", "[.c
 
 TEST_CASE("doctor --until-healthy reads again until the job heals, or gives its last diagnosis",
           "[.cli]") {
-  temp_dir dir;
+  temp_dir dir("kubeconfig");
   const std::string policies = " --policies " + source("policies");
   test::fake_apiserver api;
   serve_fixture(api, "not-published");

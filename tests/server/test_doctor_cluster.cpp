@@ -15,6 +15,7 @@
 #include "doctor_fixtures.hpp"
 #include "fake_apiserver.hpp"
 #include "shipped_policies.hpp"
+#include "temp_dir.hpp"
 #include "trainenv/inputs/doctor.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/server/kube_client.hpp"
@@ -350,8 +351,8 @@ bool names_failure(const core::diagnosis& d, const std::string& failure) {
 TEST_CASE("doctor --logs names each known start-up failure as the real program prints it",
           "[doctor]") {
   // The real programs, failing: tests/doctor/startup_failures.sh.
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("trainenv-startup-failures-" + std::to_string(::getpid()));
+  const test::temp_dir scratch("startup-failures");
+  const auto& dir = scratch.path;
   const std::string script = std::string(TRAINENV_SOURCE_DIR) + "/tests/doctor/startup_failures.sh";
   REQUIRE(std::system(("bash " + script + " " + dir.string() + " >/dev/null").c_str()) == 0);
   const auto& failures = test::shipped_policies().startup_failures();
@@ -375,7 +376,6 @@ TEST_CASE("doctor --logs names each known start-up failure as the real program p
     CHECK(names_failure(d, failure.name));
     CHECK_FALSE(d.healthy());
   }
-  std::filesystem::remove_all(dir);
   // A log without any: nothing found.
   test::fake_apiserver api;
   serve(api, dump);

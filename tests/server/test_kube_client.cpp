@@ -22,6 +22,7 @@
 
 #include "../test_support.hpp"
 #include "fake_apiserver.hpp"
+#include "temp_dir.hpp"
 #include "test_certs.hpp"
 #include "trainenv/core/model/admission.hpp"
 #include "trainenv/inputs/exec_credential.hpp"
@@ -45,23 +46,6 @@ const std::string owners_dir = std::string(TRAINENV_FIXTURES_DIR) + "/owners";
 const std::string job_path = "/apis/batch/v1/namespaces/team-a/jobs/gpt-node-0";
 const std::string jobset_path = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets/gpt";
 const std::string jobset_uid = "ac55e9c1-5dab-a422-b828-3d1af3ea7c82";
-
-// A fresh directory, removed at the end of the test.
-struct temp_dir {
-  temp_dir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("trainenv-kube-" + std::to_string(::getpid()) + "-" + std::to_string(++counter));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
-  fs::path path;
-};
 
 // An io_context run by `n` threads for as long as the object lives.
 struct io_threads {
@@ -124,7 +108,7 @@ std::string kubeconfig_text(const std::string& cluster, const std::string& user,
 // ---- credentials ----------------------------------------------------------------------------
 
 TEST_CASE("kubeconfig: data fields, current context, default port", "[kube]") {
-  temp_dir dir;
+  temp_dir dir("kube");
   const auto ca = make_cert({.common_name = "ca", .is_ca = true});
   write_file(dir.file("config"), kubeconfig_text("    server: https://api.example.com\n"
                                                  "    certificate-authority-data: " +
@@ -143,7 +127,7 @@ TEST_CASE("kubeconfig: data fields, current context, default port", "[kube]") {
 }
 
 TEST_CASE("kubeconfig: file fields resolved against the kubeconfig's directory", "[kube]") {
-  temp_dir dir;
+  temp_dir dir("kube");
   fs::create_directories(dir.path / "kube" / "pki");
   const auto ca = make_cert({.common_name = "ca", .is_ca = true});
   const auto client = make_cert({.common_name = "me", .client = true}, &ca);
@@ -175,7 +159,7 @@ TEST_CASE("kubeconfig: file fields resolved against the kubeconfig's directory",
 }
 
 TEST_CASE("kubeconfig: what is missing or wrong is named in one line", "[kube]") {
-  temp_dir dir;
+  temp_dir dir("kube");
   const auto config = dir.file("config");
   const auto error_of = [&](const std::string& text) {
     write_file(config, text);
@@ -270,7 +254,7 @@ constexpr const char* v1beta1 = "client.authentication.k8s.io/v1beta1";
 }  // namespace
 
 TEST_CASE("kubeconfig: an exec plugin is read as client-go reads it", "[kube][exec]") {
-  temp_dir dir;
+  temp_dir dir("kube");
   const auto ca = make_cert({.common_name = "ca", .is_ca = true});
   const std::string cluster =
       "    server: https://api.example.com:6443\n"
@@ -313,7 +297,7 @@ TEST_CASE("kubeconfig: an exec plugin is read as client-go reads it", "[kube][ex
 
 TEST_CASE("exec plugin: its environment, KUBERNETES_EXEC_INFO, and the token and expiry it prints",
           "[kube][exec]") {
-  temp_dir dir;
+  temp_dir dir("kube");
   const auto seen = dir.file("seen");
   write_script(dir.file("plugin"),
                "printf '%s\\n%s\\n%s\\n' \"$AWS_PROFILE\" \"$KUBERNETES_EXEC_INFO\" \"$*\" > " +
@@ -387,7 +371,7 @@ TEST_CASE("exec plugin: what goes wrong is said in client-go's words", "[kube][e
   CHECK_THAT(error_of(credential(v1, R"({"token": "t", "expirationTimestamp": "tomorrow"})")),
              Catch::Contains("expirationTimestamp \"tomorrow\" is not an RFC 3339 time"));
 
-  temp_dir dir;
+  temp_dir dir("kube");
   inputs::exec_plugin plugin;
   plugin.api_version = v1;
   plugin.interactive_mode = "Never";
@@ -432,7 +416,7 @@ TEST_CASE("exec plugin: RFC 3339 times with offsets and fractions", "[kube][exec
 }
 
 TEST_CASE("in-cluster: service host, port, token and CA from the mount", "[kube]") {
-  temp_dir dir;
+  temp_dir dir("kube");
   const auto ca = make_cert({.common_name = "cluster ca", .is_ca = true});
   write_file(dir.file("token"), "sa-token\n");
   write_file(dir.file("ca.crt"), ca.cert);
@@ -695,7 +679,7 @@ TEST_CASE("lookups beyond max_connections wait for a kept connection, within the
 
 TEST_CASE("in-cluster credentials end to end: the service account mount and the service",
           "[kube]") {
-  temp_dir dir;
+  temp_dir dir("kube");
   fake_apiserver api({.tokens = {"sa-token"}});
   api.load_yaml(owners_dir + "/volcano-pytorch.yaml");
   write_file(dir.file("token"), "sa-token\n");
@@ -831,7 +815,7 @@ TEST_CASE("a client certificate authenticates without a token", "[kube]") {
 }
 
 TEST_CASE("a rotated token file is re-read on a 401 and the GET retried once", "[kube]") {
-  temp_dir dir;
+  temp_dir dir("kube");
   fake_apiserver api({.tokens = {"token-1"}});
   api.load_yaml(owners_dir + "/jobset-torch.yaml");
   write_file(dir.file("token"), "token-1\n");
@@ -863,7 +847,7 @@ TEST_CASE("a rotated token file is re-read on a 401 and the GET retried once", "
 }
 
 TEST_CASE("a changed token file is picked up before any 401", "[kube]") {
-  temp_dir dir;
+  temp_dir dir("kube");
   fake_apiserver api({.tokens = {"token-1"}});
   api.load_yaml(owners_dir + "/jobset-torch.yaml");
   write_file(dir.file("token"), "token-1");
@@ -923,7 +907,7 @@ TEST_CASE("a slow lookup does not hold up other work on the same io_context", "[
 }
 
 TEST_CASE("a kubeconfig end to end: CA data, tokenFile", "[kube]") {
-  temp_dir dir;
+  temp_dir dir("kube");
   fake_apiserver api({.tokens = {"from-file"}});
   api.load_yaml(owners_dir + "/trainer-torch.yaml");
   write_file(dir.file("token"), "from-file\n");

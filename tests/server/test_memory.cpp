@@ -16,6 +16,7 @@
 #include "hostile_clients.hpp"
 #include "server_harness.hpp"
 #include "server_process.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -110,14 +111,6 @@ void at_once(int n, Work work) {
   for (auto& t : threads) t.join();
 }
 
-struct temp_dir {
-  fs::path path = fs::temp_directory_path() / ("trainenv-memory-" + std::to_string(::getpid()));
-  temp_dir() { fs::create_directories(path); }
-  ~temp_dir() { fs::remove_all(path); }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-};
-
 // A JobSet `name` in team-a whose pod template carries `env_entries` variables (its size), the
 // Job JobSet made of it, and the first pod of that Job as the Job controller creates it.
 struct owned_pod {
@@ -205,7 +198,7 @@ unsigned post_as(unsigned short port, const std::string& target, const std::stri
 // kind in a flood beside the admission port's cap of half-done handshakes.
 TEST_CASE("no request, and no flood within the limits, takes serve past its manifest's memory",
           "[.memory]") {
-  temp_dir dir;
+  temp_dir dir("memory");
   const auto limit = manifest_limit_kib();
   fake_apiserver api({.tokens = {"test-token", "alice"}});
   // Nine JobSets of ~2.5 MB (issue 37: one 3.5 MB owner took 28 MiB; nine passed the limit), and

@@ -15,6 +15,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
+#include "temp_dir.hpp"
 #include "trainenv/inputs/policy_dir.hpp"
 #include "trainenv/server/file_reloader.hpp"
 #include "trainenv/server/policies.hpp"
@@ -151,10 +152,8 @@ TEST_CASE("readers racing a writer only ever see whole values", "[snapshot]") {
 
 TEST_CASE("the policy directory as a reload source publishes a valid set and refuses a bad one",
           "[reload][policies]") {
-  const fs::path dir =
-      fs::temp_directory_path() / ("trainenv-policy-source-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const trainenv::test::temp_dir scratch("policy-source");
+  const auto& dir = scratch.path;
   fs::copy_file(fs::path(TRAINENV_POLICIES_DIR) / "torch.yaml", dir / "torch.yaml");
   trainenv::server::policy_snapshot policies;
   const auto source = trainenv::server::policy_source(dir.string(), policies);
@@ -172,7 +171,6 @@ TEST_CASE("the policy directory as a reload source publishes a valid set and ref
   CHECK_FALSE(refused.ok());
   CHECK_THAT(refused.message(), Catch::Contains("torch.yaml"));
   CHECK(policies.read() == good);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a file reloader publishes a change and keeps the last good value on a refused one",

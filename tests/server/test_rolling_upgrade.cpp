@@ -21,6 +21,7 @@
 #include "hostile_clients.hpp"
 #include "server_harness.hpp"
 #include "server_process.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -254,8 +255,8 @@ std::string review_body() {
 TEST_CASE("a rolling upgrade of two replicas under keep-alive load loses no admission",
           "[.rolling]") {
   raise_fd_limit(4096);
-  const auto dir = fs::temp_directory_path() / ("trainenv-rolling-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const test::temp_dir scratch("rolling");
+  const auto& dir = scratch.path;
   const auto review = review_body();
   // The drain waits for the balancer to drop the replica (100 ms checks), as a Deployment's
   // terminating pod waits for its endpoint to go.
@@ -323,5 +324,4 @@ TEST_CASE("a rolling upgrade of two replicas under keep-alive load loses no admi
                       << " s after the round (closing its inotify descriptor)");
     }
   }
-  fs::remove_all(dir);
 }
