@@ -5,15 +5,18 @@
 // hostfile (Trainer's ConfigMap). The pod's annotations stay far below the API server's 256 KiB.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "owner_files.hpp"
 #include "shipped_policies.hpp"
 #include "temp_dir.hpp"
 #include "trainenv/core/decide/render.hpp"
+#include "trainenv/core/text/names.hpp"
 
 using nlohmann::json;
 using namespace trainenv;
@@ -100,22 +103,25 @@ std::string expected_hostfile(const std::string& name, int jobs, int pods) {
 
 // Runs the patched pod's init container as the kubelet would, with this machine's /bin/sh: its
 // rule mounted from the annotation (the downward API's file), its output read back.
-std::string run_init_container(const json& pod) {
-  const auto& init = pod["spec"]["initContainers"][0];
-  REQUIRE(init["command"][0] == "/bin/sh");
+std::string run_expand_script(const std::string& script, const std::string& rule_text) {
   const test::temp_dir scratch("hostfile");
   const auto& dir = scratch.path;
   const auto rule = dir / "rule";
   const auto out = dir / "hostfile";
-  std::ofstream(rule)
-      << pod["metadata"]["annotations"]["trainenv.io/hostfile-rule"].get<std::string>();
+  std::ofstream(rule, std::ios::binary) << rule_text;
   // The script as the pod would run it; its two paths pointed at this test's files.
-  const std::string script = init["command"][2];
   std::ofstream(dir / "expand.sh") << script;
   const std::string command =
       "/bin/sh " + (dir / "expand.sh").string() + " " + rule.string() + " " + out.string();
   REQUIRE(std::system(command.c_str()) == 0);
   return test::read_file(out.string());
+}
+
+std::string run_init_container(const json& pod) {
+  const auto& init = pod["spec"]["initContainers"][0];
+  REQUIRE(init["command"][0] == "/bin/sh");
+  return run_expand_script(init["command"][2].get<std::string>(),
+                           pod["metadata"]["annotations"]["trainenv.io/hostfile-rule"]);
 }
 
 }  // namespace
@@ -170,6 +176,9 @@ TEST_CASE(
     CHECK(init[1]["args"].dump().size() < 1024);
     const auto hostfile = run_init_container(patched);
     CHECK(hostfile == expected_hostfile(name, jobs, pods));
+    // What doctor and preview --job read of the pod: the same hostfile.
+    CHECK(core::expand_hostfile_rule(annotations["trainenv.io/hostfile-rule"].get<std::string>()) ==
+          hostfile);
     // Fed back in: nothing more to add.
     CHECK(decide(patched, jobset).patch().empty());
   }
@@ -204,4 +213,45 @@ TEST_CASE("a launcher that already mounts a hostfile gets no annotation, no volu
   CHECK_FALSE(patched["metadata"]["annotations"].contains("trainenv.io/hostfile-rule"));
   CHECK(patched["spec"]["volumes"].size() == 2);  // its own and the SSH keys'
   CHECK(patched["spec"]["containers"][0]["volumeMounts"][0]["mountPath"] == "/etc/mpi");
+}
+
+TEST_CASE("the hostfile rule's C++ expansion is the init container's, line for line",
+          "[hostfile]") {
+  // Generated rules, expanded by this machine's /bin/sh running the script and by
+  // expand_hostfile_rule: Job counts "-", 0 to 3, pods 0 to 4, texts with the characters a
+  // pod's names and a policy's line hold, bars past the fourth (the tail takes them), backslashes
+  // (read -r keeps them), a last line without its newline (read drops it).
+  std::mt19937 random(20261129);
+  const auto pick = [&](int n) { return static_cast<int>(random() % static_cast<unsigned>(n)); };
+  const std::string alphabet = "abz019-.: %\\|";
+  const auto text = [&](bool bars) {
+    std::string out;
+    for (int n = pick(6); n > 0; --n) {
+      char c = alphabet[static_cast<std::size_t>(pick(static_cast<int>(alphabet.size())))];
+      if (c == '|' && !bars) c = '_';
+      out.push_back(c);
+    }
+    return out;
+  };
+  for (int round = 0; round < 40; ++round) {
+    std::string rule;
+    for (int line = pick(3) + 1; line > 0; --line) {
+      const int jobs = pick(5) - 1;
+      rule += (jobs < 0 ? std::string("-") : std::to_string(jobs)) + "|" + std::to_string(pick(5)) +
+              "|" + text(false) + "|" + text(false) + "|" + text(true) + "\n";
+    }
+    if (pick(4) == 0) rule += "1|2|dropped|-|";  // no newline: never read
+    INFO(rule);
+    CHECK(core::expand_hostfile_rule(rule) ==
+          run_expand_script(std::string(core::hostfile_expand_script()), rule));
+  }
+}
+
+TEST_CASE("a rule read from a live pod expands to a bounded hostfile", "[hostfile]") {
+  // Anyone who may create pods may write the annotation doctor reads.
+  const auto hostfile = core::expand_hostfile_rule("1000000000|1000000000|h|-|.x\n");
+  CHECK(std::count(hostfile.begin(), hostfile.end(), '\n') == core::max_count);
+  CHECK(hostfile.rfind("h999-", 0) == std::string::npos);
+  const auto wide = core::expand_hostfile_rule("-|1000000|" + std::string(1000, 'h') + "||\n");
+  CHECK(wide.size() < (std::size_t{65} << 20));
 }

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "trainenv/core/decide/pod_shape.hpp"
 #include "trainenv/core/text/json_access.hpp"
 #include "trainenv/core/text/json_text.hpp"
 #include "trainenv/core/text/keys.hpp"
+#include "trainenv/core/text/names.hpp"
 
 namespace trainenv::core {
 namespace {
@@ -422,6 +424,44 @@ while IFS='|' read -r jobs pods head middle tail; do
 done < "$1" >> "$out.tmp"
 mv "$out.tmp" "$out"
 )";
+}
+
+std::string expand_hostfile_rule(std::string_view rule) {
+  constexpr std::size_t max_bytes = std::size_t{64} << 20;
+  std::string out;
+  std::int64_t lines = 0;
+  std::size_t start = 0;
+  // As `read` does, a last line without its newline is not read.
+  for (auto end = rule.find('\n'); end != std::string_view::npos;
+       start = end + 1, end = rule.find('\n', start)) {
+    // IFS='|' read -r jobs pods head middle tail: the tail takes the rest, bars and all ...
+    std::array<std::string_view, 5> fields;
+    auto rest = rule.substr(start, end - start);
+    for (std::size_t f = 0; f + 1 < fields.size(); ++f) {
+      const auto bar = rest.find('|');
+      fields[f] = rest.substr(0, bar);
+      rest = bar == std::string_view::npos ? std::string_view() : rest.substr(bar + 1);
+    }
+    // ... less one bar that ends it when it holds no other (POSIX field splitting: a last
+    // delimiter ends a field, it does not start one; dash and bash agree).
+    if (!rest.empty() && rest.find('|') == rest.size() - 1) rest.remove_suffix(1);
+    fields[4] = rest;
+    const bool numbered = fields[0] != "-";
+    // The script's loop runs once before it compares j with jobs.
+    constexpr auto any = std::numeric_limits<std::int64_t>::max();
+    const auto jobs =
+        numbered ? std::max<std::int64_t>(parse_decimal(fields[0], any).value_or(1), 1) : 1;
+    const auto pods = parse_decimal(fields[1], any).value_or(0);
+    for (std::int64_t j = 0; j < jobs; ++j) {
+      const auto number = numbered ? std::to_string(j) : std::string();
+      for (std::int64_t i = 0; i < pods; ++i) {
+        if (++lines > max_count || out.size() > max_bytes) return out;
+        out.append(fields[2]).append(number).append(fields[3]).append(std::to_string(i));
+        out.append(fields[4]).push_back('\n');
+      }
+    }
+  }
+  return out;
 }
 
 init_container_want init_container_want::of(const json& container) {

@@ -68,38 +68,6 @@ std::vector<std::string> hosts_of(const std::string& text) {
   return hosts;
 }
 
-// A trainenv hostfile rule ("jobs|pods|head|middle|tail" lines) expanded as its init container
-// does (render.hpp).
-std::string expand_rule(const std::string& rule) {
-  std::string out;
-  std::size_t start = 0;
-  while (start < rule.size()) {
-    auto end = rule.find('\n', start);
-    if (end == std::string::npos) end = rule.size();
-    std::vector<std::string> fields;
-    std::size_t from = start;
-    for (int f = 0; f < 4; ++f) {
-      const auto bar = rule.find('|', from);
-      if (bar == std::string::npos || bar > end) break;
-      fields.push_back(rule.substr(from, bar - from));
-      from = bar + 1;
-    }
-    fields.push_back(rule.substr(from, end - from));
-    start = end + 1;
-    if (fields.size() != 5) continue;
-    const bool numbered = fields[0] != "-";
-    const auto jobs = numbered ? whole_number(fields[0]).value_or(0) : 1;
-    const auto pods = whole_number(fields[1]).value_or(0);
-    for (std::int64_t j = 0; j < jobs; ++j) {
-      for (std::int64_t i = 0; i < pods; ++i) {
-        out += fields[2] + (numbered ? std::to_string(j) : "") + fields[3] + std::to_string(i) +
-               fields[4] + "\n";
-      }
-    }
-  }
-  return out;
-}
-
 // The hostfile the pod's container finds at `path`, from whichever volume is mounted there:
 // trainenv's annotation (downward API), trainenv's rule (expanded into an emptyDir), or a
 // ConfigMap among the job's objects (Trainer's).
@@ -119,7 +87,7 @@ std::optional<std::string> hostfile_text(const pod_view& pod, const json_ref& co
       }
       if (member(v, "emptyDir") != nullptr) {
         const auto* rule = pod.annotation(hostfile_rule_annotation);
-        return rule != nullptr ? std::optional(expand_rule(std::string(*rule))) : std::nullopt;
+        return rule != nullptr ? std::optional(expand_hostfile_rule(*rule)) : std::nullopt;
       }
       if (const auto cm = member(v, "configMap")) {
         const auto* ns = pod.namespace_name();

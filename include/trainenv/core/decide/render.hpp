@@ -110,6 +110,10 @@ inline constexpr std::string_view hostfile_rule_annotation = "trainenv.io/hostfi
 // rule line "jobs|pods|head|middle|tail" stands for the lines head<j>middle<i>tail, j from 0 to
 // jobs-1 (written as nothing when jobs is "-"), i from 0 to pods-1, job-major.
 [[nodiscard]] std::string_view hostfile_expand_script();
+// The hostfile that script writes for `rule`, line for line (tests/inputs/test_hostfile.cpp runs
+// both), for doctor and preview --job to read what a pod finds. At most max_count lines or 64
+// MiB: doctor reads the rule from a live pod, which anyone who may create pods can write.
+[[nodiscard]] std::string expand_hostfile_rule(std::string_view rule);
 
 // The container's command line: its command's tokens followed by its args' (non-strings as "").
 [[nodiscard]] std::vector<std::string_view> command_line(const json_ref& container);
