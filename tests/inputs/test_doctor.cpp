@@ -1,6 +1,7 @@
 // trainenv doctor over live jobs as `kubectl get -o json` lists them (tests/fixtures/doctor/,
 // written by tests/doctor/make_fixtures.py): each failure fixture gives exactly its findings, and
 // a healthy job of each owner kind gives none.
+#include <algorithm>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -124,4 +125,20 @@ TEST_CASE("doctor: a KIND/NAME it does not know, or a job not in the dump, is re
       dump->objects(), *inputs::parse_doctor_target("jobset/gpt"), "", "the fixture");
   REQUIRE_FALSE(missing);
   CHECK_THAT(missing.message(), Catch::Contains("no JobSet.jobset.x-k8s.io gpt"));
+}
+
+TEST_CASE("doctor: a pod with no place in the layout has its own row, named", "[doctor]") {
+  const auto r = doctor("no-place", "job/pretrain");
+  REQUIRE(r.d.findings.size() == 1);
+  REQUIRE(r.d.findings[0].pods.size() == 1);
+  const auto& name = r.d.findings[0].pods[0];
+  const auto row = std::find_if(r.d.rows.begin(), r.d.rows.end(),
+                                [&](const core::doctor_row& x) { return x.name == name; });
+  INFO(described(r.d));
+  REQUIRE(row != r.d.rows.end());
+  CHECK(row->role == "?");
+  CHECK(row->phase != "not created");
+  CHECK_FALSE(row->expected_rank);
+  CHECK(row->findings == std::vector<std::string>{"no-place"});
+  for (const auto& x : r.d.rows) CHECK_FALSE(x.name.empty());
 }

@@ -154,7 +154,7 @@ class doctor {
       row.role = p.expected->created.role;
       row.expected_rank = p.expected->node_rank;
     }
-    if (p.live == nullptr || p.expected == nullptr) {  // a place no pod fills
+    if (p.live == nullptr) {  // a place no pod fills (match() gives it a layout's place)
       row.name = p.expected != nullptr ? p.expected->created.name : std::string();
       row.phase = "not created";
       row.admitted = row.ready = row.published = row.wait = "-";
