@@ -217,11 +217,12 @@ class doctor {
                        [&](const std::string& s) { return s.rfind(resource, 0) == 0; });
   }
 
-  doctor_row& row_named(const std::string& name) {
+  // The row of the live pod `name`; null for a name no row has (none: every pod has a row).
+  doctor_row* row_named(const std::string& name) {
     for (auto& row : out_.rows) {
-      if (row.name == name) return row;
+      if (row.name == name) return &row;
     }
-    return out_.rows.front();  // every pod has a row
+    return nullptr;
   }
 
   void check_pod(const placed& p) {
@@ -320,7 +321,7 @@ class doctor {
           "pod " + name + " was admitted by an older trainenv: it has no " +
               std::string(wait_container) + " (its values are current)",
           "nothing to do; pods created from now on get it", {name});
-      row_named(name).admitted = "older";
+      if (auto* row = row_named(name)) row->admitted = "older";
     }
   }
 
@@ -420,7 +421,9 @@ class doctor {
                     " selecting the pods; JobSet makes it unless spec.network.enableDNSHostnames "
                     "is false",
           names);
-      for (const auto& n : names) row_named(n).published = "no";
+      for (const auto& n : names) {
+        if (auto* row = row_named(n)) row->published = "no";
+      }
       return;
     }
     const auto* spec = member(*service, "spec");
@@ -449,8 +452,7 @@ class doctor {
       const auto& name = name_of(*pod);
       const bool listed = std::find(unselected.begin(), unselected.end(), name) == unselected.end();
       const auto published = is_published(subdomain, *pod, not_ready_too);
-      auto& row = row_named(name);
-      row.published = listed && published ? "yes" : "no";
+      if (auto* row = row_named(name)) row->published = listed && published ? "yes" : "no";
       // A pod whose containers do not run yet has its own finding, if any: its name comes
       // once it runs.
       if (listed && !published && pod_status(*pod).phase() == "Running") {
