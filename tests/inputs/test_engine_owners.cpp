@@ -9,6 +9,7 @@
 #include "../test_support.hpp"
 #include "shipped_policies.hpp"
 #include "trainenv/core/decide/engine.hpp"
+#include "trainenv/core/preview/job_preview.hpp"
 #include "trainenv/inputs/owner_file.hpp"
 #include "trainenv/inputs/yaml.hpp"
 
@@ -260,5 +261,48 @@ TEST_CASE("a policy that writes every container leaves a mesh's proxy alone, bef
     INFO(again.message);
     CHECK(again.allowed);
     CHECK(again.patch().empty());
+  }
+}
+
+TEST_CASE("a Volcano Job's unknown key is its preview's note, not its pods' warnings",
+          "[owners][job_preview]") {
+  // The note names it "Volcano Job", the owner walk "Job": the same key, said once. The torch
+  // policy reads the task's replicas from the Job, so its pods' admission reads the owner.
+  const auto job = inputs::parse_document(R"(apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: mnist
+  namespace: team-a
+  annotations:
+    trainenv.io/nnodes: "2"
+spec:
+  plugins:
+    svc: []
+  tasks:
+  - name: worker
+    replicas: 2
+    template:
+      metadata:
+        annotations:
+          trainenv.io/policy: torch
+        labels:
+          trainer.kubeflow.org/trainjob-ancestor-step: trainer
+      spec:
+        containers:
+        - name: worker
+          image: x
+          command: [torchrun, t.py]
+)");
+  REQUIRE(job);
+  const auto preview = core::preview_job(*job, {}, test::shipped_policies());
+  REQUIRE(preview);
+  CHECK(preview->job.notes ==
+        std::vector<std::string>{"trainenv: unknown annotation trainenv.io/nnodes on Volcano Job "
+                                 "team-a/mnist (did you mean trainenv.io/num-nodes?)"});
+  REQUIRE(preview->pods.size() == 2);
+  for (const auto& p : preview->pods) {
+    INFO(p.created.name);
+    CHECK(p.d.policy == "torch");
+    CHECK(p.d.warnings.empty());
   }
 }

@@ -442,15 +442,19 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
     out.problems = check_job(out.job, out.pods, policies, &out.checks);
     check_roles(out.job, out.pods, policies, out.problems);
     out.checks.emplace_back("a training pod and no other role launching as they do");
-    // The job's own unknown keys are said once, as its notes, not again on each pod (whose
-    // admission warns of them as of any owner's).
-    const auto before = out.job.notes.size();
+    // The job's own unknown keys are said once, as its notes, not again on each pod, whose
+    // admission warns of them as of any owner's, naming the job as the owner walk does.
     note_unknown_keys(out.job);
-    std::set<std::string> said;
-    for (auto i = before; i < out.job.notes.size(); ++i)
-      said.insert(make_warning(out.job.notes[i]));
-    for (auto& p : out.pods)
-      std::erase_if(p.d.warnings, [&](const std::string& w) { return said.count(w) != 0; });
+    if (!out.job.objects.empty()) {
+      const auto& object = out.job.objects.front();
+      const owner_ref self{string_or_empty(object, "apiVersion"), string_or_empty(object, "kind"),
+                           out.job.namespace_name, out.job.name};
+      std::set<std::string> said;
+      for (auto& w : object_unknown_key_warnings(object, " on " + self.display()))
+        said.insert(make_warning(std::move(w)));
+      for (auto& p : out.pods)
+        std::erase_if(p.d.warnings, [&](const std::string& w) { return said.count(w) != 0; });
+    }
     for (const auto& p : out.pods) {
       if (!p.bounds) continue;
       if (!out.elastic) out.elastic = elastic_summary{*p.bounds, 0, p.rendezvous.value_or("")};
