@@ -447,8 +447,11 @@ result<job_preview> preview_job(const json& job, const std::vector<json>& given,
     note_unknown_keys(out.job);
     if (!out.job.objects.empty()) {
       const auto& object = out.job.objects.front();
-      const owner_ref self{string_or_empty(object, "apiVersion"), string_or_empty(object, "kind"),
-                           out.job.namespace_name, out.job.name};
+      owner_ref self;
+      self.api_version = string_or_empty(object, "apiVersion");
+      self.kind = string_or_empty(object, "kind");
+      self.namespace_name = out.job.namespace_name;
+      self.name = out.job.name;
       std::set<std::string> said;
       for (auto& w : object_unknown_key_warnings(object, " on " + self.display()))
         said.insert(make_warning(std::move(w)));
